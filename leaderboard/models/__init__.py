@@ -1,0 +1,21 @@
+"""The registry (benchmarks, evaluators, tasks, releases, races) and the
+precomputed standings visitors read."""
+
+from leaderboard.models.agents import Agent, AgentVersion
+from leaderboard.models.races import Race, ScorecardLevel, Validator
+from leaderboard.models.registry import Benchmark, Evaluator, Release, ReleaseTask, Task
+from leaderboard.models.standings import Standing
+
+__all__ = [
+    "Agent",
+    "AgentVersion",
+    "Benchmark",
+    "Evaluator",
+    "Race",
+    "Release",
+    "ReleaseTask",
+    "ScorecardLevel",
+    "Standing",
+    "Task",
+    "Validator",
+]

@@ -1,0 +1,9 @@
+"""Visitor-facing pages."""
+
+from django.urls import path
+
+from leaderboard import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+]

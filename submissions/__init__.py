@@ -1,0 +1,1 @@
+"""Bundles, cryptography and the verification worker."""

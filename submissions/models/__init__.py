@@ -1,0 +1,18 @@
+"""Submissions (the uploaded bundle and its state machine), the runs they
+produce, signing keys and API keys."""
+
+from submissions.models.keys import ApiKey, SigningKey
+from submissions.models.runs import RaceRun, RaceTaskOutcome, Run, ScorecardRun, TaskResult, VerificationEvent
+from submissions.models.submission import Submission
+
+__all__ = [
+    "ApiKey",
+    "RaceRun",
+    "RaceTaskOutcome",
+    "Run",
+    "ScorecardRun",
+    "SigningKey",
+    "Submission",
+    "TaskResult",
+    "VerificationEvent",
+]

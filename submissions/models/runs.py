@@ -1,0 +1,134 @@
+"""What a verified submission produces. Only validated, attested and verified
+runs enter leaderboards; rejected submissions write no run rows."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Run(models.Model):
+    """A paper-gap run (seed 000): one agent version on one release."""
+
+    class Level(models.TextChoices):
+        VALIDATED = "validated"
+        ATTESTED = "attested"
+        VERIFIED = "verified"
+
+    submission = models.OneToOneField("submissions.Submission", on_delete=models.PROTECT, related_name="run")
+    release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="runs")
+    agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="runs")
+    level = models.CharField(max_length=16, choices=Level.choices)
+    overall = models.FloatField(null=True)
+    reproduction = models.FloatField(null=True)
+    open = models.FloatField(null=True)
+    pass_rate = models.FloatField(null=True)
+    # {"overall": [lo, hi], "reproduction": [...], "open": [...]}
+    confidence = models.JSONField(default=dict)
+    covered = models.PositiveIntegerField()
+    required = models.PositiveIntegerField()
+    complete = models.BooleanField()
+    # Harness-recorded (LLM gateway usage log) and submitter-declared, as the seeds label them.
+    runtime_seconds = models.FloatField(null=True)
+    tokens_in = models.BigIntegerField(null=True)
+    tokens_out = models.BigIntegerField(null=True)
+    effort_tier = models.CharField(max_length=50, blank=True)
+    breakdown = models.JSONField(default=dict)  # the recomputed score_breakdown
+    is_private = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class TaskResult(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="task_results")
+    release_task = models.ForeignKey("leaderboard.ReleaseTask", on_delete=models.PROTECT, related_name="+")
+    measured = models.FloatField()
+    gap = models.FloatField()
+    factors = models.JSONField(default=dict)  # {metric: factor}
+    factor = models.FloatField()
+    score = models.FloatField()
+    final = models.FloatField()
+    pass_rate = models.FloatField(null=True)
+    episodes = models.PositiveIntegerField()
+    faithful = models.BooleanField(null=True)
+    # "valid" (registered key, good signature), "unsigned", "unregistered"
+    signature = models.CharField(max_length=16, default="unsigned")
+    signing_key = models.ForeignKey(
+        "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["run", "release_task__position"]
+        constraints = [models.UniqueConstraint(fields=["run", "release_task"], name="task_result_unique")]
+
+
+class VerificationEvent(models.Model):
+    """Append-only log of verification levels granted (e.g. an official re-run)."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="events")
+    level = models.CharField(max_length=16, choices=Run.Level.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+    method = models.CharField(max_length=200)
+    evidence_sha256 = models.CharField(max_length=64, blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+
+class ScorecardRun(models.Model):
+    """A closed scorecard (seed 001), padded to the release's hidden set."""
+
+    submission = models.OneToOneField(
+        "submissions.Submission", on_delete=models.PROTECT, related_name="scorecard"
+    )
+    release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="scorecards")
+    agent_version = models.ForeignKey(
+        "leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="scorecards"
+    )
+    level = models.CharField(max_length=16, choices=Run.Level.choices)
+    episodes = models.PositiveIntegerField()
+    solved = models.PositiveIntegerField()
+    success_rate = models.FloatField()
+    move_efficiency = models.FloatField(null=True)
+    avg_steps_solved = models.FloatField(null=True)
+    deadlock_rate = models.FloatField()
+    total_actions = models.PositiveIntegerField()
+    confidence = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class RaceRun(models.Model):
+    """One validator's run of one agent version, on qualifying (race null) or a race."""
+
+    submission = models.OneToOneField("submissions.Submission", on_delete=models.PROTECT, related_name="race_run")
+    validator = models.ForeignKey("leaderboard.Validator", on_delete=models.PROTECT, related_name="runs")
+    agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="race_runs")
+    release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="race_runs")
+    race = models.ForeignKey("leaderboard.Race", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    score = models.FloatField(null=True)
+    # More than 30% environment/verifier errors: excluded, marked for re-run (seed 002).
+    infrastructure_failure = models.BooleanField(default=False)
+    needs_rerun = models.BooleanField(default=False)
+    failed = models.BooleanField(default=False)  # the sandbox produced no output at all
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class RaceTaskOutcome(models.Model):
+    run = models.ForeignKey(RaceRun, on_delete=models.CASCADE, related_name="outcomes")
+    task_id = models.CharField(max_length=100)
+    reward = models.FloatField()
+    paid_reward = models.FloatField()
+    verdict_status = models.CharField(max_length=50)
+    # Embargoed for race episodes until the race is released (seed 002).
+    failure_category = models.CharField(max_length=50, blank=True)
+    step_limit_hit = models.BooleanField(default=False)
+    time_limit_hit = models.BooleanField(default=False)
+    env_error = models.BooleanField(default=False)
+    verifier_error = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["run", "task_id"]

@@ -1,0 +1,70 @@
+"""The Submission row is the state machine of one uploaded bundle.
+
+received -> verifying -> done (with a verdict), or -> error (transient fault,
+retried) -> verifying ... A bundle is never deleted: whatever the verdict, the
+stored file and its SHA-256 stay, so nothing uploaded is ever lost.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Submission(models.Model):
+    class Kind(models.TextChoices):
+        PAPER_GAP = "paper_gap"
+        SCORECARD = "scorecard"
+        RACE_RUN = "race_run"
+
+    class Status(models.TextChoices):
+        RECEIVED = "received"
+        VERIFYING = "verifying"
+        ERROR = "error", "Transient error (will retry)"
+        DONE = "done"
+
+    class Verdict(models.TextChoices):
+        NONE = "", "Pending"
+        REJECTED = "rejected"
+        MISMATCH = "mismatch"
+        VALIDATED = "validated"
+        ATTESTED = "attested"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    submitter = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="submissions")
+    api_key = models.ForeignKey(
+        "submissions.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="submissions"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, blank=True)
+    # Known once the bundle's manifest is read.
+    release = models.ForeignKey(
+        "leaderboard.Release", null=True, blank=True, on_delete=models.PROTECT, related_name="submissions"
+    )
+    race = models.ForeignKey(
+        "leaderboard.Race", null=True, blank=True, on_delete=models.PROTECT, related_name="submissions"
+    )
+    file = models.FileField(upload_to="bundles/%Y/%m/")
+    original_name = models.CharField(max_length=255, blank=True)  # display only; never a path
+    sha256 = models.CharField(max_length=64, unique=True)
+    size = models.BigIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, default="", blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    # Field-by-field claimed-versus-recomputed comparison (scoring.compare).
+    diff = models.JSONField(default=list, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    is_private = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    verifying_since = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "updated_at"]), models.Index(fields=["submitter", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"submission {self.id} ({self.status} {self.verdict})"
