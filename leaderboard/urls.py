@@ -1,9 +1,13 @@
-"""Root URLs. Each app keeps its own routes; this file only mounts them."""
+"""Root URLs. Each area keeps its own routes; this file only mounts them."""
 
 from django.contrib import admin
 from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", include("leaderboard.api_urls")),
+    path("accounts/", include("leaderboard.account_urls")),
+    path("", include("submissions.site_urls")),
+    path("", include("leaderboard.scheme_urls")),
     path("", include("leaderboard.site_urls")),
 ]

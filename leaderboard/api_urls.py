@@ -1,0 +1,5 @@
+"""Routes (to be filled)."""
+
+from django.urls import URLPattern, URLResolver
+
+urlpatterns: list[URLPattern | URLResolver] = []
