@@ -56,3 +56,61 @@ class Race(models.Model):
 
     def __str__(self) -> str:
         return f"{self.benchmark.slug} race {self.number}"
+
+
+class ScorecardStanding(models.Model):
+    """An entrant's (agent's) best closed scorecard on one release, ranked (seed 001
+    "Ranking"). Rewritten by leaderboard.services.scheme_standings; never edited by hand."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="scorecard_standings")
+    agent = models.ForeignKey("leaderboard.Agent", on_delete=models.CASCADE, related_name="+")
+    scorecard = models.ForeignKey("submissions.ScorecardRun", on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["release", "rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "agent"], name="scorecard_standing_unique_agent"),
+        ]
+
+
+class RaceResult(models.Model):
+    """One agent version's raw result in one race (seed 002 layers 2 and 3).
+
+    raw_score is the mean of the included successful validator runs; baseline is
+    the race's field baseline (top-half average), delta = raw_score - baseline.
+    Rows exist only for versions with at least one included run."""
+
+    race = models.ForeignKey(Race, on_delete=models.CASCADE, related_name="results")
+    agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.CASCADE, related_name="+")
+    raw_score = models.FloatField()
+    rank = models.PositiveIntegerField()
+    baseline = models.FloatField()
+    delta = models.FloatField()
+    runs_included = models.PositiveIntegerField()
+    runs_excluded = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["race", "rank"]
+        constraints = [models.UniqueConstraint(fields=["race", "agent_version"], name="race_result_unique")]
+
+
+class OverallStanding(models.Model):
+    """The three-race Overall of one agent version as of one (anchor) race.
+
+    The Overall page anchors to the running race while one is live, else to the
+    most recent completed race; every race keeps its own rows so the history is
+    reproducible. is_top marks the holder of the top spot after the challenge
+    margin rule (at most one row per race)."""
+
+    race = models.ForeignKey(Race, on_delete=models.CASCADE, related_name="overall_standings")
+    agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.CASCADE, related_name="+")
+    overall = models.FloatField()
+    rank = models.PositiveIntegerField()
+    races_counted = models.PositiveIntegerField()
+    window = models.PositiveIntegerField()
+    is_top = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["race", "rank"]
+        constraints = [models.UniqueConstraint(fields=["race", "agent_version"], name="overall_standing_unique")]

@@ -114,7 +114,24 @@ class RaceRun(models.Model):
     infrastructure_failure = models.BooleanField(default=False)
     needs_rerun = models.BooleanField(default=False)
     failed = models.BooleanField(default=False)  # the sandbox produced no output at all
+    # Size of the expected task set (race.task_ids, or the qualifying release's tasks) and
+    # how many outcomes ended in an environment or verifier error.
+    expected_tasks = models.PositiveIntegerField(default=0)
+    infrastructure_errors = models.PositiveIntegerField(default=0)
+    # The validator key that signed the run's outcomes (owner_kind=validator).
+    signing_key = models.ForeignKey(
+        "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    @property
+    def status(self) -> str:
+        """scoring.race run status: "ok", "failed" or "infrastructure_failure"."""
+        if self.failed:
+            return "failed"
+        if self.infrastructure_failure:
+            return "infrastructure_failure"
+        return "ok"
 
 
 class RaceTaskOutcome(models.Model):
@@ -122,7 +139,9 @@ class RaceTaskOutcome(models.Model):
     task_id = models.CharField(max_length=100)
     reward = models.FloatField()
     paid_reward = models.FloatField()
-    verdict_status = models.CharField(max_length=50)
+    verdict_status = models.CharField(max_length=50)  # "accepted", "rejected" or "" (no graded order)
+    order_placed = models.BooleanField(default=False)
+    agent_error = models.BooleanField(default=False)
     # Embargoed for race episodes until the race is released (seed 002).
     failure_category = models.CharField(max_length=50, blank=True)
     step_limit_hit = models.BooleanField(default=False)
