@@ -9,6 +9,13 @@ service is a failure, never a silent skip (CI sets it).
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.conf import settings
@@ -35,3 +42,136 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.xfail(reason=f"REQUIRE_SERVICES is set but {reason}", strict=True))
             else:
                 item.add_marker(pytest.mark.skip(reason=f"needs live services: {reason}"))
+
+
+# ------------------------------------------------------------------ Celery
+
+# One queue per test session, so a worker started by these tests never takes
+# tasks of another suite (or another engineer's run) sharing the same Redis.
+TEST_QUEUE = f"podium-test-{uuid.uuid4().hex[:12]}"
+WORKER_READY_TIMEOUT_SECONDS = 60
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _celery_runs_tasks_in_process(request: pytest.FixtureRequest):
+    """Ordinary tests run Celery tasks eagerly, so they need no worker; tests that
+    use the real worker (the `celery_worker` fixtures) send to its queue instead."""
+    from leaderboard.celery import app
+
+    uses_worker = bool({"celery_worker", "celery_worker_factory"} & set(request.fixturenames))
+    saved = (app.conf.task_always_eager, app.conf.task_default_queue)
+    app.conf.task_always_eager = not uses_worker
+    if uses_worker:
+        app.conf.task_default_queue = TEST_QUEUE
+    yield
+    app.conf.task_always_eager, app.conf.task_default_queue = saved
+
+
+def _test_database_url() -> str:
+    """DATABASE_URL of the database pytest-django created (test_<name>), for a subprocess."""
+    from django.db import connection
+
+    params = connection.settings_dict
+    user = quote(params.get("USER") or "")
+    password = f":{quote(params['PASSWORD'])}" if params.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    port = f":{params['PORT']}" if params.get("PORT") else ""
+    return f"postgres://{auth}{params.get('HOST') or '127.0.0.1'}{port}/{params['NAME']}"
+
+
+class CeleryWorker:
+    """A real `celery -A leaderboard worker --pool=solo` subprocess on the test database."""
+
+    def __init__(self, log_dir: Path, extra_env: dict[str, str]) -> None:
+        self.log_dir = log_dir
+        self.extra_env = extra_env
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path: Path | None = None
+        self.starts = 0
+
+    def start(self, **extra_env: str) -> CeleryWorker:
+        from django.conf import settings
+
+        self.starts += 1
+        self.log_path = self.log_dir / f"worker-{self.starts}.log"
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+            "DATABASE_URL": _test_database_url(),
+            "DB_CONN_MAX_AGE": "0",
+            "CELERY_BROKER_URL": os.environ["CELERY_BROKER_URL"],
+            "CELERY_QUEUE": TEST_QUEUE,
+            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "PODIUM_SITE_KEYS": settings.PODIUM_SITE_KEYS,
+            "PODIUM_MAX_ATTEMPTS": str(settings.PODIUM_MAX_ATTEMPTS),
+            "PODIUM_STUCK_AFTER_SECONDS": str(settings.PODIUM_STUCK_AFTER_SECONDS),
+            **self.extra_env,
+            **extra_env,
+        }
+        celery = str(Path(sys.executable).parent / "celery")
+        command = [
+            celery, "-A", "leaderboard", "worker", "--pool=solo", "-Q", TEST_QUEUE,
+            "-n", f"{TEST_QUEUE}-{self.starts}@%h", "--without-heartbeat", "--without-gossip",
+            "--without-mingle", "--loglevel=INFO",
+        ]  # fmt: skip
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+        deadline = time.monotonic() + WORKER_READY_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"celery worker exited with {self.process.returncode}:\n{self.log()}")
+            if " ready." in self.log():
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"celery worker not ready after {WORKER_READY_TIMEOUT_SECONDS}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+
+    def kill9(self) -> None:
+        """SIGKILL, as the OOM killer would: no cleanup, no ack."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            self.process = None
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.kill9()
+        self.process = None
+
+
+@pytest.fixture
+def celery_worker_factory(tmp_path_factory: pytest.TempPathFactory, transactional_db):
+    """Make real worker processes (`.start(**env)`, `.kill9()`, `.stop()`); all are stopped after the test.
+
+    Tests using it need `@pytest.mark.django_db(transaction=True)` (the worker must see
+    committed rows) and `@pytest.mark.services`.
+    """
+    workers: list[CeleryWorker] = []
+
+    def make(**extra_env: str) -> CeleryWorker:
+        worker = CeleryWorker(tmp_path_factory.mktemp("celery-worker"), extra_env)
+        workers.append(worker)
+        return worker
+
+    yield make
+    for worker in workers:
+        worker.stop()
+
+
+@pytest.fixture
+def celery_worker(celery_worker_factory) -> CeleryWorker:
+    """One started real worker on this session's queue."""
+    return celery_worker_factory().start()

@@ -1,0 +1,167 @@
+"""Receiving an uploaded bundle.
+
+The upload is streamed once: each chunk is counted against the size limit and
+fed to SHA-256 in the same loop (the way forklift's upload handler does it), and
+spooled to a temporary file, so a large bundle is never held in memory. Only
+then is it stored, under a name derived from its hash (never the client's file
+name), and the Submission row written in one transaction; the verification task
+is enqueued on commit, so a worker never sees a row that is not there yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+
+from submissions.models import ApiKey, Submission
+
+logger = logging.getLogger(__name__)
+
+# Bytes read per loop iteration: large enough to keep the hashing loop cheap,
+# small enough that memory stays flat whatever the bundle size.
+UPLOAD_CHUNK_BYTES = 1024 * 1024
+# Longest original file name kept for display (the model's column width).
+ORIGINAL_NAME_MAX = 255
+
+
+class SubmissionRejected(Exception):
+    """An upload refused before it became a submission.
+
+    ``code`` is stable (API clients switch on it); ``message`` is for people.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def _chunks(uploaded_file: Any) -> Iterator[bytes]:
+    """Chunks of a Django UploadedFile, or of any binary file-like object."""
+    if hasattr(uploaded_file, "chunks"):
+        yield from uploaded_file.chunks(UPLOAD_CHUNK_BYTES)
+        return
+    while True:
+        chunk = uploaded_file.read(UPLOAD_CHUNK_BYTES)
+        if not chunk:
+            return
+        yield chunk
+
+
+def bundle_storage_name(sha256: str) -> str:
+    """Content-addressed storage name: the same bytes always land at the same place."""
+    return f"bundles/{sha256[:2]}/{sha256}.age"
+
+
+def _spool(uploaded_file: Any, spool: IO[bytes]) -> tuple[str, int]:
+    """Copy the upload to ``spool``, returning (sha256 hex, size); enforce the size limit while reading."""
+    limit = settings.PODIUM_MAX_BUNDLE_BYTES
+    digest = hashlib.sha256()
+    size = 0
+    for chunk in _chunks(uploaded_file):
+        size += len(chunk)
+        if size > limit:
+            # Stop reading at once: an oversized upload costs at most limit + one chunk.
+            mib = f" ({limit / (1024 * 1024):g} MiB)" if limit >= 1024 * 1024 else ""
+            raise SubmissionRejected(
+                "too_large",
+                f"the bundle is larger than the limit of {limit} bytes{mib}; "
+                "split the run or ask the site's maintainers",
+            )
+        digest.update(chunk)
+        spool.write(chunk)
+    if size == 0:
+        raise SubmissionRejected("empty_file", "the uploaded file is empty (0 bytes); expected an age-encrypted bundle")
+    return digest.hexdigest(), size
+
+
+def _existing(*, sha256: str, user: Any) -> Submission | None:
+    existing = Submission.objects.filter(sha256=sha256).first()
+    if existing is None:
+        return None
+    if existing.submitter_id != user.pk:
+        raise SubmissionRejected(
+            "duplicate_bundle",
+            "this exact bundle was already submitted by another account; "
+            "a bundle can only be submitted once (re-seal it if this is a different run)",
+        )
+    return existing
+
+
+def _display_name(original_name: str, uploaded_file: Any) -> str:
+    name = original_name or getattr(uploaded_file, "name", "") or ""
+    # Display only: keep the last path component, never trust it as a path.
+    return str(name).replace("\\", "/").rsplit("/", 1)[-1][:ORIGINAL_NAME_MAX]
+
+
+def submission_create(
+    *,
+    user: Any,
+    uploaded_file: Any,
+    api_key: ApiKey | None = None,
+    original_name: str = "",
+    is_private: bool = False,
+) -> tuple[Submission, bool]:
+    """Store an uploaded bundle and queue its verification.
+
+    Returns (submission, created). The same bytes from the same user return the
+    existing submission with created=False; from another user they are refused
+    (``duplicate_bundle``). Raises SubmissionRejected for ``empty_file`` and
+    ``too_large``. The file is stored before the row is written: a crash in
+    between leaves at worst an orphan file under its hash (reused by a retry),
+    never a row without its file.
+    """
+    with tempfile.TemporaryFile(prefix="podium-upload-") as spool:
+        sha256, size = _spool(uploaded_file, spool)
+        existing = _existing(sha256=sha256, user=user)
+        if existing is not None:
+            return existing, False
+        name = bundle_storage_name(sha256)
+        if not default_storage.exists(name):
+            spool.seek(0)
+            stored = default_storage.save(name, File(spool, name=name))
+            if stored != name:  # a concurrent upload of the same bytes won the race for the name
+                default_storage.delete(stored)
+    try:
+        with transaction.atomic():
+            submission = Submission(
+                submitter=user,
+                api_key=api_key,
+                original_name=_display_name(original_name, uploaded_file),
+                sha256=sha256,
+                size=size,
+                is_private=is_private,
+            )
+            submission.file.name = name
+            submission.save()
+            transaction.on_commit(lambda: _enqueue(submission.pk))
+    except IntegrityError:
+        # The same bytes were committed by a concurrent request between our check and insert.
+        existing = _existing(sha256=sha256, user=user)
+        if existing is None:
+            raise
+        return existing, False
+    logger.info("submission %s received (%s bytes, sha256 %s)", submission.pk, size, sha256)
+    return submission, True
+
+
+def _enqueue(submission_id: Any) -> None:
+    from submissions.tasks import verify_submission  # the task module imports the services
+
+    try:
+        verify_submission.delay(str(submission_id))
+    except Exception:
+        # The row is committed and the file stored: a broker outage must not fail the
+        # upload. The beat sweeper re-enqueues submissions left in "received".
+        logger.exception("could not enqueue verification of submission %s; the sweeper will", submission_id)
