@@ -37,3 +37,52 @@ def owner(make_user):
 @pytest.fixture
 def stranger(make_user):
     return make_user("stranger")
+
+
+@pytest.fixture
+def make_release(db):
+    """A published paper-gap release built row by row: make(["slug:genre", ...], version="1.0")."""
+    from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, Task
+    from scoring.gap import required_task_set_hash
+
+    def make(tasks: list[str], *, version: str = "1.0", slug: str = "ale-robotics", published: bool = True):
+        benchmark, _ = Benchmark.objects.get_or_create(slug=slug, defaults={"name": slug, "scheme": "paper_gap"})
+        evaluator, _ = Evaluator.objects.get_or_create(simulator="robosuite")
+        slugs = [entry.split(":")[0] for entry in tasks]
+        release = Release.objects.create(
+            benchmark=benchmark,
+            version=version,
+            required_task_set_hash=required_task_set_hash(slugs),
+            manifest_sha256="0" * 64,
+            published=published,
+        )
+        for position, entry in enumerate(tasks):
+            task_slug, genre = entry.split(":")
+            task, _ = Task.objects.get_or_create(
+                benchmark=benchmark,
+                slug=task_slug,
+                defaults={
+                    "title": task_slug,
+                    "platform": "manipulation",
+                    "direction": "learning",
+                    "simulator": evaluator,
+                    "genre": genre,
+                    "mode": "batch",
+                    "metric_name": "success_rate",
+                    "metric_direction": "higher_is_better",
+                    "paper_md": "paper",
+                    "brief_md": "brief",
+                },
+            )
+            ReleaseTask.objects.create(
+                release=release,
+                task=task,
+                position=position,
+                genre=genre,
+                metric_direction="higher_is_better",
+                paper_value=0.7,
+                penalties=[{"metric": "collision_rate", "limit": 0.05}],
+            )
+        return release
+
+    return make

@@ -1,0 +1,122 @@
+"""Precomputed paper-gap standings (seed 000's Overall / Reproduction / Open tabs).
+
+``standings_refresh`` rewrites every Standing row of one release from its Run
+rows alone, so running it twice (or after a crash, inside its transaction)
+always lands on the same rows. Pages read these rows and never aggregate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from leaderboard.models import Release, Standing
+from submissions.models import Run
+
+# Verification levels that enter a leaderboard; mismatch and rejected never do.
+LEADERBOARD_LEVELS = (Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED)
+TABS = (Standing.Tab.OVERALL, Standing.Tab.REPRODUCTION, Standing.Tab.OPEN)
+
+
+def _tab_score(run: Run, tab: str) -> float | None:
+    return {"overall": run.overall, "reproduction": run.reproduction, "open": run.open}[tab]
+
+
+def standing_sort_key(run: Run, tab: str) -> tuple[Any, ...]:
+    """Best first: complete coverage, score desc, pass rate desc, earlier verified, then id.
+
+    Seed 000: "a run is not comparable to a full run unless coverage is
+    complete", so every complete run ranks above every partial one; within
+    each group the tab's score decides, then the pass rate (None last), then
+    who was verified first. The id only makes the order total.
+    """
+    score = _tab_score(run, tab)
+    return (
+        not run.complete,
+        -(score or 0.0),
+        run.pass_rate is None,
+        -(run.pass_rate or 0.0),
+        run.created_at,
+        run.pk,
+    )
+
+
+def _best_per_agent_version(runs: Iterable[Run], tab: str) -> list[Run]:
+    best: dict[int, Run] = {}
+    for run in runs:
+        if _tab_score(run, tab) is None:
+            continue  # the run covers no task of this tab's genre
+        current = best.get(run.agent_version_id)
+        if current is None or standing_sort_key(run, tab) < standing_sort_key(current, tab):
+            best[run.agent_version_id] = run
+    return sorted(best.values(), key=lambda run: standing_sort_key(run, tab))
+
+
+def _interval(run: Run, tab: str) -> tuple[float | None, float | None]:
+    bounds = (run.confidence or {}).get(tab)
+    if not bounds or len(bounds) != 2:
+        return None, None
+    return bounds[0], bounds[1]
+
+
+@transaction.atomic
+def standings_refresh(*, release: Release) -> int:
+    """Rewrite the release's Standing rows; returns the number of rows written.
+
+    Rows: for each tab, each agent version's best public run (validated,
+    attested or verified, not private) with a score in that tab, ranked 1..n by
+    ``standing_sort_key``. A version shows once per tab, with its best run,
+    so resubmitting cannot crowd the board. Bumps Release.generation (cache
+    keys include it). A constant number of queries whatever the run count;
+    the release row is locked first so concurrent refreshes serialize.
+    """
+    Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
+    runs = list(
+        Run.objects.filter(
+            release=release,
+            level__in=LEADERBOARD_LEVELS,
+            is_private=False,
+            submission__is_private=False,
+        ).select_related("agent_version__agent")
+    )
+    rows: list[Standing] = []
+    for tab in TABS:
+        for rank, run in enumerate(_best_per_agent_version(runs, tab), start=1):
+            low, high = _interval(run, tab)
+            tokens = (
+                None
+                if run.tokens_in is None and run.tokens_out is None
+                else (run.tokens_in or 0) + (run.tokens_out or 0)
+            )
+            rows.append(
+                Standing(
+                    release=release,
+                    tab=tab,
+                    run=run,
+                    agent_version=run.agent_version,
+                    rank=rank,
+                    score=_tab_score(run, tab),
+                    ci_low=low,
+                    ci_high=high,
+                    pass_rate=run.pass_rate,
+                    covered=run.covered,
+                    required=run.required,
+                    complete=run.complete,
+                    agent_name=run.agent_version.agent.name,
+                    agent_slug=run.agent_version.agent.slug,
+                    version=run.agent_version.version,
+                    runtime_seconds=run.runtime_seconds,
+                    tokens=tokens,
+                    effort_tier=run.effort_tier,
+                    verification=run.level,
+                    verified_at=run.created_at,
+                )
+            )
+    Standing.objects.filter(release=release).delete()
+    Standing.objects.bulk_create(rows)
+    Release.objects.filter(pk=release.pk).update(generation=F("generation") + 1)
+    release.refresh_from_db(fields=["generation"])
+    return len(rows)

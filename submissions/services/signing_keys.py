@@ -1,0 +1,106 @@
+"""Ed25519 public keys registered for evaluators (attestation of results) and
+validators (race runs). Admins register them; nothing is ever deleted, a
+compromised key is revoked (it then stops attesting, and a result it signed
+counts as signed by an unregistered key)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard.models import Evaluator, Validator
+from submissions.models import SigningKey
+
+ED25519_PUBLIC_KEY_BYTES = 32
+
+
+class SigningKeyError(ValueError):
+    """A key that cannot be registered, with a message naming what is wrong."""
+
+
+def signing_key_id(raw: bytes) -> str:
+    """First 16 hex characters of the SHA-256 of the raw 32-byte public key."""
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def decode_public_key(public_key_b64: str) -> bytes:
+    """The raw key bytes of a base64 Ed25519 public key; SigningKeyError says what is wrong."""
+    text = (public_key_b64 or "").strip()
+    if not text:
+        raise SigningKeyError("public key: empty; expected the base64 of a raw 32-byte Ed25519 public key")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise SigningKeyError(
+            "public key: not valid base64; expected the base64 of a raw 32-byte Ed25519 public key"
+        ) from None
+    if len(raw) != ED25519_PUBLIC_KEY_BYTES:
+        raise SigningKeyError(f"public key: decodes to {len(raw)} bytes; an Ed25519 public key is exactly 32 bytes")
+    try:
+        Ed25519PublicKey.from_public_bytes(raw)
+    except ValueError:
+        raise SigningKeyError("public key: not a valid Ed25519 public key") from None
+    return raw
+
+
+@transaction.atomic
+def signing_key_register(
+    *,
+    evaluator: Evaluator | None = None,
+    validator: Validator | None = None,
+    public_key_b64: str,
+    user: Any,
+) -> SigningKey:
+    """Register a key for exactly one evaluator or validator.
+
+    Registering the same key again for the same owner returns the existing row;
+    for a different owner (or after it was revoked) it is refused.
+    """
+    if (evaluator is None) == (validator is None):
+        raise SigningKeyError("owner: a signing key belongs to exactly one evaluator or one validator")
+    raw = decode_public_key(public_key_b64)
+    key_id = signing_key_id(raw)
+    existing = SigningKey.objects.select_for_update().filter(key_id=key_id).first()
+    if existing is not None:
+        same_owner = existing.evaluator_id == getattr(evaluator, "pk", None) and existing.validator_id == getattr(
+            validator, "pk", None
+        )
+        if not same_owner:
+            raise SigningKeyError(f"public key: already registered (key id {key_id}) for another owner")
+        if existing.revoked_at is not None:
+            raise SigningKeyError(f"public key: key {key_id} was revoked and cannot be registered again")
+        return existing
+    return SigningKey.objects.create(
+        owner_kind=SigningKey.Owner.EVALUATOR if evaluator is not None else SigningKey.Owner.VALIDATOR,
+        evaluator=evaluator,
+        validator=validator,
+        key_id=key_id,
+        public_key=base64.b64encode(raw).decode("ascii"),
+        registered_by=user,
+    )
+
+
+@transaction.atomic
+def signing_key_revoke(*, signing_key: SigningKey, user: Any) -> SigningKey:
+    """Revoke a key (idempotent): it stops attesting new submissions."""
+    locked = SigningKey.objects.select_for_update().get(pk=signing_key.pk)
+    if locked.revoked_at is None:
+        locked.revoked_at = timezone.now()
+        locked.save(update_fields=["revoked_at"])
+    return locked
+
+
+def evaluator_public_keys() -> dict[str, bytes]:
+    """key_id -> raw public key of every active evaluator key (what attestation checks against)."""
+    return {
+        key_id: base64.b64decode(public_key)
+        for key_id, public_key in SigningKey.objects.filter(
+            owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True
+        ).values_list("key_id", "public_key")
+    }

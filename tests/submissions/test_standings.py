@@ -1,0 +1,148 @@
+"""leaderboard.services.standings (owned by the worker: it is called when a run is verified)."""
+
+import itertools
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from leaderboard.models import Agent, AgentVersion, Release, Standing
+from leaderboard.services.standings import standings_refresh
+from submissions.models import Run, Submission
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def release(make_release):
+    return make_release(["pick:reproduction", "place:open"])
+
+
+@pytest.fixture
+def make_run(owner, release):
+    def make(agent: str, version: str = "1", *, overall=0.5, reproduction=0.5, open=0.5, pass_rate=0.9, **extra):
+        n = next(_counter)
+        submission = Submission.objects.create(
+            submitter=owner, sha256=f"{n:064x}", size=1, file=f"bundles/{n}.age", status="done", verdict="validated"
+        )
+        agent_row, _ = Agent.objects.get_or_create(slug=agent, defaults={"name": agent.title()})
+        agent_version, _ = AgentVersion.objects.get_or_create(agent=agent_row, version=version)
+        fields = {
+            "level": "validated",
+            "covered": 2,
+            "required": 2,
+            "complete": True,
+            "confidence": {"overall": [0.4, 0.6]},
+            **extra,
+        }
+        return Run.objects.create(
+            submission=submission,
+            release=release,
+            agent_version=agent_version,
+            overall=overall,
+            reproduction=reproduction,
+            open=open,
+            pass_rate=pass_rate,
+            **fields,
+        )
+
+    return make
+
+
+def rows(release, tab="overall"):
+    return list(
+        Standing.objects.filter(release=release, tab=tab)
+        .order_by("rank")
+        .values_list("rank", "agent_slug", "version", "score")
+    )
+
+
+@pytest.mark.django_db
+def test_it_ranks_by_score_then_pass_rate_then_who_was_verified_first(release, make_run):
+    make_run("early", overall=0.8, pass_rate=0.9)
+    make_run("late", overall=0.8, pass_rate=0.9)
+    make_run("best", overall=1.2, pass_rate=0.1)
+    make_run("steady", overall=0.8, pass_rate=1.0)
+    standings_refresh(release=release)
+    assert rows(release) == [
+        (1, "best", "1", 1.2),
+        (2, "steady", "1", 0.8),
+        (3, "early", "1", 0.8),
+        (4, "late", "1", 0.8),
+    ]
+
+
+@pytest.mark.django_db
+def test_each_agent_version_shows_once_with_its_best_run(release, make_run):
+    make_run("alpha", "1", overall=0.4)
+    best = make_run("alpha", "1", overall=0.9)
+    make_run("alpha", "2", overall=0.6)
+    standings_refresh(release=release)
+    assert rows(release) == [(1, "alpha", "1", 0.9), (2, "alpha", "2", 0.6)]
+    assert Standing.objects.get(release=release, tab="overall", rank=1).run_id == best.pk
+
+
+@pytest.mark.django_db
+def test_a_complete_run_ranks_above_a_higher_scoring_partial_one(release, make_run):
+    make_run("partial", overall=1.5, covered=1, complete=False)
+    make_run("complete", overall=0.7)
+    standings_refresh(release=release)
+    assert rows(release) == [(1, "complete", "1", 0.7), (2, "partial", "1", 1.5)]
+
+
+@pytest.mark.django_db
+def test_private_runs_and_runs_below_validated_never_enter_the_board(release, make_run):
+    make_run("public")
+    make_run("secret", is_private=True)
+    hidden = make_run("hidden-submission")
+    Submission.objects.filter(pk=hidden.submission_id).update(is_private=True)
+    standings_refresh(release=release)
+    assert [row[1] for row in rows(release)] == ["public"]
+
+
+@pytest.mark.django_db
+def test_tabs_take_their_genre_score_and_skip_runs_without_that_genre(release, make_run):
+    make_run("both", overall=0.6, reproduction=0.9, open=0.3)
+    make_run("open-only", overall=0.5, reproduction=None, open=0.5)
+    standings_refresh(release=release)
+    assert rows(release, "reproduction") == [(1, "both", "1", 0.9)]
+    assert rows(release, "open") == [(1, "open-only", "1", 0.5), (2, "both", "1", 0.3)]
+
+
+@pytest.mark.django_db
+def test_it_copies_intervals_verification_and_tokens(release, make_run):
+    make_run("alpha", level="attested", tokens_in=100, tokens_out=20, runtime_seconds=5.0, effort_tier="high")
+    standings_refresh(release=release)
+    row = Standing.objects.get(release=release, tab="overall")
+    assert (row.ci_low, row.ci_high, row.verification, row.tokens, row.runtime_seconds, row.effort_tier) == (
+        0.4,
+        0.6,
+        "attested",
+        120,
+        5.0,
+        "high",
+    )
+    assert Standing.objects.get(release=release, tab="open").ci_low is None
+
+
+@pytest.mark.django_db
+def test_a_refresh_rewrites_rows_and_bumps_the_generation(release, make_run):
+    make_run("alpha")
+    standings_refresh(release=release)
+    standings_refresh(release=release)
+    assert Standing.objects.filter(release=release).count() == 3
+    assert Release.objects.get(pk=release.pk).generation == 2
+    assert release.generation == 2
+
+
+@pytest.mark.django_db
+def test_the_number_of_queries_does_not_grow_with_the_number_of_runs(release, make_run):
+    make_run("a")
+    with CaptureQueriesContext(connection) as few:
+        standings_refresh(release=release)
+    for index in range(10):
+        make_run(f"agent-{index}")
+    with CaptureQueriesContext(connection) as many:
+        standings_refresh(release=release)
+    assert len(many) == len(few)
+    assert Standing.objects.filter(release=release, tab="overall").count() == 11
