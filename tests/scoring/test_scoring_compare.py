@@ -9,8 +9,9 @@ import pytest
 from scoring.compare import FieldDiff, compare_claims, has_mismatch
 from scoring.errors import ScoringError
 
-RECOMPUTED = {
-    "tasks": {"lift": {"gap": 0.9, "penalties": {"collision_rate": 0.6}, "pass_rate": None}},
+LIFT: dict[str, object] = {"gap": 0.9, "penalties": {"collision_rate": 0.6}, "pass_rate": None}
+RECOMPUTED: dict[str, object] = {
+    "tasks": {"lift": LIFT},
     "aggregates": {"overall": 0.54, "coverage": {"covered": 1, "required": 1, "complete": True}},
 }
 
@@ -99,7 +100,7 @@ def test_an_integer_claim_matches_an_equal_float() -> None:
 
 def test_a_scalar_claimed_where_an_object_is_expected_is_a_diff() -> None:
     diffs = compare_claims(claim(tasks__lift=0.54), RECOMPUTED)
-    assert diffs[-1] == FieldDiff("tasks.lift", 0.54, RECOMPUTED["tasks"]["lift"], "diff")
+    assert diffs[-1] == FieldDiff("tasks.lift", 0.54, LIFT, "diff")
 
 
 def test_lists_are_compared_item_by_item() -> None:
