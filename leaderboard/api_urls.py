@@ -1,5 +1,46 @@
-"""Routes (to be filled)."""
+"""REST API v1 routes (mounted at /api/v1/ by leaderboard/urls.py). See docs/api.md."""
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.routers import SimpleRouter
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from leaderboard.api import admin_views as registry_admin
+from leaderboard.api import views as public
+from leaderboard.api_errors import api_not_found
+from submissions.api import admin_views as keys_admin
+from submissions.api import schema as _schema  # noqa: F401 - registers the Api-Key scheme
+from submissions.api import views as submitter
+
+router = SimpleRouter()
+router.register("benchmarks", public.BenchmarkViewSet, basename="api-benchmark")
+router.register("releases", public.ReleaseViewSet, basename="api-release")
+router.register("tasks", public.TaskViewSet, basename="api-task")
+router.register("runs", public.RunViewSet, basename="api-run")
+router.register("agents", public.AgentViewSet, basename="api-agent")
+router.register("submissions", submitter.SubmissionViewSet, basename="api-submission")
+router.register("admin/signing-keys", keys_admin.SigningKeyViewSet, basename="api-signing-key")
+
+
+class DocsView(SpectacularSwaggerSplitView):
+    """Swagger UI from drf-spectacular-sidecar's local assets. The split view serves its
+    init script from a URL (no inline script) and our template drops the inline style,
+    so the site's strict CSP applies unchanged."""
+
+    template_name = "api/swagger_ui.html"
+
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
+    path("site-key/", submitter.SiteKeyView.as_view(), name="api-site-key"),
+    path(
+        "releases/<int:release_id>/leaderboard/<str:tab>/",
+        public.LeaderboardView.as_view(),
+        name="api-leaderboard",
+    ),
+    path("admin/releases/sync/", registry_admin.ManifestSyncView.as_view(), name="api-manifest-sync"),
+    path("admin/races/<int:race_id>/release/", registry_admin.RaceReleaseView.as_view(), name="api-race-release"),
+    *router.urls,
+    # Unknown paths under /api/ answer JSON, never the HTML 404 page.
+    re_path(r"^.*$", api_not_found),
+]

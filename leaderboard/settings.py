@@ -159,6 +159,9 @@ PODIUM_STUCK_AFTER_SECONDS = env_int("PODIUM_STUCK_AFTER_SECONDS", 600, minimum=
 PODIUM_SWEEP_EVERY_SECONDS = env_int("PODIUM_SWEEP_EVERY_SECONDS", 60, minimum=1)
 # A bundle that kills its worker this many times ends as rejected instead of looping.
 PODIUM_MAX_ATTEMPTS = env_int("PODIUM_MAX_ATTEMPTS", 3, minimum=1)
+# FOR TESTS ONLY: a verification sleeps this many seconds after claiming its submission,
+# so the worker-kill test can kill -9 a worker that is verifying. Leave at 0.
+PODIUM_VERIFY_DELAY_SECONDS = env_int("PODIUM_VERIFY_DELAY_SECONDS", 0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "submissions.tasks.sweep_stuck_submissions",
@@ -208,6 +211,25 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
+    # Scripts send `Authorization: Api-Key <key>`; the browser uses its session (with CSRF).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "submissions.api_keys.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser", "rest_framework.parsers.MultiPartParser"],
+    # Every error is {"error": {"code", "message"}}; nothing internal reaches a client.
+    "EXCEPTION_HANDLER": "leaderboard.api_errors.api_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("PODIUM_API_ANON_RATE", "600/min"),
+        "user": env_str("PODIUM_API_USER_RATE", "1200/min"),
+    },
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Podium API",
@@ -237,3 +259,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+
+
+# API keys: failed `Api-Key` attempts counted per client IP in the cache; past the
+# limit within the window every key attempt from that IP is answered 429, so
+# guessing keys is not cheap even though each check is constant-time.
+PODIUM_API_KEY_FAILURE_LIMIT = env_int("PODIUM_API_KEY_FAILURE_LIMIT", 20, minimum=1)
+PODIUM_API_KEY_FAILURE_WINDOW = env_int("PODIUM_API_KEY_FAILURE_WINDOW", 600, minimum=1)

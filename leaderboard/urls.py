@@ -6,6 +6,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("leaderboard.api_urls")),
+    path("accounts/api-keys/", include("submissions.api_key_urls")),
     path("accounts/", include("leaderboard.account_urls")),
     path("", include("submissions.site_urls")),
     path("", include("leaderboard.scheme_urls")),

@@ -1,0 +1,103 @@
+"""Staff-only registry actions: sync a release manifest by upload, release a race."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import permissions, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard.api_errors import ApiError
+from leaderboard.models import Race
+from submissions.api.serializers import ErrorSerializer, ManifestUploadSerializer, RaceStatusSerializer
+from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
+
+STAFF_ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="Invalid request"),
+    401: OpenApiResponse(ErrorSerializer, description="Not authenticated"),
+    403: OpenApiResponse(ErrorSerializer, description="Staff only"),
+    404: OpenApiResponse(ErrorSerializer, description="Not found"),
+}
+
+
+class ManifestSyncView(APIView):
+    """The same path as ``manage.py sync_manifest``: unpack the zip safely, load, sync."""
+
+    permission_classes = [permissions.IsAdminUser]
+    parser_classes = [MultiPartParser]
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        if request.method == "POST":
+            self.upload_guard: SizeLimitUploadHandler = install_size_limit(
+                request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES
+            )
+        return super().initialize_request(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Sync a release manifest from a zip of its directory (staff)",
+        request={"multipart/form-data": ManifestUploadSerializer},
+        responses={
+            200: OpenApiResponse(description="The sync result"),
+            413: ErrorSerializer,
+            **STAFF_ERRORS,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        from leaderboard.services.release_upload import release_sync_from_zip
+
+        guard = getattr(self, "upload_guard", None)
+        if guard is not None and guard.too_large:
+            raise ApiError(
+                code="too_large", message="The manifest zip is larger than the upload limit.", status_code=413
+            )
+        upload = request.FILES.get("manifest")
+        if guard is not None and guard.too_large:
+            raise ApiError(
+                code="too_large", message="The manifest zip is larger than the upload limit.", status_code=413
+            )
+        if upload is None:
+            raise ApiError(code="manifest_missing", message="manifest: expected a zip file field named 'manifest'.")
+        return Response(release_sync_from_zip(uploaded_file=upload, user=request.user), status=status.HTTP_200_OK)
+
+
+class RaceReleaseView(APIView):
+    """Mark an embargoed race's results released (the schemes engineer's lifecycle service)."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(
+        summary="Release an embargoed race's results (staff)",
+        request=None,
+        responses={200: RaceStatusSerializer, 409: ErrorSerializer, **STAFF_ERRORS},
+    )
+    def post(self, request: Request, race_id: int) -> Response:
+        race = get_object_or_404(Race.objects.select_related("benchmark"), pk=race_id)
+        # Releasing twice answers the released state again (a retried request is not an error).
+        if race.status != Race.Status.RELEASED:
+            race = self._release(race, request)
+        return Response(
+            {
+                "id": race.pk,
+                "benchmark": race.benchmark.slug,
+                "number": race.number,
+                "status": race.status,
+                "released_at": race.released_at,
+            }
+        )
+
+    @staticmethod
+    def _release(race: Race, request: Request) -> Race:
+        from leaderboard.services.races import RaceTransitionError, race_release
+
+        try:
+            race = race_release(race=race, user=request.user)
+        except RaceTransitionError as exc:
+            raise ApiError(code=exc.code, message=exc.message, status_code=status.HTTP_409_CONFLICT) from None
+        return race

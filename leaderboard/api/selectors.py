@@ -1,0 +1,77 @@
+"""What each caller may read through the API, with the joins the serializers need.
+
+Visibility rules (the authorization matrix in tests/api/ checks each):
+- releases, their tasks, standings: published releases for everyone; staff also see drafts;
+- tasks: those in at least one visible release;
+- runs: public runs of visible releases; a run's submitter also sees their private
+  runs and runs on drafts; staff see every run.
+Anchors never come from here: serializers read ReleaseTask.public_paper_value only.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import Prefetch, Q, QuerySet
+
+from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
+from submissions.models import Run, TaskResult
+
+AnyUser = AbstractBaseUser | AnonymousUser
+
+
+def _is_staff(user: AnyUser) -> bool:
+    return bool(getattr(user, "is_staff", False) and user.is_active)
+
+
+def releases_visible(user: AnyUser) -> QuerySet[Release]:
+    queryset = Release.objects.select_related("benchmark")
+    return queryset if _is_staff(user) else queryset.filter(published=True)
+
+
+def release_list(user: AnyUser) -> QuerySet[Release]:
+    return releases_visible(user).prefetch_related(
+        Prefetch(
+            "release_tasks", queryset=ReleaseTask.objects.select_related("task").order_by("position", "task__slug")
+        )
+    )
+
+
+def benchmark_list(user: AnyUser) -> QuerySet[Benchmark]:
+    return Benchmark.objects.prefetch_related(
+        Prefetch("releases", queryset=releases_visible(user).order_by("-published_at", "-id"), to_attr="visible")
+    ).order_by("slug")
+
+
+def task_list(user: AnyUser) -> QuerySet[Task]:
+    queryset = Task.objects.select_related("benchmark", "simulator").order_by("benchmark__slug", "slug")
+    if _is_staff(user):
+        return queryset
+    return queryset.filter(release_tasks__release__published=True).distinct()
+
+
+def agent_list() -> QuerySet[Agent]:
+    return Agent.objects.prefetch_related("versions").order_by("slug")
+
+
+def standings_for(release: Release, tab: str) -> QuerySet[Standing]:
+    # Private runs never rank publicly, whatever the rewrite that produced the rows did.
+    return Standing.objects.filter(release=release, tab=tab).exclude(run__is_private=True)
+
+
+def runs_visible(user: AnyUser) -> QuerySet[Run]:
+    queryset = Run.objects.select_related("release__benchmark", "agent_version__agent", "submission").prefetch_related(
+        Prefetch(
+            "task_results",
+            queryset=TaskResult.objects.select_related("release_task__task", "signing_key").order_by(
+                "release_task__position", "release_task__task__slug"
+            ),
+        ),
+        "events",
+    )
+    if _is_staff(user):
+        return queryset
+    public = Q(is_private=False, release__published=True)
+    if user.is_authenticated:
+        return queryset.filter(public | Q(submission__submitter=user))
+    return queryset.filter(public)

@@ -1,0 +1,267 @@
+"""Public read serializers.
+
+Withheld data never passes through here: anchors come only from
+ReleaseTask.public_paper_value; Release.manifest, budgets, benchmark versions
+and Task.anchor_provenance are not serialized at all; a run's per-task
+``measured`` value is withheld from everyone but the run's submitter while the
+task's anchor is unpublished (measured together with gap would give the anchor
+away: paper_value = measured / gap).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from leaderboard.models import Agent, AgentVersion, Benchmark, Release, ReleaseTask, Standing, Task
+from submissions.models import Run, TaskResult, VerificationEvent
+
+# Keys of a task contract that may carry the anchor; dropped wherever they nest.
+ANCHOR_KEYS = frozenset({"paper_value", "anchor", "paper_target", "target"})
+
+
+def contract_without_anchor(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: contract_without_anchor(v) for k, v in value.items() if k not in ANCHOR_KEYS}
+    if isinstance(value, list):
+        return [contract_without_anchor(v) for v in value]
+    return value
+
+
+class ReleaseRefSerializer(serializers.ModelSerializer):
+    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = Release
+        fields = ["id", "benchmark", "version", "published"]
+
+
+class BenchmarkSerializer(serializers.ModelSerializer):
+    releases = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Benchmark
+        fields = ["slug", "name", "description", "scheme", "daily_submission_limit", "releases"]
+
+    @extend_schema_field(ReleaseRefSerializer(many=True))
+    def get_releases(self, obj: Benchmark) -> list[dict[str, Any]]:
+        return ReleaseRefSerializer(getattr(obj, "visible", []), many=True).data
+
+
+class ReleaseTaskSerializer(serializers.ModelSerializer):
+    slug = serializers.CharField(source="task.slug")
+    title = serializers.CharField(source="task.title")
+    metric_name = serializers.CharField(source="task.metric_name")
+    paper_value = serializers.FloatField(source="public_paper_value", allow_null=True)
+
+    class Meta:
+        model = ReleaseTask
+        fields = [
+            "slug",
+            "title",
+            "position",
+            "genre",
+            "metric_name",
+            "metric_direction",
+            "anchor_published",
+            "paper_value",
+            "score_cap",
+            "penalties",
+        ]
+
+
+class ReleaseSerializer(serializers.ModelSerializer):
+    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    required_tasks = serializers.SerializerMethodField()
+    tasks = ReleaseTaskSerializer(source="release_tasks", many=True, read_only=True)
+
+    class Meta:
+        model = Release
+        fields = [
+            "id",
+            "benchmark",
+            "version",
+            "title",
+            "notes",
+            "published",
+            "published_at",
+            "required_task_set_hash",
+            "required_tasks",
+            "missing_task_policy",
+            "default_score_cap",
+            "episode_set_size",
+            "generation",
+            "tasks",
+        ]
+
+    @extend_schema_field({"type": "array", "items": {"type": "string"}})
+    def get_required_tasks(self, obj: Release) -> list[str]:
+        return sorted(rt.task.slug for rt in obj.release_tasks.all())
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    simulator = serializers.SlugRelatedField(slug_field="simulator", read_only=True)
+    contract = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Task
+        fields = [
+            "id",
+            "benchmark",
+            "slug",
+            "title",
+            "platform",
+            "direction",
+            "simulator",
+            "genre",
+            "mode",
+            "metric_name",
+            "metric_direction",
+            "contract",
+            "updated_at",
+        ]
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_contract(self, obj: Task) -> Any:
+        return contract_without_anchor(obj.contract)
+
+
+class TaskDetailSerializer(TaskSerializer):
+    class Meta(TaskSerializer.Meta):
+        fields = [*TaskSerializer.Meta.fields, "paper_md", "brief_md", "sandbox_dockerfile"]
+
+
+class AgentVersionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AgentVersion
+        fields = ["version", "created_at"]
+
+
+class AgentSerializer(serializers.ModelSerializer):
+    versions = AgentVersionSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Agent
+        fields = ["slug", "name", "created_at", "versions"]
+
+
+class StandingSerializer(serializers.ModelSerializer):
+    run = serializers.IntegerField(source="run_id")
+
+    class Meta:
+        model = Standing
+        fields = [
+            "rank",
+            "run",
+            "agent_name",
+            "agent_slug",
+            "version",
+            "score",
+            "ci_low",
+            "ci_high",
+            "pass_rate",
+            "covered",
+            "required",
+            "complete",
+            "runtime_seconds",
+            "tokens",
+            "effort_tier",
+            "verification",
+            "verified_at",
+        ]
+
+
+class TaskResultSerializer(serializers.ModelSerializer):
+    task = serializers.CharField(source="release_task.task.slug")
+    genre = serializers.CharField(source="release_task.genre")
+    anchor_published = serializers.BooleanField(source="release_task.anchor_published")
+    paper_value = serializers.FloatField(source="release_task.public_paper_value", allow_null=True)
+    measured = serializers.SerializerMethodField()
+    signing_key = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TaskResult
+        fields = [
+            "task",
+            "genre",
+            "anchor_published",
+            "paper_value",
+            "measured",
+            "gap",
+            "factors",
+            "factor",
+            "score",
+            "final",
+            "pass_rate",
+            "episodes",
+            "faithful",
+            "signature",
+            "signing_key",
+        ]
+
+    @extend_schema_field(OpenApiTypes.DOUBLE)
+    def get_measured(self, obj: TaskResult) -> float | None:
+        if obj.release_task.anchor_published or self.context.get("is_owner"):
+            return obj.measured
+        return None
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_signing_key(self, obj: TaskResult) -> str | None:
+        return obj.signing_key.key_id if obj.signing_key_id else None
+
+
+class VerificationEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = VerificationEvent
+        fields = ["level", "method", "evidence_sha256", "note", "created_at"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    release = ReleaseRefSerializer(read_only=True)
+    agent = serializers.CharField(source="agent_version.agent.slug")
+    agent_name = serializers.CharField(source="agent_version.agent.name")
+    version = serializers.CharField(source="agent_version.version")
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "release",
+            "agent",
+            "agent_name",
+            "version",
+            "level",
+            "overall",
+            "reproduction",
+            "open",
+            "pass_rate",
+            "confidence",
+            "covered",
+            "required",
+            "complete",
+            "runtime_seconds",
+            "tokens_in",
+            "tokens_out",
+            "effort_tier",
+            "is_private",
+            "created_at",
+        ]
+
+
+class RunDetailSerializer(RunSerializer):
+    tasks = serializers.SerializerMethodField()
+    verification = VerificationEventSerializer(source="events", many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "tasks", "verification"]
+
+    @extend_schema_field(TaskResultSerializer(many=True))
+    def get_tasks(self, obj: Run) -> list[dict[str, Any]]:
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        is_owner = bool(user and user.is_authenticated and obj.submission.submitter_id == user.pk)
+        return TaskResultSerializer(obj.task_results.all(), many=True, context={"is_owner": is_owner}).data

@@ -1,0 +1,243 @@
+"""Public read endpoints: benchmarks, releases, tasks, leaderboards, runs, agents."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.db.models import F, QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import generics, permissions, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from leaderboard.api import selectors
+from leaderboard.api.conditional import ConditionalGetMixin, etag_matches, not_modified
+from leaderboard.api.serializers import (
+    AgentSerializer,
+    BenchmarkSerializer,
+    ReleaseSerializer,
+    RunDetailSerializer,
+    RunSerializer,
+    StandingSerializer,
+    TaskDetailSerializer,
+    TaskSerializer,
+)
+from leaderboard.api_errors import ApiError
+from leaderboard.models import Standing, Task
+from submissions.api.serializers import ErrorSerializer
+
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="Invalid query"),
+    404: OpenApiResponse(ErrorSerializer, description="Not found"),
+}
+NOT_MODIFIED = {304: OpenApiResponse(description="Not modified (If-None-Match matched the ETag)")}
+
+
+def _bool_param(request: Request, name: str) -> bool | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    lowered = raw.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ApiError(code="invalid_query", message=f"{name}: expected true or false, got {raw[:20]!r}.")
+
+
+def _choice_param(request: Request, name: str, choices: list[str]) -> str | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw not in choices:
+        raise ApiError(code="invalid_query", message=f"{name}: expected one of {', '.join(choices)}, got {raw[:40]!r}.")
+    return raw
+
+
+class PublicReadMixin(ConditionalGetMixin):
+    permission_classes = [permissions.AllowAny]
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Benchmarks", responses={200: BenchmarkSerializer(many=True), **NOT_MODIFIED}),
+    retrieve=extend_schema(summary="One benchmark", responses={200: BenchmarkSerializer, **ERRORS, **NOT_MODIFIED}),
+)
+class BenchmarkViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = BenchmarkSerializer
+    lookup_field = "slug"
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.benchmark_list(self.request.user)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Releases (published; staff also see drafts)",
+        parameters=[OpenApiParameter("benchmark", OpenApiTypes.STR, description="Benchmark slug")],
+        responses={200: ReleaseSerializer(many=True), **NOT_MODIFIED},
+    ),
+    retrieve=extend_schema(
+        summary="One release: required tasks, task-set hash, published anchors",
+        responses={200: ReleaseSerializer, **ERRORS, **NOT_MODIFIED},
+    ),
+)
+class ReleaseViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = ReleaseSerializer
+
+    def get_queryset(self) -> QuerySet[Any]:
+        queryset = selectors.release_list(self.request.user).order_by("benchmark__slug", "-published_at", "-id")
+        benchmark = self.request.query_params.get("benchmark")
+        if benchmark:
+            queryset = queryset.filter(benchmark__slug=benchmark)
+        return queryset
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Tasks of visible releases (contracts without anchors)",
+        parameters=[
+            OpenApiParameter("benchmark", OpenApiTypes.STR, description="Benchmark slug"),
+            OpenApiParameter("genre", OpenApiTypes.STR, enum=list(Task.Genre.values)),
+            OpenApiParameter("platform", OpenApiTypes.STR, enum=list(Task.Platform.values)),
+        ],
+        responses={200: TaskSerializer(many=True), **ERRORS, **NOT_MODIFIED},
+    ),
+    retrieve=extend_schema(summary="One task", responses={200: TaskDetailSerializer, **ERRORS, **NOT_MODIFIED}),
+)
+class TaskViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    def get_serializer_class(self) -> type[TaskSerializer]:
+        return TaskDetailSerializer if self.action == "retrieve" else TaskSerializer
+
+    def get_queryset(self) -> QuerySet[Any]:
+        queryset = selectors.task_list(self.request.user)
+        if self.action != "list":
+            return queryset
+        benchmark = self.request.query_params.get("benchmark")
+        if benchmark:
+            queryset = queryset.filter(benchmark__slug=benchmark)
+        genre = _choice_param(self.request, "genre", list(Task.Genre.values))
+        if genre:
+            queryset = queryset.filter(genre=genre)
+        platform = _choice_param(self.request, "platform", list(Task.Platform.values))
+        if platform:
+            queryset = queryset.filter(platform=platform)
+        return queryset
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Agents and their versions", responses={200: AgentSerializer(many=True), **NOT_MODIFIED}
+    ),
+    retrieve=extend_schema(summary="One agent", responses={200: AgentSerializer, **ERRORS, **NOT_MODIFIED}),
+)
+class AgentViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = AgentSerializer
+    lookup_field = "slug"
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return selectors.agent_list()
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Runs you may see (public runs; your own private ones)",
+        parameters=[
+            OpenApiParameter("release", OpenApiTypes.INT, description="Release id"),
+            OpenApiParameter("agent", OpenApiTypes.STR, description="Agent slug"),
+            OpenApiParameter("complete", OpenApiTypes.BOOL, description="Only runs with complete coverage"),
+        ],
+        responses={200: RunSerializer(many=True), **ERRORS, **NOT_MODIFIED},
+    ),
+    retrieve=extend_schema(
+        summary="One run with its per-task breakdown and verification log",
+        responses={200: RunDetailSerializer, **ERRORS, **NOT_MODIFIED},
+    ),
+)
+class RunViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    def get_serializer_class(self) -> type[RunSerializer]:
+        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    def get_queryset(self) -> QuerySet[Any]:
+        queryset = selectors.runs_visible(self.request.user).order_by("-created_at", "-id")
+        if self.action != "list":
+            return queryset
+        release = self.request.query_params.get("release")
+        if release:
+            if not release.isdigit():
+                raise ApiError(code="invalid_query", message=f"release: expected a release id, got {release[:20]!r}.")
+            queryset = queryset.filter(release_id=int(release))
+        agent = self.request.query_params.get("agent")
+        if agent:
+            queryset = queryset.filter(agent_version__agent__slug=agent)
+        complete = _bool_param(self.request, "complete")
+        if complete is not None:
+            queryset = queryset.filter(complete=complete)
+        return queryset
+
+
+# The sort keys the leaderboard page offers; rank is the precomputed order.
+LEADERBOARD_ORDERINGS = {
+    "rank": ["rank"],
+    "score": [F("score").desc(nulls_last=True), "rank"],
+    "pass_rate": [F("pass_rate").desc(nulls_last=True), "rank"],
+    "agent": ["agent_name", "rank"],
+    "runtime": [F("runtime_seconds").asc(nulls_last=True), "rank"],
+    "tokens": [F("tokens").asc(nulls_last=True), "rank"],
+    "verified_at": ["-verified_at", "rank"],
+}
+
+
+class LeaderboardView(generics.ListAPIView):
+    """Precomputed standings of one release and tab: the columns of the leaderboard page."""
+
+    permission_classes = [permissions.AllowAny]
+    serializer_class = StandingSerializer
+
+    @extend_schema(
+        summary="Leaderboard of a release, one tab",
+        parameters=[
+            OpenApiParameter("tab", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(Standing.Tab.values)),
+            OpenApiParameter(
+                "complete",
+                OpenApiTypes.BOOL,
+                description="true: only runs with complete coverage of the required task set (the page's filter)",
+            ),
+            OpenApiParameter("verification", OpenApiTypes.STR, enum=["validated", "attested", "verified"]),
+            OpenApiParameter("ordering", OpenApiTypes.STR, enum=list(LEADERBOARD_ORDERINGS)),
+        ],
+        responses={200: StandingSerializer(many=True), **ERRORS, **NOT_MODIFIED},
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        release = get_object_or_404(selectors.releases_visible(request.user), pk=kwargs["release_id"])
+        tab = kwargs["tab"]
+        if tab not in Standing.Tab.values:
+            raise ApiError(
+                code="not_found",
+                message=f"No leaderboard tab {tab[:30]!r}; expected one of {', '.join(Standing.Tab.values)}.",
+                status_code=404,
+            )
+        self.release, self.tab = release, tab
+        # Standings only change when their rewrite bumps the generation, so the ETag needs no query of them.
+        query = "&".join(sorted(f"{k}={v}" for k, v in request.query_params.items()))
+        digest = hashlib.sha256(f"{tab}?{query}".encode()).hexdigest()[:16]
+        etag = f'"lb-{release.pk}-{release.generation}-{digest}"'
+        if etag_matches(request, etag):
+            return not_modified(etag)
+        response = self.list(request, *args, **kwargs)
+        response["ETag"] = etag
+        response["Cache-Control"] = "no-cache"
+        return response
+
+    def get_queryset(self) -> QuerySet[Any]:
+        queryset = selectors.standings_for(self.release, self.tab)
+        complete = _bool_param(self.request, "complete")
+        if complete is not None:
+            queryset = queryset.filter(complete=complete)
+        verification = _choice_param(self.request, "verification", ["validated", "attested", "verified"])
+        if verification:
+            queryset = queryset.filter(verification=verification)
+        ordering = _choice_param(self.request, "ordering", list(LEADERBOARD_ORDERINGS)) or "rank"
+        return queryset.order_by(*LEADERBOARD_ORDERINGS[ordering])

@@ -1,0 +1,113 @@
+"""One error shape for the whole API: ``{"error": {"code": ..., "message": ...}}``.
+
+``code`` is stable (clients branch on it); ``message`` is for people. A
+validation error adds ``fields`` ({field: [messages]}). Anything unexpected is
+logged here with its traceback and answered as a bare 500 ``server_error``:
+no stack trace, exception text or setting ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+logger = logging.getLogger("podium.api")
+
+
+class ApiError(exceptions.APIException):
+    """An API error with an explicit stable code, status and message."""
+
+    def __init__(self, *, code: str, message: str, status_code: int = 400, headers: dict[str, str] | None = None):
+        super().__init__(detail=message, code=code)
+        self.status_code = status_code
+        self.error_code = code
+        self.message = message
+        self.headers = headers or {}
+
+
+# DRF exception class -> stable code, for the ones whose default code is vague.
+_CODES: dict[type[exceptions.APIException], str] = {
+    exceptions.ValidationError: "invalid",
+    exceptions.ParseError: "malformed_request",
+    exceptions.AuthenticationFailed: "authentication_failed",
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.Throttled: "throttled",
+}
+
+
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, **extra}}
+
+
+def _flatten(detail: Any) -> Any:
+    if isinstance(detail, dict):
+        return {str(k): _flatten(v) for k, v in detail.items()}
+    if isinstance(detail, list):
+        return [_flatten(v) for v in detail]
+    return str(detail)
+
+
+def _first_message(fields: Any, path: str = "") -> str:
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            name = key if key != "non_field_errors" else ""
+            return _first_message(value, f"{path}.{name}" if path and name else path or name)
+    if isinstance(fields, list) and fields:
+        return _first_message(fields[0], path)
+    return f"{path}: {fields}" if path else str(fields)
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    set_rollback()
+    if isinstance(exc, ApiError):
+        return Response(error_body(exc.error_code, exc.message), status=exc.status_code, headers=exc.headers)
+
+    if isinstance(exc, exceptions.APIException):
+        headers: dict[str, str] = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+        code = next((c for cls, c in _CODES.items() if type(exc) is cls), None)
+        if code is None:
+            code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), None)
+        if code is None or (isinstance(exc, exceptions.Throttled) and type(exc) is not exceptions.Throttled):
+            code = str(exc.default_code)
+        if isinstance(exc, exceptions.ValidationError):
+            fields = _flatten(exc.detail)
+            if not isinstance(fields, dict):
+                fields = {"non_field_errors": fields}
+            body = error_body(code, _first_message(fields) or "Invalid input.", fields=fields)
+        else:
+            body = error_body(code, str(exc.detail))
+        return Response(body, status=exc.status_code, headers=headers)
+
+    request = context.get("request")
+    logger.error(
+        "Unhandled API error on %s", getattr(request, "path", "?"), exc_info=(type(exc), exc, exc.__traceback__)
+    )
+    return Response(
+        error_body("server_error", "The server failed to handle this request; it has been logged."),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+
+
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Catch-all for unknown paths under /api/: JSON, not the HTML 404 page."""
+    return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}."), status=404)

@@ -1,0 +1,20 @@
+"""OpenAPI description of the Api-Key scheme (imported by leaderboard/api_urls.py so it registers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "submissions.api_keys.ApiKeyAuthentication"
+    name = "ApiKeyAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Api-Key pdm_<prefix>_<secret>` (create keys at /accounts/api-keys/).",
+        }

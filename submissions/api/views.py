@@ -1,0 +1,205 @@
+"""Submitter endpoints: upload a bundle, follow its verification, fetch the site key.
+
+Upload order, and why:
+1. The size limit is installed before authentication reads anything (session
+   auth's CSRF check parses the body), so an oversized body is cut off while it
+   streams and answered 413.
+2. An identical retry of one's own bundle (same SHA-256, computed while
+   streaming) is answered 200 with the existing submission and costs no quota.
+3. The daily quota is consumed atomically, then the worker engineer's
+   ``submission_create`` stores the file; if it refuses the bundle the unit is
+   given back, so only accepted uploads count.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, permissions, status, viewsets
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard.api.conditional import ConditionalGetMixin
+from leaderboard.api_errors import ApiError
+from leaderboard.models import Benchmark
+from submissions.api.serializers import (
+    ErrorSerializer,
+    SiteKeySerializer,
+    SubmissionSerializer,
+    SubmissionUploadSerializer,
+)
+from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
+from submissions.models import ApiKey, Submission
+from submissions.quotas import QuotaExceeded, quota_consume, quota_refund
+
+logger = logging.getLogger("podium.api")
+
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="Invalid request"),
+    401: OpenApiResponse(ErrorSerializer, description="Not authenticated"),
+    403: OpenApiResponse(ErrorSerializer, description="Not allowed"),
+    404: OpenApiResponse(ErrorSerializer, description="Not found"),
+    429: OpenApiResponse(ErrorSerializer, description="Rate limited"),
+}
+
+
+def too_large_error() -> ApiError:
+    limit = settings.PODIUM_MAX_BUNDLE_BYTES
+    return ApiError(
+        code="too_large",
+        message=f"The upload is larger than the limit of {limit} bytes ({limit // (1024 * 1024)} MiB).",
+        status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )
+
+
+def quota_scope(benchmark: Benchmark) -> str:
+    """The daily-limit scope of an upload path: shared by the API and the website so both count alike."""
+    return f"benchmark:{benchmark.slug}"
+
+
+class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """A submitter's own submissions: upload, list, status."""
+
+    serializer_class = SubmissionSerializer
+    permission_classes = [permissions.IsAuthenticated]
+    lookup_value_regex = "[0-9a-fA-F-]{32,36}"
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        if request.method == "POST":
+            self.upload_guard: SizeLimitUploadHandler | None = install_size_limit(
+                request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES, hashed_field="bundle"
+            )
+        return super().initialize_request(request, *args, **kwargs)
+
+    def get_parsers(self) -> list[Any]:
+        if self.request is not None and self.request.method == "POST":
+            return [MultiPartParser()]
+        return super().get_parsers()
+
+    def get_queryset(self) -> QuerySet[Submission]:
+        user = self.request.user
+        queryset = Submission.objects.select_related("release__benchmark", "run")
+        if self.action == "retrieve" and user.is_staff:
+            return queryset
+        return queryset.filter(submitter=user)
+
+    @extend_schema(
+        summary="Upload a sealed bundle",
+        request={"multipart/form-data": SubmissionUploadSerializer},
+        responses={
+            201: SubmissionSerializer,
+            200: OpenApiResponse(SubmissionSerializer, description="Identical retry: the existing submission"),
+            413: OpenApiResponse(ErrorSerializer, description="Upload too large"),
+            **ERRORS,
+        },
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        guard = getattr(self, "upload_guard", None)
+        if guard is not None and guard.too_large:
+            raise too_large_error()
+        data = request.data  # parses the body through the guard
+        if guard is not None and guard.too_large:
+            raise too_large_error()
+        upload = request.FILES.get("bundle")
+        if upload is None:
+            raise ApiError(code="bundle_missing", message="bundle: expected a file field named 'bundle'.")
+        slug = str(data.get("benchmark", "")).strip()
+        if not slug:
+            raise ApiError(
+                code="benchmark_missing",
+                message="benchmark: expected the slug of the benchmark this bundle is for (e.g. 'ale-robotics').",
+            )
+        benchmark = Benchmark.objects.filter(slug=slug).first()
+        if benchmark is None:
+            raise ApiError(code="benchmark_unknown", message=f"benchmark: no benchmark with slug {slug[:64]!r}.")
+
+        user = request.user
+        api_key = request.auth if isinstance(request.auth, ApiKey) else None
+        sha256 = guard.sha256 if guard is not None else None
+        if sha256:
+            existing = Submission.objects.filter(sha256=sha256, submitter=user).first()
+            if existing is not None:
+                return Response(self.get_serializer(existing).data, status=status.HTTP_200_OK)
+
+        scope = quota_scope(benchmark)
+        try:
+            quota = quota_consume(user=user, api_key=api_key, scope=scope, limit=benchmark.daily_submission_limit)
+        except QuotaExceeded as exc:
+            raise ApiError(
+                code="daily_limit_reached",
+                message=exc.message,
+                status_code=status.HTTP_429_TOO_MANY_REQUESTS,
+                headers={"Retry-After": str(exc.retry_after)},
+            ) from None
+
+        from submissions.services.submissions import SubmissionRejected, submission_create
+
+        # The client's file name is display text only: basename, bounded, never a path.
+        original_name = (upload.name or "").replace("\\", "/").rsplit("/", 1)[-1][:255]
+        try:
+            submission, created = submission_create(
+                user=user, uploaded_file=upload, api_key=api_key, original_name=original_name
+            )
+        except SubmissionRejected as exc:
+            quota_refund(user=user, api_key=api_key, scope=scope)
+            code = str(getattr(exc, "code", "bundle_rejected"))
+            message = str(getattr(exc, "message", "") or exc)
+            http = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE if "too_large" in code else status.HTTP_400_BAD_REQUEST
+            raise ApiError(code=code, message=message, status_code=http) from None
+        except BaseException:
+            quota_refund(user=user, api_key=api_key, scope=scope)
+            raise
+        if not created:
+            quota_refund(user=user, api_key=api_key, scope=scope)
+        headers = {
+            "X-RateLimit-Limit": str(quota.limit),
+            "X-RateLimit-Remaining": str(quota.remaining if created else quota.remaining + 1),
+            "X-RateLimit-Reset": quota.resets_at.isoformat(),
+        }
+        return Response(
+            self.get_serializer(submission).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+            headers=headers,
+        )
+
+    @extend_schema(summary="Your submissions, newest first", responses={200: SubmissionSerializer, **ERRORS})
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="One of your submissions: status, verdict, error code, message and diff",
+        responses={200: SubmissionSerializer, **ERRORS},
+    )
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
+
+class SiteKeyView(APIView):
+    """The age recipient bundles must be encrypted to, with its key id."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        summary="The site's current public age key", responses={200: SiteKeySerializer, 503: ErrorSerializer}
+    )
+    def get(self, request: Request) -> Response:
+        from submissions.site_keys import SiteKeyError, current_public_key
+
+        try:
+            key_id, public_key = current_public_key()
+        except SiteKeyError:
+            # The reason names server paths: log it, tell the client only that the key is missing.
+            logger.exception("site key unavailable for the API")
+            raise ApiError(
+                code="site_key_unavailable",
+                message="The site has no encryption key configured yet; ask the site's administrators.",
+                status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            ) from None
+        return Response({"key_id": key_id, "public_key": public_key})

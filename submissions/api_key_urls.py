@@ -1,0 +1,10 @@
+"""API key pages, mounted at /accounts/api-keys/ by leaderboard/urls.py."""
+
+from django.urls import path
+
+from submissions import views_api_keys
+
+urlpatterns = [
+    path("", views_api_keys.api_keys, name="api_keys"),
+    path("<int:key_id>/revoke/", views_api_keys.api_key_revoke_view, name="api_key_revoke"),
+]

@@ -1,0 +1,168 @@
+"""Submitter API keys: generation, hashing, lifecycle and DRF authentication.
+
+A key reads ``pdm_<prefix>_<secret>``. The prefix (12 hex characters) is
+public, unique and indexed: it finds the row. The secret (43 URL-safe base64
+characters, 256 bits) is stored only as HMAC-SHA-256 under SECRET_KEY. A slow
+password hash buys nothing for a 256-bit random secret; the keyed hash means a
+leaked database alone cannot even confirm a guessed key. Comparison is
+constant-time (hmac.compare_digest).
+
+Guessing is made expensive by counting failed attempts per client IP in the
+cache: past PODIUM_API_KEY_FAILURE_LIMIT failures within
+PODIUM_API_KEY_FAILURE_WINDOW seconds, every Api-Key request from that IP is
+answered 429 before any key is looked at.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from submissions.models import ApiKey
+
+KEY_SCHEME = "pdm"
+AUTH_KEYWORD = "Api-Key"
+PREFIX_HEX_CHARS = 12
+SECRET_BYTES = 32
+# last_used_at is written at most this often per key, so polling does not turn every read into a write.
+LAST_USED_RESOLUTION_SECONDS = 60
+
+
+class ApiKeyThrottled(exceptions.Throttled):
+    default_code = "api_key_attempts_throttled"
+    default_detail = "Too many failed API key attempts from this address."
+    extra_detail_singular = "Try again in {wait} second."
+    extra_detail_plural = "Try again in {wait} seconds."
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A freshly created key. ``plaintext`` exists only here, once: show it and drop it."""
+
+    api_key: ApiKey
+    plaintext: str
+
+
+def api_key_hash(secret: str) -> str:
+    return hmac.new(settings.SECRET_KEY.encode(), secret.encode(), hashlib.sha256).hexdigest()
+
+
+def api_key_parse(raw: str) -> tuple[str, str] | None:
+    """Split ``pdm_<prefix>_<secret>`` into (prefix, secret), or None if it is not shaped like a key."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_SCHEME:
+        return None
+    prefix, secret = parts[1], parts[2]
+    if len(prefix) != PREFIX_HEX_CHARS or any(c not in "0123456789abcdef" for c in prefix):
+        return None
+    if not 20 <= len(secret) <= 100:
+        return None
+    return prefix, secret
+
+
+@transaction.atomic
+def api_key_create(*, user: AbstractBaseUser, name: str) -> IssuedKey:
+    name = name.strip()
+    if not name:
+        raise ValueError("name: expected a non-empty name for the key (e.g. 'ci-runner')")
+    if len(name) > 100:
+        raise ValueError("name: expected at most 100 characters")
+    # 48 bits of prefix: a collision is astronomically rare, and the unique index catches it anyway.
+    prefix = secrets.token_hex(PREFIX_HEX_CHARS // 2)
+    secret = secrets.token_urlsafe(SECRET_BYTES)
+    api_key = ApiKey.objects.create(user=user, name=name, prefix=prefix, key_hash=api_key_hash(secret))
+    return IssuedKey(api_key=api_key, plaintext=f"{KEY_SCHEME}_{prefix}_{secret}")
+
+
+@transaction.atomic
+def api_key_revoke(*, user: AbstractBaseUser, key_id: int) -> ApiKey:
+    """Revoke one of ``user``'s keys. Revoking twice keeps the first revocation time."""
+    api_key = ApiKey.objects.select_for_update().get(pk=key_id, user=user)
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def api_key_authenticate(raw: str) -> ApiKey | None:
+    """The active key ``raw`` names, or None. Constant-time in the secret."""
+    parsed = api_key_parse(raw)
+    if parsed is None:
+        return None
+    prefix, secret = parsed
+    api_key = ApiKey.objects.select_related("user").filter(prefix=prefix).first()
+    # Hash even when no row matched so timing does not tell which prefixes exist.
+    candidate = api_key_hash(secret)
+    stored = api_key.key_hash if api_key is not None else "0" * 64
+    if not hmac.compare_digest(candidate, stored) or api_key is None:
+        return None
+    if api_key.revoked_at is not None or not api_key.user.is_active:
+        return None
+    return api_key
+
+
+def api_key_touch(api_key: ApiKey) -> None:
+    now = timezone.now()
+    last = api_key.last_used_at
+    if last is None or (now - last).total_seconds() >= LAST_USED_RESOLUTION_SECONDS:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+
+
+def _failure_cache_key(ident: str) -> str:
+    return f"podium:api-key-failures:{ident}"
+
+
+def failed_attempts(ident: str) -> int:
+    return int(cache.get(_failure_cache_key(ident), 0))
+
+
+def record_failed_attempt(ident: str) -> int:
+    key = _failure_cache_key(ident)
+    window = settings.PODIUM_API_KEY_FAILURE_WINDOW
+    cache.add(key, 0, timeout=window)
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # expired between add and incr: start a new window
+        cache.add(key, 1, timeout=window)
+        return 1
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """``Authorization: Api-Key pdm_<prefix>_<secret>``."""
+
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, ApiKey] | None:
+        header = get_authorization_header(request).split()
+        if not header or header[0].decode("latin-1").lower() != AUTH_KEYWORD.lower():
+            return None
+        ident = BaseThrottle().get_ident(request)
+        if failed_attempts(ident) >= settings.PODIUM_API_KEY_FAILURE_LIMIT:
+            raise ApiKeyThrottled(wait=settings.PODIUM_API_KEY_FAILURE_WINDOW)
+        if len(header) != 2:
+            record_failed_attempt(ident)
+            raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Api-Key <key>'.")
+        try:
+            raw = header[1].decode("ascii")
+        except UnicodeDecodeError:
+            raw = ""
+        api_key = api_key_authenticate(raw)
+        if api_key is None:
+            record_failed_attempt(ident)
+            raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+        api_key_touch(api_key)
+        return api_key.user, api_key
+
+    def authenticate_header(self, request: Request) -> str:
+        return AUTH_KEYWORD

@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from submissions.api_keys import api_key_create, api_key_hash, api_key_parse, api_key_revoke
+from submissions.models import ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_created_key_is_stored_only_as_a_hash(world: Any) -> None:
+    issued = api_key_create(user=world.owner, name="runner")
+    row = ApiKey.objects.get(pk=issued.api_key.pk)
+    prefix, secret = api_key_parse(issued.plaintext)  # type: ignore[misc]
+    assert issued.plaintext.startswith(f"pdm_{row.prefix}_")
+    assert row.key_hash == api_key_hash(secret)
+    assert secret not in row.key_hash and secret not in str(row.__dict__)
+
+
+def test_a_key_needs_a_name(world: Any) -> None:
+    with pytest.raises(ValueError, match="name: expected a non-empty name"):
+        api_key_create(user=world.owner, name="   ")
+
+
+def test_an_api_key_authenticates_its_user_and_records_last_use(world: Any, api: Any, owner_key: str) -> None:
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
+    assert response.status_code == 200
+    assert {item["id"] for item in response.json()["results"]} == {
+        str(s.pk) for s in world.owner.submissions.all()
+    }
+    assert ApiKey.objects.get(user=world.owner).last_used_at is not None
+
+
+def test_a_wrong_secret_is_refused_with_a_json_error(world: Any, api: Any, owner_key: str) -> None:
+    tampered = owner_key[:-4] + ("AAAA" if not owner_key.endswith("AAAA") else "BBBB")
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {tampered}")
+    assert response.status_code == 401
+    assert response.json() == {
+        "error": {"code": "authentication_failed", "message": "Invalid or revoked API key."}
+    }
+    assert response["WWW-Authenticate"] == "Api-Key"
+
+
+def test_a_revoked_key_no_longer_authenticates(world: Any, api: Any, owner_key: str) -> None:
+    api_key_revoke(user=world.owner, key_id=ApiKey.objects.get(user=world.owner).pk)
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
+    assert response.status_code == 401
+
+
+def test_a_key_of_an_inactive_user_does_not_authenticate(world: Any, api: Any, owner_key: str) -> None:
+    world.owner.is_active = False
+    world.owner.save()
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
+    assert response.status_code == 401
+
+
+def test_failed_key_attempts_from_one_address_are_throttled(world: Any, api: Any, owner_key: str, settings: Any) -> None:
+    settings.PODIUM_API_KEY_FAILURE_LIMIT = 5
+    settings.PODIUM_API_KEY_FAILURE_WINDOW = 300
+    for n in range(5):
+        guess = f"pdm_{'0' * 12}_{'x' * 40}{n}"
+        assert api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {guess}").status_code == 401
+    # Past the limit even the right key is refused from that address: guessing cannot continue.
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "api_key_attempts_throttled"
+    assert response["Retry-After"] == "300"
+    # Another address is unaffected.
+    other = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}", REMOTE_ADDR="10.9.9.9")
+    assert other.status_code == 200
+
+
+def test_key_comparison_is_constant_time(monkeypatch: Any, world: Any, api: Any, owner_key: str) -> None:
+    import submissions.api_keys as module
+
+    calls: list[tuple[str, str]] = []
+    real = module.hmac.compare_digest
+
+    def spy(a: Any, b: Any) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(module.hmac, "compare_digest", spy)
+    api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
+    api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key pdm_{'f' * 12}_{'y' * 43}")
+    assert len(calls) == 2  # both the existing and the unknown prefix went through compare_digest
+
+
+def test_the_key_page_requires_sign_in(client: Any, world: Any) -> None:
+    response = client.get(reverse("api_keys"))
+    assert response.status_code == 302
+    assert "/accounts/login/" in response["Location"]
+
+
+def test_the_key_page_shows_a_new_key_once(client: Any, world: Any) -> None:
+    client.force_login(world.owner)
+    response = client.post(reverse("api_keys"), {"name": "laptop"})
+    assert response.status_code == 200
+    key = ApiKey.objects.get(user=world.owner, name="laptop")
+    body = response.content.decode()
+    start = body.index(f"pdm_{key.prefix}_")
+    plaintext = body[start:].split("<", 1)[0]
+    assert api_key_parse(plaintext) is not None
+    assert "no-store" in response["Cache-Control"]
+    again = client.get(reverse("api_keys")).content.decode()
+    assert plaintext not in again
+    assert f"pdm_{key.prefix}_…" in again
+
+
+def test_the_key_page_refuses_an_empty_name(client: Any, world: Any) -> None:
+    client.force_login(world.owner)
+    response = client.post(reverse("api_keys"), {"name": ""})
+    assert response.status_code == 400
+    assert "Key name: expected a non-empty name" in response.content.decode()
+    assert not ApiKey.objects.filter(user=world.owner).exists()
+
+
+def test_a_user_can_revoke_their_key_but_not_someone_elses(client: Any, world: Any) -> None:
+    key = api_key_create(user=world.owner, name="ci").api_key
+    client.force_login(world.other)
+    assert client.post(reverse("api_key_revoke", args=[key.pk])).status_code == 404
+    key.refresh_from_db()
+    assert key.revoked_at is None
+    client.force_login(world.owner)
+    assert client.post(reverse("api_key_revoke", args=[key.pk])).status_code == 302
+    key.refresh_from_db()
+    assert key.revoked_at is not None and key.revoked_at <= timezone.now()
+
+
+def test_session_posts_need_a_csrf_token(world: Any) -> None:
+    from rest_framework.test import APIClient
+
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(world.owner)
+    response = client.post("/api/v1/submissions/", {"benchmark": "ale-robotics"}, format="multipart")
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "permission_denied"
+    assert "CSRF" in response.json()["error"]["message"]
