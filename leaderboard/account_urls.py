@@ -1,5 +1,12 @@
-"""Routes (to be filled)."""
+"""Sign-in, sign-out (POST only, Django 5) and sign-up, mounted under /accounts/."""
 
-from django.urls import URLPattern, URLResolver
+from django.contrib.auth import views as auth_views
+from django.urls import path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from leaderboard.views import accounts
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("signup/", accounts.signup, name="signup"),
+]

@@ -1,9 +1,20 @@
-"""Visitor-facing pages."""
+"""Visitor-facing pages of paper-gap benchmarks, their exports and badges."""
 
 from django.urls import path
 
-from leaderboard import views
+from leaderboard.views import exports, pages
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", pages.home, name="home"),
+    path("healthz", pages.healthz, name="healthz"),
+    path("benchmarks/<slug:benchmark>/", pages.benchmark_detail, name="benchmark_detail"),
+    path("benchmarks/<slug:benchmark>/<str:version>/", pages.release_board, name="release_board"),
+    path("benchmarks/<slug:benchmark>/<str:version>/board.csv", exports.board_csv, name="board_csv"),
+    path("benchmarks/<slug:benchmark>/<str:version>/board.json", exports.board_json, name="board_json"),
+    path("benchmarks/<slug:benchmark>/<str:version>/chart.json", exports.chart_data, name="chart_data"),
+    path("benchmarks/<slug:benchmark>/<str:version>/release/", pages.release_detail, name="release_detail"),
+    path("benchmarks/<slug:benchmark>/<str:version>/tasks/<slug:task>/", pages.task_detail, name="task_detail"),
+    path("runs/<int:run_id>/", pages.run_detail, name="run_detail"),
+    path("agents/<slug:agent>/", pages.agent_detail, name="agent_detail"),
+    path("badges/<slug:benchmark>/<str:version>/<slug:agent>.svg", exports.agent_badge, name="agent_badge"),
 ]

@@ -1,5 +1,12 @@
-"""Routes (to be filled)."""
+"""Website upload, live status and "my submissions"."""
 
-from django.urls import URLPattern, URLResolver
+from django.urls import path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from submissions import views
+
+urlpatterns = [
+    path("submit/", views.upload, name="submission_upload"),
+    path("submissions/", views.my_submissions, name="my_submissions"),
+    path("submissions/<uuid:submission_id>/", views.submission_detail, name="submission_detail"),
+    path("submissions/<uuid:submission_id>/status.json", views.submission_status, name="submission_status"),
+]

@@ -1,0 +1,84 @@
+"""CSV and JSON exports of a leaderboard view (tab, sort and filter as on the page).
+
+Scores are ratios and pass rates fractions, both as plain numbers; runtime and
+tokens are harness-recorded, the effort tier submitter-declared (seed 000),
+and the column names say so. Anchors are not part of a Standing row, so no
+export can carry one.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from leaderboard.models import Standing
+
+COLUMNS: tuple[str, ...] = (
+    "rank",
+    "agent",
+    "agent_slug",
+    "version",
+    "score",
+    "ci_low",
+    "ci_high",
+    "pass_rate",
+    "covered",
+    "required",
+    "complete",
+    "runtime_seconds_harness_recorded",
+    "tokens_harness_recorded",
+    "effort_tier_submitter_declared",
+    "verification",
+    "verified_at",
+    "run_id",
+)
+
+
+def standing_record(row: Standing) -> dict[str, Any]:
+    return {
+        "rank": row.rank,
+        "agent": row.agent_name,
+        "agent_slug": row.agent_slug,
+        "version": row.version,
+        "score": row.score,
+        "ci_low": row.ci_low,
+        "ci_high": row.ci_high,
+        "pass_rate": row.pass_rate,
+        "covered": row.covered,
+        "required": row.required,
+        "complete": row.complete,
+        "runtime_seconds_harness_recorded": row.runtime_seconds,
+        "tokens_harness_recorded": row.tokens,
+        "effort_tier_submitter_declared": row.effort_tier,
+        "verification": row.verification,
+        "verified_at": row.verified_at.isoformat() if row.verified_at else None,
+        "run_id": row.run_id,
+    }
+
+
+class _Echo:
+    """A file-like object whose write returns the line, for streaming csv.writer output."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        # Spreadsheets execute cells starting with these; agent names are user-supplied.
+        return "'" + value
+    return value
+
+
+def csv_lines(rows: Iterable[Standing]) -> Iterator[str]:
+    """The CSV text of ``rows``, a header first, line by line (for StreamingHttpResponse)."""
+    writer = csv.writer(_Echo())
+    yield writer.writerow(COLUMNS)
+    for row in rows:
+        record = standing_record(row)
+        yield writer.writerow([_cell(record[name]) for name in COLUMNS])

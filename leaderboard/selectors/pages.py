@@ -1,0 +1,441 @@
+"""Reads for the visitor pages of paper-gap benchmarks (seed 000).
+
+Every selector issues a fixed number of queries whatever the number of rows:
+leaderboards read the precomputed Standing rows (never aggregate per request),
+and related rows come through select_related/prefetch_related. Anchors
+(ReleaseTask.paper_value) leave this module only through
+``ReleaseTask.public_paper_value``; callers never see a withheld one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, F, Prefetch, Q, QuerySet
+from django.http import Http404, QueryDict
+
+from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
+from submissions.models import Run, Submission, TaskResult
+
+BOARD_PAGE_SIZE = 50
+CHART_DEFAULT_N = 10
+CHART_MAX_N = 50
+
+TABS: dict[str, str] = {
+    Standing.Tab.OVERALL: "Overall",
+    Standing.Tab.REPRODUCTION: "Reproduction",
+    Standing.Tab.OPEN: "Open-ended",
+}
+
+# Sort key -> (Standing fields, natural direction is descending?). Ties break on rank.
+SORTS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "rank": (("rank",), False),
+    "agent": (("agent_name", "version"), False),
+    "score": (("score",), True),
+    "pass_rate": (("pass_rate",), True),
+    "coverage": (("covered",), True),
+    "runtime": (("runtime_seconds",), False),
+    "tokens": (("tokens",), False),
+    "effort": (("effort_tier",), False),
+    "verification": (("verification",), False),
+    "date": (("verified_at",), True),
+}
+
+
+class BoardQueryError(ValueError):
+    """A leaderboard querystring value that is not one the page offers."""
+
+
+@dataclass(frozen=True)
+class BoardQuery:
+    tab: str = Standing.Tab.OVERALL
+    sort: str = "rank"
+    descending: bool = False
+    complete_only: bool = False
+    page: int = 1
+
+    def params(self, **changes: Any) -> dict[str, str]:
+        """The querystring of this view (defaults omitted), with some values changed."""
+        values = {
+            "tab": self.tab,
+            "sort": self.sort,
+            "dir": "desc" if self.descending else "asc",
+            "complete": "1" if self.complete_only else "",
+            "page": str(self.page),
+        }
+        values.update({k: str(v) for k, v in changes.items()})
+        defaults = {"tab": "overall", "sort": "rank", "complete": "", "page": "1"}
+        default_dir = "desc" if SORTS[values["sort"]][1] else "asc"
+        return {
+            k: v for k, v in values.items() if v and not (defaults.get(k) == v or (k == "dir" and v == default_dir))
+        }
+
+
+def board_query_from_params(params: QueryDict) -> BoardQuery:
+    """Parse tab, sort, dir, complete and page; raise BoardQueryError naming the bad one."""
+    tab = params.get("tab") or Standing.Tab.OVERALL
+    if tab not in TABS:
+        raise BoardQueryError(f"tab={tab!r} is not a leaderboard tab: expected one of {', '.join(TABS)}")
+    sort = params.get("sort") or "rank"
+    if sort not in SORTS:
+        raise BoardQueryError(f"sort={sort!r} is not a sortable column: expected one of {', '.join(SORTS)}")
+    direction = params.get("dir") or ("desc" if SORTS[sort][1] else "asc")
+    if direction not in ("asc", "desc"):
+        raise BoardQueryError(f"dir={direction!r}: expected 'asc' or 'desc'")
+    complete = params.get("complete") or ""
+    if complete not in ("", "0", "1"):
+        raise BoardQueryError(f"complete={complete!r}: expected '1' (complete coverage only) or '0'")
+    raw_page = params.get("page") or "1"
+    if not raw_page.isdigit() or int(raw_page) < 1:
+        raise BoardQueryError(f"page={raw_page!r}: expected a positive whole number")
+    return BoardQuery(
+        tab=tab, sort=sort, descending=direction == "desc", complete_only=complete == "1", page=int(raw_page)
+    )
+
+
+def _visible_releases(*, staff: bool) -> QuerySet[Release]:
+    releases = Release.objects.select_related("benchmark")
+    return releases if staff else releases.filter(published=True)
+
+
+def release_get(*, benchmark_slug: str, version: str, staff: bool = False) -> Release:
+    """A release visitors may see (published, or any for staff), or 404."""
+    release = _visible_releases(staff=staff).filter(benchmark__slug=benchmark_slug, version=version).first()
+    if release is None:
+        raise Http404("No such release")
+    return release
+
+
+def release_current(*, benchmark_slug: str, staff: bool = False) -> Release:
+    """The newest visible release of a benchmark, or 404."""
+    release = (
+        _visible_releases(staff=staff)
+        .filter(benchmark__slug=benchmark_slug)
+        .order_by(F("published_at").desc(nulls_last=True), "-id")
+        .first()
+    )
+    if release is None:
+        raise Http404("This benchmark has no published release yet")
+    return release
+
+
+def release_siblings(*, release: Release, staff: bool = False) -> list[Release]:
+    """Every visible release of the same benchmark, newest first (for the version switcher)."""
+    return list(
+        _visible_releases(staff=staff)
+        .filter(benchmark_id=release.benchmark_id)
+        .order_by(F("published_at").desc(nulls_last=True), "-id")
+    )
+
+
+def _board_rows(release: Release, query: BoardQuery) -> QuerySet[Standing]:
+    rows = Standing.objects.filter(release=release, tab=query.tab)
+    if query.complete_only:
+        rows = rows.filter(complete=True)
+    fields, _ = SORTS[query.sort]
+    ordering = [F(name).desc(nulls_last=True) if query.descending else F(name).asc(nulls_last=True) for name in fields]
+    return rows.order_by(*ordering, "rank", "id")
+
+
+@dataclass
+class BoardRow:
+    standing: Standing
+    # The interval overlaps the row shown above: the two are statistically tied.
+    overlaps_above: bool = False
+
+
+@dataclass
+class BoardPage:
+    rows: list[BoardRow]
+    total: int
+    page: int
+    pages: int
+    page_size: int = BOARD_PAGE_SIZE
+
+    @property
+    def first_index(self) -> int:
+        return (self.page - 1) * self.page_size + 1 if self.total else 0
+
+    @property
+    def last_index(self) -> int:
+        return min(self.page * self.page_size, self.total)
+
+
+def _intervals_overlap(upper: Standing, lower: Standing) -> bool:
+    if None in (upper.ci_low, upper.ci_high, lower.ci_low, lower.ci_high):
+        return False
+    return lower.ci_high >= upper.ci_low and upper.ci_high >= lower.ci_low  # type: ignore[operator]
+
+
+def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
+    """One page of a leaderboard view: two queries (count, rows) whatever the size of the board."""
+    rows = _board_rows(release, query)
+    total = rows.count()
+    pages = max(1, -(-total // BOARD_PAGE_SIZE))
+    page = min(query.page, pages)
+    start = (page - 1) * BOARD_PAGE_SIZE
+    # One row before the page so the first row's "≈" compares with the row above it.
+    fetched = list(rows[max(0, start - 1) : start + BOARD_PAGE_SIZE])
+    previous = fetched.pop(0) if start > 0 and fetched else None
+    out: list[BoardRow] = []
+    for standing in fetched:
+        out.append(
+            BoardRow(standing=standing, overlaps_above=previous is not None and _intervals_overlap(previous, standing))
+        )
+        previous = standing
+    return BoardPage(rows=out, total=total, page=page, pages=pages)
+
+
+def board_rows_all(*, release: Release, query: BoardQuery) -> QuerySet[Standing]:
+    """Every row of a leaderboard view (for CSV/JSON exports), in the view's order."""
+    return _board_rows(release, query)
+
+
+def chart_top(*, release: Release, tab: str, n: int) -> list[Standing]:
+    """The top-N rows of a tab by rank (the chart plots these)."""
+    return list(
+        Standing.objects.filter(release=release, tab=tab)
+        .order_by("rank", "id")
+        .only("agent_name", "version", "agent_slug", "rank", "score", "pass_rate", "ci_low", "ci_high", "run_id")[:n]
+    )
+
+
+# --- home ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class HomeEntry:
+    benchmark: Benchmark
+    release: Release | None
+    leader: Standing | None
+    runs: int
+
+
+def home_entries(*, staff: bool = False) -> list[HomeEntry]:
+    """Every benchmark with its current release, its leader and its number of ranked runs: four queries."""
+    benchmarks = list(
+        Benchmark.objects.order_by("name").prefetch_related(
+            Prefetch(
+                "releases",
+                queryset=_visible_releases(staff=staff).order_by(F("published_at").desc(nulls_last=True), "-id"),
+                to_attr="visible_releases",
+            )
+        )
+    )
+    current = {b.id: (b.visible_releases[0] if b.visible_releases else None) for b in benchmarks}
+    release_ids = [r.id for r in current.values() if r is not None]
+    leaders = {
+        s.release_id: s
+        for s in Standing.objects.filter(release_id__in=release_ids, tab=Standing.Tab.OVERALL, rank=1).order_by(
+            "release_id", "id"
+        )
+    }
+    counts = dict(
+        Standing.objects.filter(release_id__in=release_ids, tab=Standing.Tab.OVERALL)
+        .values_list("release_id")
+        .annotate(n=Count("id"))
+        .values_list("release_id", "n")
+    )
+    return [
+        HomeEntry(
+            benchmark=b,
+            release=current[b.id],
+            leader=leaders.get(current[b.id].id) if current[b.id] else None,
+            runs=counts.get(current[b.id].id, 0) if current[b.id] else 0,
+        )
+        for b in benchmarks
+    ]
+
+
+# --- run page -----------------------------------------------------------------------------------
+
+
+def run_get(*, run_id: int, user: Any) -> Run:
+    """A run with everything its page shows; private runs only for their submitter and staff."""
+    run = (
+        Run.objects.select_related(
+            "release__benchmark", "agent_version__agent", "submission__submitter", "submission__api_key"
+        )
+        .prefetch_related(
+            Prefetch(
+                "task_results",
+                queryset=TaskResult.objects.select_related("release_task__task", "signing_key__evaluator").order_by(
+                    "release_task__position", "release_task__task__slug"
+                ),
+            ),
+            "events__actor",
+        )
+        .filter(pk=run_id)
+        .first()
+    )
+    if run is None:
+        raise Http404("No such run")
+    visible = not run.is_private and (run.release.published or getattr(user, "is_staff", False))
+    if not visible and not (
+        getattr(user, "is_staff", False) or run.submission.submitter_id == getattr(user, "id", None)
+    ):
+        raise Http404("No such run")
+    return run
+
+
+def run_rank(*, run: Run) -> dict[str, int]:
+    """The run's rank on each tab it appears on."""
+    return dict(Standing.objects.filter(run=run).values_list("tab", "rank"))
+
+
+# --- task, release and agent pages --------------------------------------------------------------
+
+
+def release_task_get(*, release: Release, task_slug: str) -> ReleaseTask:
+    release_task = (
+        ReleaseTask.objects.select_related("task__simulator", "task__benchmark")
+        .filter(release=release, task__slug=task_slug)
+        .first()
+    )
+    if release_task is None:
+        raise Http404("No such task in this release")
+    return release_task
+
+
+def release_tasks(*, release: Release) -> list[ReleaseTask]:
+    return list(
+        ReleaseTask.objects.filter(release=release).select_related("task__simulator").order_by("position", "task__slug")
+    )
+
+
+def release_previous(*, release: Release, staff: bool = False) -> Release | None:
+    """The release of the same benchmark published just before this one."""
+    older = _visible_releases(staff=staff).filter(benchmark_id=release.benchmark_id).exclude(pk=release.pk)
+    if release.published_at is not None:
+        older = older.filter(
+            Q(published_at__lt=release.published_at) | Q(published_at=release.published_at, id__lt=release.id)
+        )
+    else:
+        older = older.filter(id__lt=release.id)
+    return older.order_by(F("published_at").desc(nulls_last=True), "-id").first()
+
+
+@dataclass
+class TaskChange:
+    slug: str
+    title: str
+    change: str  # "added" | "removed" | "changed"
+    details: list[str] = field(default_factory=list)
+
+
+def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTask]) -> list[TaskChange]:
+    """Tasks added, removed or re-scored since the previous release.
+
+    An anchor change is reported as "anchor changed"; its values are shown only
+    when both releases publish them.
+    """
+    before = {rt.task.slug: rt for rt in previous}
+    after = {rt.task.slug: rt for rt in current}
+    changes: list[TaskChange] = []
+    for slug in sorted(after.keys() - before.keys()):
+        changes.append(TaskChange(slug=slug, title=after[slug].task.title, change="added"))
+    for slug in sorted(before.keys() - after.keys()):
+        changes.append(TaskChange(slug=slug, title=before[slug].task.title, change="removed"))
+    for slug in sorted(after.keys() & before.keys()):
+        old, new = before[slug], after[slug]
+        details: list[str] = []
+        if old.paper_value != new.paper_value:
+            if old.public_paper_value is not None and new.public_paper_value is not None:
+                details.append(f"anchor changed from {old.public_paper_value:g} to {new.public_paper_value:g}")
+            else:
+                details.append("anchor changed")
+        if old.score_cap != new.score_cap:
+            details.append(f"score cap changed from {old.score_cap:g} to {new.score_cap:g}")
+        if old.penalties != new.penalties:
+            details.append("safety penalties changed")
+        if old.genre != new.genre:
+            details.append(f"genre changed from {old.genre} to {new.genre}")
+        if old.metric_direction != new.metric_direction:
+            details.append("metric direction changed")
+        if details:
+            changes.append(TaskChange(slug=slug, title=new.task.title, change="changed", details=details))
+    return changes
+
+
+def agent_get(*, slug: str) -> Agent:
+    agent = Agent.objects.filter(slug=slug).first()
+    if agent is None:
+        raise Http404("No such agent")
+    return agent
+
+
+def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
+    """The agent's public runs on visible releases, newest first, each with its overall rank (two queries)."""
+    runs = Run.objects.filter(agent_version__agent=agent, is_private=False).select_related(
+        "release__benchmark", "agent_version"
+    )
+    if not staff:
+        runs = runs.filter(release__published=True)
+    listed = list(runs.order_by("-created_at", "-id"))
+    ranks = dict(
+        Standing.objects.filter(run_id__in=[r.id for r in listed], tab=Standing.Tab.OVERALL).values_list(
+            "run_id", "rank"
+        )
+    )
+    for run in listed:
+        run.overall_rank = ranks.get(run.id)  # type: ignore[attr-defined]
+    return listed
+
+
+def agent_best_standing(*, release: Release, agent_slug: str) -> Standing | None:
+    """The agent's best Overall row on a release (for its badge)."""
+    return (
+        Standing.objects.filter(release=release, tab=Standing.Tab.OVERALL, agent_slug=agent_slug)
+        .order_by("rank", "id")
+        .first()
+    )
+
+
+# --- submissions --------------------------------------------------------------------------------
+
+
+def submissions_of(*, user: Any) -> QuerySet[Submission]:
+    """A submitter's own submissions, private and failed ones included."""
+    return Submission.objects.filter(submitter=user).select_related("release__benchmark", "run").order_by("-created_at")
+
+
+def submission_get_own(*, submission_id: Any, user: Any) -> Submission:
+    """One of the user's own submissions, or 404 (never 403: others' ids are not confirmed)."""
+    submission = (
+        Submission.objects.select_related("release__benchmark", "run").filter(pk=submission_id, submitter=user).first()
+    )
+    if submission is None:
+        raise Http404("No such submission")
+    return submission
+
+
+def task_by_benchmark(*, benchmark_slug: str, task_slug: str) -> Task:
+    task = Task.objects.select_related("benchmark").filter(benchmark__slug=benchmark_slug, slug=task_slug).first()
+    if task is None:
+        raise Http404("No such task")
+    return task
+
+
+@dataclass(frozen=True)
+class EvaluatorSignature:
+    key_id: str
+    evaluator: str
+    tasks: tuple[str, ...]
+    revoked: bool
+
+
+def run_signatures(*, run: Run) -> list[EvaluatorSignature]:
+    """The evaluator keys that signed the run's task results (from the prefetched rows: no query)."""
+    by_key: dict[str, tuple[str, list[str], bool]] = {}
+    for result in run.task_results.all():
+        key = result.signing_key
+        if result.signature != "valid" or key is None:
+            continue
+        evaluator = key.evaluator.simulator if key.evaluator else ""
+        entry = by_key.setdefault(key.key_id, (evaluator, [], key.revoked_at is not None))
+        entry[1].append(result.release_task.task.slug)
+    return [
+        EvaluatorSignature(key_id=key_id, evaluator=evaluator, tasks=tuple(tasks), revoked=revoked)
+        for key_id, (evaluator, tasks, revoked) in sorted(by_key.items())
+    ]

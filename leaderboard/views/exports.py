@@ -1,0 +1,132 @@
+"""Machine-readable views: leaderboard CSV/JSON exports, chart data and SVG badges."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+
+from leaderboard import exports
+from leaderboard.badges import badge_svg
+from leaderboard.selectors import pages as selectors
+from leaderboard.selectors.pages import TABS, BoardQueryError
+
+CHART_CACHE_SECONDS = 3600
+
+
+def _json_error(message: str, *, status: int = 400) -> JsonResponse:
+    return JsonResponse({"error": {"code": "invalid_query", "message": message}}, status=status)
+
+
+def _staff(request: HttpRequest) -> bool:
+    return bool(request.user.is_authenticated and request.user.is_staff)
+
+
+def _filename(release: object, tab: str, extension: str) -> str:
+    benchmark = release.benchmark.slug  # type: ignore[attr-defined]
+    version = release.version  # type: ignore[attr-defined]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{benchmark}-{version}-{tab}")
+    return f"{safe}.{extension}"
+
+
+@require_GET
+def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    """The whole leaderboard view (every page) as CSV, streamed."""
+    try:
+        query = selectors.board_query_from_params(request.GET)
+    except BoardQueryError as error:
+        return HttpResponse(f"{error}\n", status=400, content_type="text/plain; charset=utf-8")
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    rows = selectors.board_rows_all(release=release, query=query).iterator(chunk_size=2000)
+    response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_filename(release, query.tab, "csv")}"'
+    return response
+
+
+@require_GET
+def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    """The whole leaderboard view (every page) as JSON."""
+    try:
+        query = selectors.board_query_from_params(request.GET)
+    except BoardQueryError as error:
+        return _json_error(str(error))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    rows = [exports.standing_record(row) for row in selectors.board_rows_all(release=release, query=query)]
+    payload = {
+        "benchmark": release.benchmark.slug,
+        "release": release.version,
+        "tab": query.tab,
+        "sort": query.sort,
+        "direction": "desc" if query.descending else "asc",
+        "complete_only": query.complete_only,
+        "notes": {
+            "score": "dimensionless ratio to the paper target (1.0 = matched the paper, capped at the task's cap)",
+            "pass_rate": "fraction of episodes completed without abort",
+            "runtime_seconds_harness_recorded": "from the LLM gateway usage log",
+            "tokens_harness_recorded": "from the LLM gateway usage log",
+            "effort_tier_submitter_declared": "declared by the submitter, not checked",
+            "verification": "validated = recomputed scores match the claimed ones (a consistency check, "
+            "not proof that the runner was unmodified); attested = evaluator signatures verified; "
+            "verified = official re-run",
+        },
+        "rows": rows,
+    }
+    response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False})
+    response["Content-Disposition"] = f'inline; filename="{_filename(release, query.tab, "json")}"'
+    return response
+
+
+@require_GET
+def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    """Top-N rows of a tab for the chart, cached per release generation (standings rewrite bumps it)."""
+    tab = request.GET.get("tab") or "overall"
+    if tab not in TABS:
+        return _json_error(f"tab={tab!r} is not a leaderboard tab: expected one of {', '.join(TABS)}")
+    raw_n = request.GET.get("n") or str(selectors.CHART_DEFAULT_N)
+    if not raw_n.isdigit() or not 1 <= int(raw_n) <= selectors.CHART_MAX_N:
+        return _json_error(f"n={raw_n!r}: expected a whole number from 1 to {selectors.CHART_MAX_N}")
+    n = int(raw_n)
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}"
+    body = cache.get(key)
+    if body is None:
+        rows = selectors.chart_top(release=release, tab=tab, n=n)
+        body = json.dumps(
+            {
+                "tab": tab,
+                "tab_label": TABS[tab],
+                "n": n,
+                "generation": release.generation,
+                "rows": [
+                    {
+                        "rank": row.rank,
+                        "label": f"{row.agent_name} {row.version}",
+                        "score": row.score,
+                        "pass_rate": row.pass_rate,
+                        "run_id": row.run_id,
+                    }
+                    for row in rows
+                ],
+            },
+            ensure_ascii=False,
+        )
+        cache.set(key, body, CHART_CACHE_SECONDS)
+    return HttpResponse(body, content_type="application/json")
+
+
+@require_GET
+def agent_badge(request: HttpRequest, benchmark: str, version: str, agent: str) -> HttpResponse:
+    """An SVG badge with the agent's best Overall rank and score on a release."""
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=False)
+    standing = selectors.agent_best_standing(release=release, agent_slug=agent)
+    label = f"{release.benchmark.slug} {release.version}"
+    if standing is None:
+        svg = badge_svg(label=label, value="not ranked", ok=False)
+    else:
+        score = "—" if standing.score is None else f"{standing.score:.2f}"
+        svg = badge_svg(label=label, value=f"#{standing.rank} · {score}")
+    response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
+    response["Cache-Control"] = "public, max-age=300"
+    return response

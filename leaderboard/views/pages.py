@@ -1,0 +1,210 @@
+"""HTML pages of paper-gap benchmarks: home, leaderboard, release, task, run, agent."""
+
+from __future__ import annotations
+
+import yaml
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET
+
+from leaderboard.markdown import render_markdown
+from leaderboard.models import Benchmark, ReleaseTask
+from leaderboard.selectors import pages as selectors
+from leaderboard.selectors.pages import TABS, BoardQueryError
+
+# Columns of the board: (sort key, heading, note shown under the heading).
+BOARD_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("rank", "Rank", ""),
+    ("agent", "Agent", ""),
+    ("score", "Score", "ratio to paper, 95% CI"),
+    ("pass_rate", "Pass rate", "episodes completed"),
+    ("coverage", "Coverage", "tasks covered"),
+    ("runtime", "Runtime", "harness-recorded"),
+    ("tokens", "Tokens", "harness-recorded"),
+    ("effort", "Effort tier", "submitter-declared"),
+    ("verification", "Verification", ""),
+    ("date", "Date", "verified"),
+)
+
+
+def _staff(request: HttpRequest) -> bool:
+    return bool(request.user.is_authenticated and request.user.is_staff)
+
+
+def bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    """A 400 page stating what was wrong with the request."""
+    body = render_to_string("leaderboard/bad_request.html", {"message": message}, request=request)
+    return HttpResponseBadRequest(body)
+
+
+@require_GET
+def healthz(request: HttpRequest) -> HttpResponse:
+    """Liveness probe, and the baseline the leaderboard bench compares against."""
+    return HttpResponse("ok", content_type="text/plain")
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "leaderboard/home.html", {"entries": selectors.home_entries(staff=_staff(request))})
+
+
+@require_GET
+def benchmark_detail(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """A benchmark's address: its current release's board (or the scheme's own page)."""
+    scheme = Benchmark.objects.filter(slug=benchmark).values_list("scheme", flat=True).first()
+    if scheme is not None and scheme != Benchmark.Scheme.PAPER_GAP:
+        # Scorecard and race benchmarks have their own pages (leaderboard/scheme_urls.py).
+        for name in (f"{scheme}_benchmark", f"{scheme}s:benchmark", f"{scheme}_board"):
+            try:
+                return redirect(reverse(name, kwargs={"benchmark": benchmark}))
+            except NoReverseMatch:
+                continue
+    release = selectors.release_current(benchmark_slug=benchmark, staff=_staff(request))
+    return redirect("release_board", benchmark=benchmark, version=release.version)
+
+
+@require_GET
+def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    """The leaderboard of one release: tab, sort, filter and page come from the querystring."""
+    try:
+        query = selectors.board_query_from_params(request.GET)
+    except BoardQueryError as error:
+        return bad_request(request, str(error))
+    staff = _staff(request)
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
+    page = selectors.board_page(release=release, query=query)
+    chart_n = selectors.CHART_DEFAULT_N
+    chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n)
+    columns = [
+        {
+            "key": key,
+            "heading": heading,
+            "note": note,
+            "active": query.sort == key,
+            "aria_sort": ("descending" if query.descending else "ascending") if query.sort == key else None,
+            "params": query.params(
+                sort=key,
+                dir=("asc" if query.descending else "desc")
+                if query.sort == key
+                else ("desc" if selectors.SORTS[key][1] else "asc"),
+                page=1,
+            ),
+        }
+        for key, heading, note in BOARD_COLUMNS
+    ]
+    tabs = [
+        {"key": key, "label": label, "active": key == query.tab, "params": query.params(tab=key, page=1)}
+        for key, label in TABS.items()
+    ]
+    return render(
+        request,
+        "leaderboard/board.html",
+        {
+            "release": release,
+            "benchmark": release.benchmark,
+            "releases": selectors.release_siblings(release=release, staff=staff),
+            "query": query,
+            "tab_label": TABS[query.tab],
+            "tabs": tabs,
+            "columns": columns,
+            "page": page,
+            "complete_params": query.params(complete="" if query.complete_only else "1", page=1),
+            "prev_params": query.params(page=page.page - 1) if page.page > 1 else None,
+            "next_params": query.params(page=page.page + 1) if page.page < page.pages else None,
+            "export_params": {k: v for k, v in query.params().items() if k != "page"},
+            "chart_rows": chart_rows,
+            "chart_n": chart_n,
+            "chart_n_choices": (5, 10, 20, 50),
+        },
+    )
+
+
+@require_GET
+def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    """Required tasks, the task-set hash and what changed since the previous release."""
+    staff = _staff(request)
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
+    tasks = selectors.release_tasks(release=release)
+    previous = selectors.release_previous(release=release, staff=staff)
+    differences = (
+        selectors.release_differences(current=tasks, previous=selectors.release_tasks(release=previous))
+        if previous
+        else []
+    )
+    return render(
+        request,
+        "leaderboard/release.html",
+        {
+            "release": release,
+            "benchmark": release.benchmark,
+            "tasks": tasks,
+            "previous": previous,
+            "differences": differences,
+            "notes_html": render_markdown(release.notes),
+        },
+    )
+
+
+def _public_contract(release_task: ReleaseTask) -> str:
+    """The task.yaml contract as YAML, with the anchor only where the release publishes it."""
+    contract = dict(release_task.task.contract or {})
+    metric = dict(contract.get("metric") or {})
+    # Task.contract is stored without the anchor; dropping it again keeps that invariant here too.
+    metric.pop("paper_value", None)
+    if release_task.public_paper_value is not None:
+        metric["paper_value"] = release_task.public_paper_value
+    if metric:
+        contract["metric"] = metric
+    return yaml.safe_dump(contract, sort_keys=False, allow_unicode=True)
+
+
+@require_GET
+def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release_task = selectors.release_task_get(release=release, task_slug=task)
+    return render(
+        request,
+        "leaderboard/task.html",
+        {
+            "release": release,
+            "benchmark": release.benchmark,
+            "release_task": release_task,
+            "task": release_task.task,
+            "contract_yaml": _public_contract(release_task),
+            "paper_html": render_markdown(release_task.task.paper_md),
+            "brief_html": render_markdown(release_task.task.brief_md),
+        },
+    )
+
+
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_get(run_id=run_id, user=request.user)
+    diff = run.submission.diff or []
+    return render(
+        request,
+        "leaderboard/run.html",
+        {
+            "run": run,
+            "release": run.release,
+            "benchmark": run.release.benchmark,
+            "task_results": list(run.task_results.all()),
+            "ranks": selectors.run_rank(run=run),
+            "tab_labels": TABS,
+            "diff": diff,
+            "diff_mismatches": sum(1 for d in diff if d.get("status") != "match"),
+            "signatures": selectors.run_signatures(run=run),
+        },
+    )
+
+
+@require_GET
+def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
+    agent_row = selectors.agent_get(slug=agent)
+    return render(
+        request,
+        "leaderboard/agent.html",
+        {"agent": agent_row, "runs": selectors.agent_runs(agent=agent_row, staff=_staff(request))},
+    )

@@ -1,0 +1,144 @@
+"""Pages of scorecard (seed 001) and race (seed 002) benchmarks.
+
+Views only parse the URL and delegate to leaderboard.selectors.schemes; the
+embargo of race failure categories is enforced there, not in templates.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
+
+from leaderboard.selectors import schemes as selectors
+
+STATUS_NOTES = {
+    "scheduled": "Scheduled: the race has not started.",
+    "running": "Running: results land as validators report; scores are provisional.",
+    "embargoed": "Reveal embargo: the race has finished; episode feedback is withheld until release.",
+    "released": "Released: the results and every episode's failure category are public.",
+}
+
+# ----------------------------------------------------------------- scorecards
+
+
+@require_GET
+def scorecard_benchmark(request: HttpRequest, benchmark: str) -> HttpResponse:
+    release = selectors.scorecard_release_current(benchmark_slug=benchmark)
+    return redirect("scorecard_board", benchmark=benchmark, version=release.version)
+
+
+@require_GET
+def scorecard_board(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    release = selectors.scorecard_release_get(benchmark_slug=benchmark, version=version)
+    return render(
+        request,
+        "scorecards/board.html",
+        {"release": release, "benchmark": release.benchmark, "rows": selectors.scorecard_board(release=release)},
+    )
+
+
+@require_GET
+def scorecard_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    card = selectors.scorecard_get(pk=pk, user=request.user)
+    return render(
+        request,
+        "scorecards/detail.html",
+        {
+            "card": card,
+            "release": card.release,
+            "benchmark": card.release.benchmark,
+            "reading": selectors.scorecard_reading(card=card),
+        },
+    )
+
+
+# ---------------------------------------------------------------------- races
+
+
+def _race_context(benchmark_slug: str) -> dict:
+    benchmark = selectors.race_benchmark_get(benchmark_slug=benchmark_slug)
+    return {"benchmark": benchmark, "races": selectors.races_of(benchmark=benchmark)}
+
+
+@require_GET
+def race_benchmark(request: HttpRequest, benchmark: str) -> HttpResponse:
+    return redirect("race_overall", benchmark=benchmark)
+
+
+@require_GET
+def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
+    """Leaderboard -> Overall, anchored to the running race, else the latest completed one."""
+    context = _race_context(benchmark)
+    anchor = selectors.race_anchor(benchmark=context["benchmark"])
+    rows = selectors.overall_board(race=anchor) if anchor is not None else []
+    context.update(
+        {"anchor": anchor, "rows": rows, "status_note": STATUS_NOTES.get(anchor.status, "") if anchor else ""}
+    )
+    return render(request, "races/overall.html", context)
+
+
+@require_GET
+def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
+    """Leaderboard -> Race: one race's raw results."""
+    context = _race_context(benchmark)
+    race = selectors.race_get(benchmark=context["benchmark"], number=number)
+    context.update(
+        {"race": race, "results": selectors.race_results(race=race), "status_note": STATUS_NOTES[race.status]}
+    )
+    return render(request, "races/leaderboard_race.html", context)
+
+
+@require_GET
+def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
+    """The race page: each qualifier's raw score and vs Field, and every validator run."""
+    context = _race_context(benchmark)
+    race = selectors.race_get(benchmark=context["benchmark"], number=number)
+    context.update(
+        {
+            "race": race,
+            "results": selectors.race_results(race=race),
+            "baseline": selectors.race_baseline(race=race),
+            "runs": selectors.race_runs_of(race=race),
+            "status_note": STATUS_NOTES[race.status],
+            "released": race.status == race.Status.RELEASED,
+        }
+    )
+    return render(request, "races/race.html", context)
+
+
+@require_GET
+def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
+    context = _race_context(benchmark)
+    release = selectors.qualifying_release(benchmark=context["benchmark"])
+    context.update(
+        {"release": release, "rows": selectors.qualifying_board(release=release) if release is not None else []}
+    )
+    return render(request, "races/qualifying.html", context)
+
+
+@require_GET
+def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version: str) -> HttpResponse:
+    context = _race_context(benchmark)
+    agent_version = selectors.agent_version_get(benchmark=context["benchmark"], agent_slug=agent, version=version)
+    context.update(
+        {
+            "agent_version": agent_version,
+            "buildup": selectors.agent_version_buildup(benchmark=context["benchmark"], agent_version=agent_version),
+        }
+    )
+    return render(request, "races/agent_version.html", context)
+
+
+@require_GET
+def race_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.race_run_get(pk=pk)
+    benchmark = run.release.benchmark
+    context = {
+        "benchmark": benchmark,
+        "races": selectors.races_of(benchmark=benchmark),
+        "run": run,
+        "outcomes": selectors.race_outcomes_visible(run),
+        "categories_visible": selectors.race_categories_visible(run.race),
+    }
+    return render(request, "races/run.html", context)

@@ -1,0 +1,160 @@
+// Upload page and submission page: send the bundle with XMLHttpRequest (so the
+// progress bar can follow the upload), then poll the status JSON every second
+// and update received -> verifying -> verdict in place. Everything inserted is
+// set as text (textContent), never as HTML.
+(function () {
+  "use strict";
+  var POLL_MS = 1000;
+
+  function csrfToken(form) {
+    var input = form && form.querySelector("input[name=csrfmiddlewaretoken]");
+    if (input) return input.value;
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  function plain(v) {
+    if (v === null || v === undefined) return "null";
+    if (typeof v === "object") return JSON.stringify(v);
+    return String(v);
+  }
+
+  function render(panel, data) {
+    var order = ["received", "verifying", "done"];
+    var current = data.status === "error" ? "verifying" : data.status;
+    var reached = order.indexOf(current);
+    panel.querySelectorAll("[data-step]").forEach(function (li) {
+      var i = order.indexOf(li.dataset.step);
+      li.classList.toggle("is-done", i < reached || (i === reached && data.done));
+      li.classList.toggle("is-current", i === reached && !data.done);
+      if (i === reached) li.setAttribute("aria-current", "step"); else li.removeAttribute("aria-current");
+    });
+    panel.dataset.status = data.status;
+    panel.dataset.verdict = data.verdict || "";
+    var status = panel.querySelector("[data-field=status]");
+    if (status) status.textContent = data.status_label;
+    var verdict = panel.querySelector("[data-field=verdict]");
+    if (verdict) {
+      verdict.textContent = data.verdict ? ": " + data.verdict : "";
+      verdict.className = data.verdict ? "verdict verdict--" + data.verdict : "";
+    }
+    var errorBox = panel.querySelector("[data-field=error]");
+    if (errorBox) {
+      errorBox.hidden = !data.error_message;
+      panel.querySelector("[data-field=error-code]").textContent = data.error_code || "";
+      panel.querySelector("[data-field=error-message]").textContent = data.error_message || "";
+    }
+    var runLink = panel.querySelector("[data-field=run-link]");
+    if (runLink) {
+      runLink.hidden = !data.run_url;
+      if (data.run_url) panel.querySelector("[data-field=run-href]").href = data.run_url;
+    }
+    var detail = panel.querySelector("[data-field=detail-href]");
+    if (detail && data.detail_url) detail.href = data.detail_url;
+    var diff = panel.querySelector("[data-field=diff]");
+    if (diff) {
+      var list = data.diff || [];
+      diff.hidden = list.length === 0;
+      var body = panel.querySelector("[data-field=diff-rows]");
+      if (list.length && body) {
+        body.textContent = "";
+        list.forEach(function (item) {
+          var tr = document.createElement("tr");
+          if (item.status !== "match") tr.className = "row--diff";
+          var path = document.createElement("th"); path.scope = "row";
+          var code = document.createElement("code"); code.textContent = item.path; path.appendChild(code);
+          var claimed = document.createElement("td"); claimed.className = "num"; claimed.textContent = plain(item.claimed);
+          var recomputed = document.createElement("td"); recomputed.className = "num"; recomputed.textContent = plain(item.recomputed);
+          var result = document.createElement("td");
+          var span = document.createElement("span"); span.className = "result result--" + item.status; span.textContent = item.status;
+          result.appendChild(span);
+          tr.append(path, claimed, recomputed, result);
+          body.appendChild(tr);
+        });
+      }
+    }
+  }
+
+  function poll(panel, url) {
+    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(function (data) {
+        render(panel, data);
+        if (!data.done) window.setTimeout(function () { poll(panel, url); }, POLL_MS);
+      })
+      .catch(function () { window.setTimeout(function () { poll(panel, url); }, POLL_MS * 3); });
+  }
+
+  // A submission page: keep polling until the verdict is in.
+  document.querySelectorAll(".status-panel[data-status-url]").forEach(function (panel) {
+    if (panel.dataset.status === "done") return;
+    poll(panel, panel.dataset.statusUrl);
+  });
+
+  var form = document.querySelector("form[data-upload-form]");
+  if (!form) return;
+  var input = form.querySelector("input[type=file]");
+  var zone = form.querySelector("[data-dropzone]");
+  var fileName = form.querySelector("[data-file-name]");
+  var progress = form.querySelector("[data-progress]");
+  var bar = form.querySelector("[data-progress-bar]");
+  var pct = form.querySelector("[data-progress-text]");
+  var errorBox = form.querySelector("[data-upload-error]");
+  var button = form.querySelector("[data-upload-button]");
+  var dropped = null;
+
+  function showFile(file) { fileName.textContent = file ? file.name + " (" + Math.ceil(file.size / 1024) + " KiB)" : ""; }
+  function showError(message) { errorBox.textContent = message; errorBox.hidden = false; }
+
+  input.addEventListener("change", function () { dropped = null; showFile(input.files[0]); });
+  ["dragenter", "dragover"].forEach(function (name) {
+    zone.addEventListener(name, function (e) { e.preventDefault(); zone.classList.add("is-over"); });
+  });
+  ["dragleave", "drop"].forEach(function (name) {
+    zone.addEventListener(name, function (e) { e.preventDefault(); zone.classList.remove("is-over"); });
+  });
+  zone.addEventListener("drop", function (e) {
+    if (e.dataTransfer && e.dataTransfer.files.length) { dropped = e.dataTransfer.files[0]; showFile(dropped); }
+  });
+
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    errorBox.hidden = true;
+    var file = dropped || input.files[0];
+    if (!file) { showError("Choose a bundle file (.age) to upload."); return; }
+    var data = new FormData(form);
+    data.set("bundle", file, file.name);
+    var xhr = new XMLHttpRequest();
+    xhr.open("POST", form.action);
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.setRequestHeader("X-CSRFToken", csrfToken(form));
+    progress.hidden = false; button.disabled = true;
+    xhr.upload.addEventListener("progress", function (ev) {
+      if (!ev.lengthComputable) return;
+      var p = Math.round((ev.loaded / ev.total) * 100);
+      bar.value = p; bar.textContent = p + "%"; pct.textContent = p + "%";
+    });
+    xhr.addEventListener("load", function () {
+      button.disabled = false;
+      var body = null;
+      try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
+      if (xhr.status >= 200 && xhr.status < 300 && body) {
+        bar.value = 100; pct.textContent = "Uploaded";
+        var slot = document.querySelector("[data-status-slot]");
+        var panel = document.getElementById("status-template").content.firstElementChild.cloneNode(true);
+        slot.textContent = "";
+        slot.appendChild(panel);
+        render(panel, body);
+        if (!body.done) poll(panel, body.status_url);
+      } else {
+        progress.hidden = true;
+        showError(body && body.error ? body.error.code + ": " + body.error.message : "The upload failed (HTTP " + xhr.status + "). Try again.");
+      }
+    });
+    xhr.addEventListener("error", function () {
+      button.disabled = false; progress.hidden = true;
+      showError("The upload failed: the connection was interrupted. Try again.");
+    });
+    xhr.send(data);
+  });
+})();

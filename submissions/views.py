@@ -1,0 +1,140 @@
+"""Website upload, live status and "my submissions" (signed-in submitters only).
+
+The upload view validates the form and delegates to the worker engineer's
+``submission_create``; the daily limit is counted like the API does (same
+scope), so the browser is not a way around it. Another user's submission is
+always a 404, never a 403, so ids are not confirmed to strangers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from leaderboard.models import Benchmark
+from leaderboard.selectors import pages as selectors
+from submissions.models import Submission
+
+logger = logging.getLogger(__name__)
+
+
+def _site_key() -> tuple[str, str] | None:
+    """(key_id, age recipient) to seal bundles to, or None when the site has no key yet."""
+    from submissions.site_keys import SiteKeyError, current_public_key
+
+    try:
+        return current_public_key()
+    except SiteKeyError:
+        logger.warning("upload page: the site has no age key configured")
+        return None
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def submission_status_payload(submission: Submission) -> dict[str, Any]:
+    """What the upload page shows live: status, verdict, error and diff (the owner's own data)."""
+    run = getattr(submission, "run", None) if submission.verdict in ("validated", "attested") else None
+    return {
+        "id": str(submission.pk),
+        "status": submission.status,
+        "status_label": submission.get_status_display(),
+        "verdict": submission.verdict,
+        "done": submission.status == Submission.Status.DONE,
+        "error_code": submission.error_code,
+        "error_message": submission.error_message,
+        "diff": submission.diff if submission.verdict in ("mismatch", "rejected") else [],
+        "run_url": reverse("run_detail", args=[run.pk]) if run is not None else None,
+        "detail_url": reverse("submission_detail", args=[submission.pk]),
+    }
+
+
+def _upload_error(request: HttpRequest, context: dict[str, Any], code: str, message: str, status: int) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+    context["error"] = {"code": code, "message": message}
+    return render(request, "submissions/upload.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def upload(request: HttpRequest) -> HttpResponse:
+    """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
+    benchmarks = list(Benchmark.objects.order_by("name"))
+    context: dict[str, Any] = {"site_key": _site_key(), "benchmarks": benchmarks}
+    if request.method == "GET":
+        return render(request, "submissions/upload.html", context)
+
+    from submissions.api.views import quota_scope
+    from submissions.quotas import QuotaExceeded, quota_consume, quota_refund
+    from submissions.services.submissions import SubmissionRejected, submission_create
+
+    upload_file = request.FILES.get("bundle")
+    if upload_file is None:
+        return _upload_error(request, context, "bundle_missing", "Choose a bundle file (.age) to upload.", 400)
+    slug = request.POST.get("benchmark", "")
+    benchmark = next((b for b in benchmarks if b.slug == slug), None)
+    if benchmark is None:
+        message = "Choose the benchmark this bundle is for." if not slug else f"No benchmark with slug {slug[:64]!r}."
+        return _upload_error(request, context, "benchmark_unknown", message, 400)
+    scope = quota_scope(benchmark)
+    try:
+        quota_consume(user=request.user, api_key=None, scope=scope, limit=benchmark.daily_submission_limit)
+    except QuotaExceeded as exc:
+        return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
+    try:
+        submission, created = submission_create(
+            user=request.user,
+            uploaded_file=upload_file,
+            original_name=upload_file.name or "",
+            is_private=request.POST.get("private") == "1",
+        )
+    except SubmissionRejected as exc:
+        quota_refund(user=request.user, api_key=None, scope=scope)
+        status = 413 if exc.code == "too_large" else 400
+        return _upload_error(request, context, exc.code, exc.message, status)
+    except BaseException:
+        quota_refund(user=request.user, api_key=None, scope=scope)
+        raise
+    if not created:
+        quota_refund(user=request.user, api_key=None, scope=scope)
+    if _wants_json(request):
+        payload = submission_status_payload(submission)
+        payload["created"] = created
+        payload["status_url"] = reverse("submission_status", args=[submission.pk])
+        return JsonResponse(payload, status=201 if created else 200)
+    return redirect("submission_detail", submission_id=submission.pk)
+
+
+def _own(request: HttpRequest, submission_id: UUID) -> Submission:
+    return selectors.submission_get_own(submission_id=submission_id, user=request.user)
+
+
+@require_GET
+def submission_status(request: HttpRequest, submission_id: UUID) -> HttpResponse:
+    """Polled every second by static/js/upload.js. 404 for anyone but the submitter."""
+    if not request.user.is_authenticated:
+        raise Http404("No such submission")
+    response = JsonResponse(submission_status_payload(_own(request, submission_id)))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_GET
+def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse:
+    return render(request, "submissions/detail.html", {"submission": _own(request, submission_id)})
+
+
+@login_required
+@require_GET
+def my_submissions(request: HttpRequest) -> HttpResponse:
+    return render(request, "submissions/list.html", {"submissions": selectors.submissions_of(user=request.user)})
