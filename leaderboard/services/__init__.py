@@ -1,0 +1,1 @@
+"""Services of the registry app: every write to the leaderboard's tables goes through one of these modules."""
