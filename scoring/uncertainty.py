@@ -136,6 +136,16 @@ def _chunk_sums(column: Sequence[float], draws: Sequence[int], n: int) -> list[f
     return [sum(map(pick, draws[start : start + n])) for start in range(0, len(draws), n)]
 
 
+def _chunk_counts(present: Sequence[bool], draws: Sequence[int], n: int) -> list[float]:
+    """How many of each block of ``n`` draws hit a present item."""
+    if all(present):
+        return [float(n)] * (len(draws) // n)
+    if isinstance(draws, bytes):
+        absent = draws.translate(bytes(0 if i < n and present[i] else 1 for i in range(256)))
+        return [float(n - absent.count(1, start, start + n)) for start in range(0, len(draws), n)]
+    return _chunk_sums([1.0 if flag else 0.0 for flag in present], draws, n)
+
+
 def _task_replicates(rng: random.Random, spec: TaskSpec, result: TaskResult, count: int) -> list[float | None]:
     """``count`` episode-level bootstrap replicates of a task's final score.
 
@@ -147,10 +157,7 @@ def _task_replicates(rng: random.Random, spec: TaskSpec, result: TaskResult, cou
     draws = _draw(rng, n, n * count)
     metric_values = [0.0 if e.metric is None else float(e.metric) for e in episodes]
     metric_sums = _chunk_sums(metric_values, draws, n)
-    if all(e.metric is not None for e in episodes):
-        metric_counts: list[float] = [float(n)] * count
-    else:
-        metric_counts = _chunk_sums([0.0 if e.metric is None else 1.0 for e in episodes], draws, n)
+    metric_counts = _chunk_counts([e.metric is not None for e in episodes], draws, n)
     anchor = float(spec.paper_value)
     cap = float(spec.cap)
     if spec.direction == HIGHER_IS_BETTER:
@@ -169,10 +176,7 @@ def _task_replicates(rng: random.Random, spec: TaskSpec, result: TaskResult, cou
         limit = float(spec.penalties[metric])
         values = [float(e.rates.get(metric, 0.0)) for e in episodes]
         sums = _chunk_sums(values, draws, n)
-        if all(metric in e.rates for e in episodes):
-            counts: list[float] = [float(n)] * count
-        else:
-            counts = _chunk_sums([1.0 if metric in e.rates else 0.0 for e in episodes], draws, n)
+        counts = _chunk_counts([metric in e.rates for e in episodes], draws, n)
         factors = [
             0.0 if c == 0 else f * (1.0 - min(1.0, (s / c) / limit))
             for f, s, c in zip(factors, sums, counts, strict=True)
