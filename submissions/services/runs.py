@@ -1,0 +1,154 @@
+"""Runs: what a validated paper-gap submission produces, and the append-only
+verification log maintainers add to.
+
+``run_record_paper_gap`` is called by verification inside its row-locked
+transaction; it is idempotent (get_or_create on the submission's one-to-one),
+so a second verification of the same submission never writes a second Run.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask
+from leaderboard.services.standings import standings_refresh
+from submissions.bundle.evaluate import Outcome
+from submissions.models import Run, SigningKey, Submission, TaskResult, VerificationEvent
+
+logger = logging.getLogger(__name__)
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+# What each automatic level means, as recorded in the event log.
+AUTOMATIC_METHOD = {
+    Run.Level.VALIDATED: "server recomputation: every claimed value matches (consistency only)",
+    Run.Level.ATTESTED: "server recomputation matches and every evaluator result carries a registered signature",
+}
+
+
+class RunError(Exception):
+    """A maintainer action on a run that cannot be done as asked."""
+
+
+def agent_version_for(*, name: str, version: str, owner: Any) -> AgentVersion:
+    """The agent (by slug of its name) and version a bundle names, created on first sight."""
+    slug = slugify(name)[:100] or "agent"
+    agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:200], "owner": owner})
+    agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:100])
+    return agent_version
+
+
+def run_record_paper_gap(*, submission: Submission, release: Release, outcome: Outcome) -> Run:
+    """Create the Run, its TaskResults and the first VerificationEvent of a validated/attested
+    outcome (submissions.bundle.evaluate.Outcome), then refresh the release's standings.
+
+    Returns the existing Run untouched when the submission already has one.
+    """
+    existing = Run.objects.filter(submission=submission).first()
+    if existing is not None:
+        return existing
+    breakdown = outcome.breakdown or {}
+    aggregates = breakdown["aggregates"]
+    coverage = aggregates["coverage"]
+    agent_version = agent_version_for(
+        name=outcome.agent_name, version=outcome.agent_version, owner=submission.submitter
+    )
+    level = Run.Level(outcome.verdict)
+    run, created = Run.objects.get_or_create(
+        submission=submission,
+        defaults={
+            "release": release,
+            "agent_version": agent_version,
+            "level": level,
+            "overall": aggregates["overall"],
+            "reproduction": aggregates["reproduction"],
+            "open": aggregates["open"],
+            "pass_rate": aggregates["pass_rate"],
+            "confidence": run_confidence(outcome.confidence),
+            "covered": coverage["covered"],
+            "required": coverage["required"],
+            "complete": coverage["complete"],
+            "runtime_seconds": outcome.runtime_seconds,
+            "tokens_in": outcome.tokens_input,
+            "tokens_out": outcome.tokens_output,
+            "effort_tier": (outcome.effort_tier or "")[:50],
+            "breakdown": breakdown,
+            "is_private": submission.is_private,
+        },
+    )
+    if not created:
+        return run
+    release_tasks = {rt.task.slug: rt for rt in ReleaseTask.objects.filter(release=release).select_related("task")}
+    checks = {check.slug: check for check in outcome.tasks}
+    valid_key_ids = {check.key_id for check in outcome.tasks if check.signature == "valid" and check.key_id}
+    keys = {key.key_id: key for key in SigningKey.objects.filter(key_id__in=valid_key_ids)}
+    rows = []
+    for slug, entry in breakdown["tasks"].items():
+        check = checks.get(slug)
+        rows.append(
+            TaskResult(
+                run=run,
+                release_task=release_tasks[slug],
+                measured=entry["measured"],
+                gap=entry["gap"],
+                factors=entry["penalties"],
+                factor=entry["factor"],
+                score=entry["score"],
+                final=entry["final"],
+                pass_rate=entry["pass_rate"],
+                episodes=check.episodes if check else 0,
+                faithful=check.faithful if check else None,
+                signature=check.signature if check else "unsigned",
+                signing_key=keys.get(check.key_id) if check and check.signature == "valid" else None,
+            )
+        )
+    TaskResult.objects.bulk_create(rows)
+    VerificationEvent.objects.create(
+        run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
+    )
+    standings_refresh(release=release)
+    return run
+
+
+def run_confidence(confidence: dict[str, Any] | None) -> dict[str, list[float]]:
+    """{"overall": [low, high], ...} from the bootstrap intervals (categories without one are left out)."""
+    return {
+        tab: [interval["low"], interval["high"]] for tab, interval in (confidence or {}).items() if interval is not None
+    }
+
+
+@transaction.atomic
+def run_record_verified(
+    *, run: Run, actor: Any, method: str, evidence_sha256: str, note: str = ""
+) -> VerificationEvent:
+    """Record a maintainer's attestation (e.g. an official re-run): the run becomes verified.
+
+    Appends to the event log (never edits it) and refreshes the release's standings.
+    """
+    method = method.strip()
+    evidence = evidence_sha256.strip().lower()
+    if not method:
+        raise RunError("method: say how the run was verified (e.g. 'official re-run on hidden seeds')")
+    if not SHA256_HEX.match(evidence):
+        raise RunError("evidence_sha256: expected the 64-character hex SHA-256 of the evidence")
+    locked = Run.objects.select_for_update().get(pk=run.pk)
+    if locked.level not in (Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED):
+        raise RunError(f"run {locked.pk} is {locked.level}; only validated or attested runs can be verified")
+    event = VerificationEvent.objects.create(
+        run=locked,
+        level=Run.Level.VERIFIED,
+        actor=actor,
+        method=method[:200],
+        evidence_sha256=evidence,
+        note=note,
+    )
+    if locked.level != Run.Level.VERIFIED:
+        locked.level = Run.Level.VERIFIED
+        locked.save(update_fields=["level"])
+    standings_refresh(release=locked.release)
+    return event

@@ -1,0 +1,53 @@
+"""Celery tasks: load a row by id, call a service. Both are safe to run twice.
+
+Reliability (settings CELERY_*): tasks are acknowledged late and re-queued when
+their worker dies, one at a time per worker process. The verification service
+counts attempts on the row, so redelivery after a crash is bounded; the beat
+sweeper re-enqueues whatever the broker lost (a Redis restart without
+persistence, a dropped on_commit enqueue).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from submissions.services.verification import TRANSIENT_ERRORS, stuck_submission_ids, submission_verify
+
+logger = logging.getLogger(__name__)
+
+# Transient faults are retried this many times, waiting 2, 4, 8 ... seconds
+# (capped, with jitter so a recovering database is not hit by every worker at once).
+VERIFY_MAX_RETRIES = 5
+VERIFY_RETRY_BACKOFF_MAX_SECONDS = 300
+
+
+@shared_task(
+    name="submissions.tasks.verify_submission",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=VERIFY_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=VERIFY_MAX_RETRIES,
+)
+def verify_submission(submission_id: str) -> None:
+    submission_verify(submission_id=submission_id)
+
+
+@shared_task(name="submissions.tasks.sweep_stuck_submissions", acks_late=True)
+def sweep_stuck_submissions() -> int:
+    """Re-enqueue submissions left in received, verifying or error longer than
+    settings.PODIUM_STUCK_AFTER_SECONDS. A verifying one that old means its worker
+    died (the claim counted the attempt, so a poison bundle still ends bounded)."""
+    ids = stuck_submission_ids()
+    for submission_id in ids:
+        verify_submission.delay(str(submission_id))
+    if ids:
+        logger.warning(
+            "re-enqueued %d stuck submission(s) older than %ss", len(ids), settings.PODIUM_STUCK_AFTER_SECONDS
+        )
+    return len(ids)
