@@ -1,0 +1,308 @@
+"""Reading (and writing) the tar inside the envelope, as a stream, with limits.
+
+Members are read one by one from the decrypted temp file -- through zstd
+when the payload starts with the zstd magic -- and never extracted to disk.
+JSON members are kept in memory (they are bounded by
+``Limits.max_json_member_bytes``); every other member (``artifacts/...``) is
+only hashed, so memory stays flat whatever the archive size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import zstandard
+
+from submissions.bundle.errors import BundleError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "ZSTD_MAGIC",
+    "Limits",
+    "Member",
+    "iter_members",
+    "write_archive",
+]
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_READ_CHUNK = 64 * 1024
+_MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits applied while opening one bundle (all in bytes unless named)."""
+
+    # The encrypted file as uploaded: the cheapest check, made before any work.
+    max_bundle_bytes: int = 256 * _MiB
+    # Bounds per-member bookkeeping and the time spent walking headers; a
+    # real bundle has a few JSON files per task plus some artifacts.
+    max_members: int = 2000
+    # A single member of any kind (artifacts are hashed while streaming).
+    max_member_bytes: int = 256 * _MiB
+    # JSON members are parsed in memory: this bounds the parser's memory.
+    max_json_member_bytes: int = 16 * _MiB
+    # Everything the tar stream expands to; bounds disk-free CPU work and
+    # stops a bomb that stays under the ratio but is simply huge.
+    max_total_bytes: int = 1024 * _MiB
+    # Decompressed / compressed bytes; legitimate JSON plus tar padding stays
+    # far below this, a decompression bomb (zeros) goes far above it.
+    max_compression_ratio: int = 200
+    # The ratio is only judged past this much output, so that tiny archives
+    # (mostly tar padding) never trip it.
+    ratio_grace_bytes: int = 4 * _MiB
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Member:
+    """One regular-file member: its name, size, SHA-256 and (JSON only) bytes."""
+
+    name: str
+    size: int
+    sha256: str
+    data: bytes | None
+
+
+class _CountingReader(io.RawIOBase):
+    """Counts the bytes read from the underlying (compressed) file."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self.raw.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.count += n
+        return n
+
+
+class _LimitedStream(io.RawIOBase):
+    """The tar byte stream, with the total-size and ratio limits enforced."""
+
+    def __init__(self, source: IO[bytes], counter: _CountingReader | None, limits: Limits, name: str) -> None:
+        self.source = source
+        self.counter = counter
+        self.limits = limits
+        self.name = name
+        self.produced = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        try:
+            data = self.source.read(len(buffer))
+        except zstandard.ZstdError as exc:
+            raise BundleError("invalid_archive", f"{self.name}: the zstd stream is corrupt ({exc})") from None
+        n = len(data)
+        buffer[:n] = data
+        self.produced += n
+        self._check()
+        return n
+
+    def _check(self) -> None:
+        limits = self.limits
+        if self.produced > limits.max_total_bytes:
+            if self.counter is not None:
+                raise BundleError(
+                    "decompression_bomb",
+                    f"{self.name}: the compressed archive expands to more than {limits.max_total_bytes} bytes",
+                )
+            raise BundleError("too_large", f"{self.name}: the archive is larger than {limits.max_total_bytes} bytes")
+        if self.counter is not None and self.produced > limits.ratio_grace_bytes:
+            ratio = self.produced / max(self.counter.count, 1)
+            if ratio > limits.max_compression_ratio:
+                raise BundleError(
+                    "decompression_bomb",
+                    f"{self.name}: the compressed archive expands more than {limits.max_compression_ratio} times "
+                    f"({self.counter.count} bytes became over {self.produced})",
+                )
+
+
+def _safe_name(raw: str, name: str) -> str:
+    """Normalise ``raw`` ("./a/b" -> "a/b") or raise unsafe_path."""
+    if "\x00" in raw or "\\" in raw:
+        raise BundleError("unsafe_path", f"{name}: member {raw!r} has a NUL or backslash in its name")
+    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+        raise BundleError("unsafe_path", f"{name}: member {raw!r} has an absolute path; use paths relative to the root")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise BundleError("unsafe_path", f"{name}: member {raw!r} contains '..'; paths must stay inside the archive")
+    return "/".join(parts)
+
+
+def iter_members(
+    payload: IO[bytes],
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    name: str = "bundle",
+    extract_to: str | os.PathLike[str] | None = None,
+) -> Iterator[Member]:
+    """Yield every regular-file member of the (decrypted) tar or tar.zst stream.
+
+    Directory entries are skipped.  ``extract_to`` (the CLI's ``open -o``
+    only; the server never extracts) also streams each member, after its name
+    passed the safety checks, to a file under that directory.  Raises BundleError: invalid_archive,
+    too_many_members, unsafe_path, link_member, special_member,
+    duplicate_member, too_large, decompression_bomb.
+    """
+    magic = payload.read(4)
+    payload.seek(0)
+    counter: _CountingReader | None = None
+    source: IO[bytes]
+    if magic == ZSTD_MAGIC:
+        counter = _CountingReader(payload)
+        # read_across_frames=False: one frame, then stop -- trailing zero
+        # padding (added by `seal`, see envelope._payload_failure) is ignored.
+        source = zstandard.ZstdDecompressor().stream_reader(io.BufferedReader(counter, _READ_CHUNK))  # type: ignore[assignment]
+    else:
+        source = payload
+    stream = io.BufferedReader(_LimitedStream(source, counter, limits, name), _READ_CHUNK)
+    try:
+        tar = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 -- closed in finally
+    except tarfile.TarError:
+        raise BundleError("invalid_archive", f"{name}: the decrypted payload is not a tar or tar.zst archive") from None
+    seen: set[str] = set()
+    count = 0
+    try:
+        while True:
+            try:
+                info = tar.next()
+            except tarfile.TarError as exc:
+                raise BundleError("invalid_archive", f"{name}: the tar archive is damaged ({exc})") from None
+            if info is None:
+                break
+            count += 1
+            if count > limits.max_members:
+                raise BundleError("too_many_members", f"{name}: the archive has more than {limits.max_members} members")
+            member_name = _safe_name(info.name, name)
+            if info.issym() or info.islnk():
+                raise BundleError(
+                    "link_member",
+                    f"{name}: member {info.name!r} is a {'symbolic' if info.issym() else 'hard'} link; "
+                    "only regular files are allowed",
+                )
+            if info.isdir():
+                continue
+            if not info.isfile():
+                raise BundleError(
+                    "special_member",
+                    f"{name}: member {info.name!r} is not a regular file (device, FIFO or other special file)",
+                )
+            if not member_name:
+                raise BundleError("unsafe_path", f"{name}: member {info.name!r} has an empty name")
+            if member_name in seen:
+                raise BundleError("duplicate_member", f"{name}: member {member_name!r} appears twice in the archive")
+            seen.add(member_name)
+            if info.size > limits.max_member_bytes:
+                raise BundleError(
+                    "too_large",
+                    f"{name}: member {member_name!r} has {info.size} bytes, more than the limit of "
+                    f"{limits.max_member_bytes} bytes",
+                )
+            keep = member_name.endswith(".json")
+            if keep and info.size > limits.max_json_member_bytes:
+                raise BundleError(
+                    "too_large",
+                    f"{name}: JSON member {member_name!r} has {info.size} bytes, more than the limit of "
+                    f"{limits.max_json_member_bytes} bytes",
+                )
+            target = None if extract_to is None else Path(extract_to, *member_name.split("/"))
+            yield _read_member(tar, info, member_name, keep, name, target)
+    finally:
+        tar.close()
+
+
+def _read_member(
+    tar: tarfile.TarFile, info: tarfile.TarInfo, member_name: str, keep: bool, name: str, target: Path | None
+) -> Member:
+    handle = tar.extractfile(info)
+    if handle is None:  # pragma: no cover -- isfile() members always have a handle
+        raise BundleError("invalid_archive", f"{name}: member {member_name!r} cannot be read")
+    digest = hashlib.sha256()
+    parts: list[bytes] = []
+    size = 0
+    out: IO[bytes] | None = None
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = open(target, "xb")  # noqa: SIM115 -- closed in finally; "x": never overwrite
+    try:
+        while True:
+            chunk = handle.read(_READ_CHUNK)
+            if not chunk:
+                break
+            size += len(chunk)
+            digest.update(chunk)
+            if keep:
+                parts.append(chunk)
+            if out is not None:
+                out.write(chunk)
+    except tarfile.TarError as exc:
+        raise BundleError("invalid_archive", f"{name}: member {member_name!r} is damaged ({exc})") from None
+    finally:
+        if out is not None:
+            out.close()
+    if size != info.size:
+        raise BundleError(
+            "invalid_archive", f"{name}: member {member_name!r} is cut short ({size} of {info.size} bytes)"
+        )
+    return Member(name=member_name, size=size, sha256=digest.hexdigest(), data=b"".join(parts) if keep else None)
+
+
+def write_archive(
+    members: Mapping[str, bytes | os.PathLike[str]],
+    dest: str | os.PathLike[str],
+    *,
+    compress: bool = True,
+    level: int = 3,
+) -> None:
+    """Write a deterministic tar (or tar.zst) of ``members`` to ``dest``.
+
+    Values are bytes or paths of files to stream in.  Names are sorted,
+    mtime/uid/gid are 0, mode 0644, so sealing the same directory twice gives
+    the same plaintext.  A zstd payload is padded with zeros to a multiple of
+    512 bytes (ignored by readers, it lets a cut-short file be told apart
+    from an altered one).
+    """
+    with open(dest, "wb") as raw:
+        if compress:
+            writer = zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=False)
+            target: IO[bytes] = writer  # type: ignore[assignment]
+        else:
+            target = raw
+        with tarfile.open(fileobj=target, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            for member_name in sorted(members):
+                value = members[member_name]
+                info = tarfile.TarInfo(member_name)
+                info.mtime = 0
+                info.mode = 0o644
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                if isinstance(value, bytes | bytearray):
+                    info.size = len(value)
+                    tar.addfile(info, io.BytesIO(value))
+                else:
+                    path = Path(value)
+                    info.size = path.stat().st_size
+                    with open(path, "rb") as f:
+                        tar.addfile(info, f)
+        if compress:
+            writer.flush(zstandard.FLUSH_FRAME)
+            writer.close()
+            pad = -raw.tell() % 512
+            raw.write(b"\x00" * pad)

@@ -1,0 +1,115 @@
+"""The canonical JSON form that signatures cover: RFC 8785 (JCS).
+
+JCS is chosen over "json.dumps(sort_keys=True)" because it is specified
+independently of Python: harnesses written in Go, Rust or JavaScript can
+produce the same bytes with an off-the-shelf JCS library.  In short:
+
+* objects: keys sorted by their UTF-16 code units, no whitespace anywhere;
+* strings: JSON escapes only for ``"``, ``\\``, and control characters
+  (``\\b \\f \\n \\r \\t``, others as ``\\u00xx``), everything else as UTF-8;
+* numbers: IEEE-754 doubles printed like ECMAScript ``Number.prototype.toString``
+  (shortest round-trip digits; ``1`` not ``1.0``; ``1e-7``; ``1e+21``);
+  integers beyond 2**53 cannot be represented and are refused;
+* ``true``, ``false``, ``null`` literally.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["CanonicalJSONError", "canonical_json", "format_number"]
+
+# Integers above this lose precision as IEEE doubles, so two harnesses could
+# disagree about their canonical text.
+_MAX_SAFE_INTEGER = 2**53
+
+
+class CanonicalJSONError(ValueError):
+    """A value that has no canonical JSON form (NaN, huge int, bad type)."""
+
+
+def format_number(value: float | int) -> str:
+    """ECMAScript Number::toString of ``value`` (RFC 8785 section 3.2.2.3)."""
+    if isinstance(value, bool):
+        raise CanonicalJSONError("a bool is not a number")
+    if isinstance(value, int):
+        if abs(value) > _MAX_SAFE_INTEGER:
+            raise CanonicalJSONError(f"integer {value} is beyond 2**53 and has no exact canonical form")
+        value = float(value)
+    if not math.isfinite(value):
+        raise CanonicalJSONError(f"{value!r} has no JSON form")
+    if value == 0:
+        return "0"  # also -0.0
+    sign = "-" if value < 0 else ""
+    # repr() is the shortest string that round-trips, the same digits ES uses.
+    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
+    digits = "".join(str(d) for d in digit_tuple).rstrip("0") or "0"
+    trailing = len("".join(str(d) for d in digit_tuple)) - len(digits)
+    exponent = int(exponent) + trailing
+    k = len(digits)
+    n = exponent + k  # value = 0.digits * 10**n
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
+        text = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + text
+
+
+def _string(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CanonicalJSONError("a string contains a lone surrogate") from exc
+    # json.dumps with ensure_ascii=False escapes exactly what JCS escapes,
+    # with lower-case hex for \u00xx, as RFC 8785 requires.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int | float):
+        out.append(format_number(value))
+    elif isinstance(value, str):
+        out.append(_string(value))
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise CanonicalJSONError(f"object key {key!r} is not a string")
+        out.append("{")
+        for index, key in enumerate(sorted(value, key=lambda k: k.encode("utf-16-be"))):
+            if index:
+                out.append(",")
+            out.append(_string(key))
+            out.append(":")
+            _encode(value[key], out)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    else:
+        raise CanonicalJSONError(f"{type(value).__name__} is not a JSON value")
+
+
+def canonical_json(value: Any) -> bytes:
+    """The RFC 8785 canonical UTF-8 bytes of a JSON value."""
+    out: list[str] = []
+    _encode(value, out)
+    return "".join(out).encode("utf-8")

@@ -1,0 +1,73 @@
+"""The one error type of the bundle package and its stable codes.
+
+Every way a bundle can be unreadable, tampered with or invalid maps to exactly
+one code below.  Codes are part of the public contract (the worker stores them
+on the Submission row, the API returns them, docs/bundle-format.md lists
+them): never rename one.  Messages are for people: they name the file, the
+field and the task, and never contain a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ERROR_CODES", "BundleError"]
+
+# code -> one-line meaning (documented in docs/bundle-format.md, section "Error codes").
+ERROR_CODES: dict[str, str] = {
+    # envelope (age)
+    "empty_file": "the uploaded file has no bytes",
+    "too_large": "the file, a member, or the unpacked archive exceeds a size limit",
+    "not_age_file": "the file does not start with an age header",
+    "wrong_key": "the bundle was sealed to a key this server does not hold (or its recipient stanza is damaged)",
+    "truncated": "the file ends before the age header or payload is complete",
+    "corrupted": "a byte of the age header or payload was altered (authentication failed)",
+    # archive (tar, optionally zstd)
+    "invalid_archive": "the decrypted payload is not a readable tar (or tar.zst) archive",
+    "too_many_members": "the archive has more members than allowed",
+    "unsafe_path": "a member name is absolute, contains '..' or is otherwise unsafe",
+    "link_member": "a member is a symbolic or hard link",
+    "special_member": "a member is a device, FIFO or other non-regular file",
+    "duplicate_member": "two archive members have the same name",
+    "decompression_bomb": "the compressed payload expands beyond the allowed ratio or total size",
+    # members
+    "invalid_json": "a JSON member does not parse (syntax, encoding or duplicate key)",
+    "non_finite_number": "a JSON member contains NaN, Infinity or a number too large for a double",
+    "schema_error": "a JSON member has a missing, extra or wrongly typed field",
+    "missing_member": "a member required by the format or listed in manifest.json is absent",
+    "unexpected_member": "the archive holds a member that manifest.json does not list",
+    "member_hash_mismatch": "a member's SHA-256 differs from the one in manifest.json",
+    "unsupported_format": "manifest.json names a format version this server does not read",
+    "wrong_kind": "the bundle is of another kind than the one being evaluated",
+    # release and tasks
+    "unknown_release": "the benchmark/release named by the manifest is not known",
+    "release_hash_mismatch": "required_task_set_hash differs from the release's",
+    "unknown_task": "a task is not part of the release",
+    "duplicate_task": "a task appears twice",
+    "genre_mismatch": "a task's declared genre differs from the release's",
+    "missing_faithfulness": "a reproduction task has no faithfulness verdict",
+    "invalid_value": "a value is out of range for scoring (e.g. a negative rate)",
+    # signatures
+    "bad_signature": "a signature does not verify under the registered key it names (forged)",
+    "missing_signature": "a signature the format requires is absent",
+}
+
+
+class BundleError(Exception):
+    """A bundle that cannot be accepted.
+
+    ``code`` is one of :data:`ERROR_CODES`; ``message`` is a complete human
+    sentence naming what is wrong and where.  ``str(error)`` is the message.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        if code not in ERROR_CODES:
+            raise ValueError(f"unknown bundle error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"BundleError({self.code!r}, {self.message!r})"
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-able ``{"code": ..., "message": ...}``."""
+        return {"code": self.code, "message": self.message}

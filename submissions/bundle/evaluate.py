@@ -1,0 +1,274 @@
+"""The verdict on a paper-gap bundle (seed 000 "What the runner vs the website does").
+
+The server never trusts a claimed number: it recomputes every score from the
+evaluator's per-episode results and the release's scoring contract with
+:func:`scoring.gap.score_run`, then compares the claim leaf by leaf with
+:func:`scoring.compare.compare_claims`.  Verdicts, weakest first:
+
+* ``rejected``  -- unreadable, tampered or invalid (``error_code`` says why);
+* ``mismatch``  -- readable, but some claimed value differs beyond the tolerance
+  (``diff`` lists every differing field);
+* ``validated`` -- every claim matches the recomputation (consistency only: it
+  does not prove the local runner was unmodified);
+* ``attested``  -- validated, and every evaluator result carries a valid
+  signature by a registered evaluator key.
+
+Pure: no Django, no database, deterministic; :meth:`Outcome.to_dict` is JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scoring import gap
+from scoring.compare import DEFAULT_TOLERANCE, MATCH, compare_claims
+from scoring.errors import ScoringError
+from submissions.bundle.bundle import Bundle
+from submissions.bundle.errors import BundleError
+from submissions.bundle.schema import PAPER_GAP
+from submissions.bundle.signatures import VALID, check_signature
+
+__all__ = [
+    "ATTESTED",
+    "MISMATCH",
+    "REJECTED",
+    "VALIDATED",
+    "VERDICTS",
+    "Outcome",
+    "TaskCheck",
+    "evaluate_paper_gap",
+    "scoring_results",
+]
+
+REJECTED = "rejected"
+MISMATCH = "mismatch"
+VALIDATED = "validated"
+ATTESTED = "attested"
+VERDICTS = (REJECTED, MISMATCH, VALIDATED, ATTESTED)
+
+
+@dataclass(frozen=True)
+class TaskCheck:
+    """What the server established about one submitted task."""
+
+    slug: str
+    genre: str
+    episodes: int
+    faithful: bool | None
+    evaluator_id: str
+    simulator: str
+    # "valid" | "unsigned" | "unregistered" (a forged signature rejects the bundle)
+    signature: str
+    key_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "genre": self.genre,
+            "episodes": self.episodes,
+            "faithful": self.faithful,
+            "evaluator_id": self.evaluator_id,
+            "simulator": self.simulator,
+            "signature": self.signature,
+            "key_id": self.key_id,
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The server's verdict on one bundle, with everything needed to store a Run."""
+
+    verdict: str
+    error_code: str = ""
+    message: str = ""
+    kind: str = ""
+    benchmark: str = ""
+    release: str = ""
+    agent_name: str = ""
+    agent_version: str = ""
+    effort_tier: str = ""
+    runtime_seconds: float | None = None
+    tokens_input: int | None = None
+    tokens_output: int | None = None
+    # Recomputed score_breakdown (RunBreakdown.to_dict()); None when rejected.
+    breakdown: dict[str, Any] | None = None
+    # Non-matching fields only: [{"path", "claimed", "recomputed", "status"}], sorted by path.
+    diff: list[dict[str, Any]] = field(default_factory=list)
+    tasks: tuple[TaskCheck, ...] = ()
+    # {"overall": {"low","high","level","resamples"} | None, "reproduction": ..., "open": ...}
+    confidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        """True for the verdicts that may enter a leaderboard."""
+        return self.verdict in (VALIDATED, ATTESTED)
+
+    @classmethod
+    def rejected(cls, error: BundleError, bundle: Bundle | None = None) -> Outcome:
+        """A rejection, keeping whatever the readable manifest tells (for display)."""
+        info = _manifest_fields(bundle) if bundle is not None else {}
+        return cls(verdict=REJECTED, error_code=error.code, message=error.message, **info)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able, deterministic (same bundle and inputs -> equal dicts)."""
+        return {
+            "verdict": self.verdict,
+            "error_code": self.error_code,
+            "message": self.message,
+            "kind": self.kind,
+            "benchmark": self.benchmark,
+            "release": self.release,
+            "agent": {"name": self.agent_name, "version": self.agent_version},
+            "effort_tier": self.effort_tier,
+            "runtime_seconds": self.runtime_seconds,
+            "tokens": {"input": self.tokens_input, "output": self.tokens_output},
+            "breakdown": self.breakdown,
+            "diff": list(self.diff),
+            "tasks": [task.to_dict() for task in self.tasks],
+            "confidence": dict(self.confidence),
+        }
+
+
+def _manifest_fields(bundle: Bundle) -> dict[str, Any]:
+    m = bundle.manifest
+    return {
+        "kind": bundle.kind,
+        "benchmark": m.benchmark,
+        "release": m.release,
+        "agent_name": m.agent.name,
+        "agent_version": m.agent.version,
+        "effort_tier": m.effort_tier or "",
+        "runtime_seconds": m.runtime_seconds,
+        "tokens_input": m.tokens_input,
+        "tokens_output": m.tokens_output,
+    }
+
+
+def scoring_results(bundle: Bundle) -> dict[str, gap.TaskResult]:
+    """The bundle's evaluator results as :class:`scoring.gap.TaskResult` inputs."""
+    out: dict[str, gap.TaskResult] = {}
+    for slug in sorted(bundle.results):
+        verdict = bundle.faithfulness.get(slug)
+        out[slug] = gap.TaskResult(
+            episodes=[
+                gap.Episode(metric=e.metric, rates=e.rates, aborted=e.aborted) for e in bundle.results[slug].episodes
+            ],
+            faithful=None if verdict is None else verdict.faithful,
+        )
+    return out
+
+
+def _check_release(bundle: Bundle, release_spec: gap.ReleaseSpec, required_task_set_hash: str) -> None:
+    manifest = bundle.manifest
+    claimed = manifest.required_task_set_hash
+    if claimed != required_task_set_hash.lower():
+        raise BundleError(
+            "release_hash_mismatch",
+            f"manifest.json: required_task_set_hash {claimed} does not match release {manifest.release}'s "
+            f"{required_task_set_hash.lower()}; the run was made against another task set",
+        )
+    for slug in sorted(bundle.results):
+        spec = release_spec.tasks.get(slug)
+        if spec is None:
+            raise BundleError(
+                "unknown_task",
+                f"{bundle.results[slug].member}: task {slug!r} is not part of release {manifest.release}",
+            )
+        declared = manifest.genres[slug]
+        if declared != spec.genre:
+            raise BundleError(
+                "genre_mismatch",
+                f"manifest.json: tasks[{slug!r}].genre is {declared!r} but release {manifest.release} "
+                f"declares {spec.genre!r}",
+            )
+        if spec.genre == gap.REPRODUCTION and slug not in bundle.faithfulness:
+            raise BundleError(
+                "missing_faithfulness",
+                f"faithfulness.json: reproduction task {slug!r} has no faithfulness verdict "
+                '(add {"faithful": true|false, "judge": ...})',
+            )
+
+
+def _intervals(
+    release_spec: gap.ReleaseSpec, results: Mapping[str, gap.TaskResult], resamples: int, seed: int
+) -> dict[str, Any]:
+    if resamples <= 0:
+        return {}
+    try:
+        from scoring.uncertainty import run_intervals
+    except ImportError:  # pragma: no cover -- scoring ships it; keep the bundle tool usable without
+        return {}
+    return run_intervals(release_spec, results, resamples=resamples, seed=seed).to_dict()
+
+
+def evaluate_paper_gap(
+    bundle: Bundle,
+    *,
+    release_spec: gap.ReleaseSpec,
+    required_task_set_hash: str,
+    signing_keys: Mapping[str, bytes | str],
+    tolerance: float = DEFAULT_TOLERANCE,
+    bootstrap_resamples: int = 1000,
+    bootstrap_seed: int = 0,
+) -> Outcome:
+    """Recompute and judge a paper-gap bundle; never raises for bad bundle content.
+
+    ``release_spec`` and ``required_task_set_hash`` are the server's view of
+    the release the manifest names (the caller resolves benchmark/version;
+    an unknown one is ``Outcome.rejected(BundleError("unknown_release", ...))``).
+    ``signing_keys`` maps registered key ids to raw (or base64) Ed25519
+    public keys of evaluators.  ``bootstrap_resamples=0`` skips the CIs.
+    """
+    try:
+        if bundle.kind != PAPER_GAP:
+            raise BundleError("wrong_kind", f"manifest.json: kind is {bundle.kind!r}, expected 'paper_gap'")
+        _check_release(bundle, release_spec, required_task_set_hash)
+        checks: list[TaskCheck] = []
+        for slug in sorted(bundle.results):
+            result = bundle.results[slug]
+            signature = check_signature(result.raw, signing_keys, where=result.member)
+            verdict = bundle.faithfulness.get(slug)
+            checks.append(
+                TaskCheck(
+                    slug=slug,
+                    genre=release_spec.tasks[slug].genre,
+                    episodes=len(result.episodes),
+                    faithful=None if verdict is None else verdict.faithful,
+                    evaluator_id=result.evaluator_id,
+                    simulator=result.simulator,
+                    signature=signature.status,
+                    key_id=signature.key_id,
+                )
+            )
+        results = scoring_results(bundle)
+        try:
+            recomputed = gap.score_run(release_spec, results).to_dict()
+            confidence = _intervals(release_spec, results, bootstrap_resamples, bootstrap_seed)
+        except ScoringError as exc:
+            raise BundleError("invalid_value", f"results: {exc}") from None
+    except BundleError as error:
+        return Outcome.rejected(error, bundle)
+    assert bundle.claimed_breakdown is not None
+    diffs = [d for d in compare_claims(bundle.claimed_breakdown, recomputed, tolerance) if d.status != MATCH]
+    if diffs:
+        verdict_name = MISMATCH
+        first = diffs[0]
+        message = (
+            f"score_breakdown.json: {len(diffs)} claimed value(s) differ from the recomputation "
+            f"(first: {first.path} claimed {first.claimed!r}, recomputed {first.recomputed!r})"
+        )
+    elif checks and all(c.signature == VALID for c in checks):
+        verdict_name, message = ATTESTED, "every claim matches and every evaluator result is signed by a registered key"
+    else:
+        verdict_name, message = VALIDATED, "every claim matches the recomputation"
+    return Outcome(
+        verdict=verdict_name,
+        message=message,
+        breakdown=recomputed,
+        diff=[{"path": d.path, "claimed": d.claimed, "recomputed": d.recomputed, "status": d.status} for d in diffs],
+        tasks=tuple(checks),
+        confidence=confidence,
+        **_manifest_fields(bundle),
+    )

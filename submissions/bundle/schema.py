@@ -1,0 +1,518 @@
+"""Schemas of the members of a ``podium-bundle/1`` bundle (docs/bundle-format.md).
+
+Each ``parse_*`` function takes the already-parsed JSON of one member and
+returns a frozen dataclass, or raises :class:`BundleError` with code
+``schema_error`` (or a more specific one) and a message of the form
+``"<member>: <field path> must be <expected>, got <value>"``.  Unknown fields
+are refused, so a typo in a harness is caught instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from submissions.bundle.errors import BundleError
+from submissions.bundle.strict_json import JSONObject
+
+__all__ = [
+    "FORMAT",
+    "KINDS",
+    "AgentInfo",
+    "Episode",
+    "EvaluatorResult",
+    "FaithfulnessVerdict",
+    "Manifest",
+    "RaceOutcome",
+    "RaceRun",
+    "ScorecardEpisode",
+    "ScorecardSubmission",
+    "parse_breakdown",
+    "parse_faithfulness",
+    "parse_manifest",
+    "parse_race_run",
+    "parse_result",
+    "parse_scorecard",
+]
+
+FORMAT = "podium-bundle/1"
+PAPER_GAP = "paper_gap"
+SCORECARD = "scorecard"
+RACE_RUN = "race_run"
+KINDS = (PAPER_GAP, SCORECARD, RACE_RUN)
+GENRES = ("reproduction", "open")
+VERDICT_STATUSES = ("accepted", "rejected")
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,99}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_KEY_ID = re.compile(r"^[0-9a-f]{16}$")
+_MEMBER_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}$")
+_MAX_TEXT = 200
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _fail(where: str, path: str, expected: str, value: object) -> BundleError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return BundleError("schema_error", f"{where}: {path} must be {expected}, got {shown}")
+
+
+def _obj(where: str, path: str, value: object, required: set[str], optional: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+    if not isinstance(value, dict):
+        raise _fail(where, path, "an object", value)
+    dups = getattr(value, "duplicates", ())
+    if dups:
+        raise BundleError("invalid_json", f"{where}: {path} has the key {dups[0]!r} twice")
+    missing = sorted(required - value.keys())
+    if missing:
+        raise BundleError("schema_error", f"{where}: {path} is missing the field {missing[0]!r}")
+    extra = sorted(value.keys() - required - optional)
+    if extra:
+        allowed = ", ".join(sorted(required | optional))
+        raise BundleError("schema_error", f"{where}: {path} has an unknown field {extra[0]!r} (allowed: {allowed})")
+    return value
+
+
+def _map(where: str, path: str, value: object, *, duplicate_code: str = "invalid_json") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, path, "an object", value)
+    dups = getattr(value, "duplicates", ())
+    if dups:
+        what = "task" if duplicate_code == "duplicate_task" else "key"
+        raise BundleError(duplicate_code, f"{where}: {path} lists the {what} {dups[0]!r} twice")
+    return value
+
+
+def _text(where: str, path: str, value: object, *, max_len: int = _MAX_TEXT, empty: bool = False) -> str:
+    if not isinstance(value, str) or (not value and not empty) or len(value) > max_len:
+        raise _fail(where, path, f"a {'' if empty else 'non-empty '}string of at most {max_len} characters", value)
+    return value
+
+
+def _slug(where: str, path: str, value: object) -> str:
+    if not isinstance(value, str) or not _SLUG.match(value):
+        raise _fail(where, path, "a task slug (lower-case letters, digits, '_', '-', '.')", value)
+    return value
+
+
+def _bool(where: str, path: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(where, path, "true or false", value)
+    return value
+
+
+def _number(where: str, path: str, value: object, *, minimum: float | None = None, nullable: bool = False) -> Any:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(where, path, "a number" + (" or null" if nullable else ""), value)
+    if minimum is not None and value < minimum:
+        raise _fail(where, path, f"a number >= {minimum:g}", value)
+    return float(value)
+
+
+def _int(where: str, path: str, value: object, *, minimum: int = 0, nullable: bool = False) -> int | None:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(where, path, f"an integer >= {minimum}" + (" or null" if nullable else ""), value)
+    return value
+
+
+def _list(where: str, path: str, value: object, *, min_len: int = 0) -> list[Any]:
+    if not isinstance(value, list) or len(value) < min_len:
+        raise _fail(where, path, f"a list of at least {min_len} item(s)" if min_len else "a list", value)
+    return value
+
+
+def _signature(where: str, value: object) -> None:
+    sig = _obj(where, "signature", value, {"key_id", "alg", "sig"})
+    if not isinstance(sig["key_id"], str) or not _KEY_ID.match(sig["key_id"]):
+        raise _fail(where, "signature.key_id", "16 lower-case hex digits", sig["key_id"])
+    if sig["alg"] != "ed25519":
+        raise _fail(where, "signature.alg", "'ed25519'", sig["alg"])
+    _text(where, "signature.sig", sig["sig"], max_len=200)
+
+
+# ----------------------------------------------------------------- manifest
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    name: str
+    version: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """manifest.json.  Paper-gap-only fields are None for the other kinds."""
+
+    format: str
+    kind: str
+    benchmark: str
+    release: str
+    agent: AgentInfo
+    members: dict[str, str]
+    required_task_set_hash: str | None = None
+    genres: dict[str, str] = field(default_factory=dict)
+    effort_tier: str | None = None
+    runtime_seconds: float | None = None
+    tokens_input: int | None = None
+    tokens_output: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+_COMMON = {"format", "kind", "benchmark", "release", "agent", "members"}
+_PAPER_GAP = {"required_task_set_hash", "tasks", "effort_tier", "runtime_seconds", "tokens"}
+
+
+def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
+    """Validate manifest.json (format and kind first, then the kind's fields)."""
+    if not isinstance(value, dict):
+        raise _fail(where, "the document", "an object", value)
+    fmt = value.get("format")
+    if fmt != FORMAT:
+        raise BundleError(
+            "unsupported_format", f"{where}: format must be {FORMAT!r}, got {fmt!r} (see docs/bundle-format.md)"
+        )
+    kind = value.get("kind")
+    if kind not in KINDS:
+        raise _fail(where, "kind", "one of " + ", ".join(repr(k) for k in KINDS), kind)
+    required = _COMMON | (_PAPER_GAP if kind == PAPER_GAP else set())
+    optional = set() if kind == PAPER_GAP else {"effort_tier", "runtime_seconds", "tokens"}
+    doc = _obj(where, "the document", value, required, optional)
+    benchmark = _slug(where, "benchmark", doc["benchmark"])
+    release = _text(where, "release", doc["release"], max_len=50)
+    agent_doc = _obj(where, "agent", doc["agent"], {"name", "version"})
+    agent = AgentInfo(
+        name=_text(where, "agent.name", agent_doc["name"], max_len=100),
+        version=_text(where, "agent.version", agent_doc["version"], max_len=100),
+    )
+    members: dict[str, str] = {}
+    for path, digest in _map(where, "members", doc["members"]).items():
+        if not _MEMBER_PATH.match(path) or ".." in path.split("/") or path == "manifest.json":
+            raise _fail(where, f"members[{path!r}]", "a relative member path other than manifest.json", path)
+        if not isinstance(digest, str) or not _HEX64.match(digest):
+            raise _fail(where, f"members[{path!r}]", "a lower-case hex SHA-256 (64 digits)", digest)
+        members[path] = digest
+    manifest = Manifest(format=FORMAT, kind=kind, benchmark=benchmark, release=release, agent=agent, members=members)
+    extra: dict[str, Any] = {}
+    if "effort_tier" in doc:
+        extra["effort_tier"] = _text(where, "effort_tier", doc["effort_tier"], max_len=50)
+    if "runtime_seconds" in doc:
+        extra["runtime_seconds"] = _number(where, "runtime_seconds", doc["runtime_seconds"], minimum=0, nullable=True)
+    if "tokens" in doc:
+        tokens = _obj(where, "tokens", doc["tokens"], {"input", "output"})
+        extra["tokens_input"] = _int(where, "tokens.input", tokens["input"], nullable=True)
+        extra["tokens_output"] = _int(where, "tokens.output", tokens["output"], nullable=True)
+    if kind == PAPER_GAP:
+        digest = doc["required_task_set_hash"]
+        if not isinstance(digest, str) or not _HEX64.match(digest):
+            raise _fail(where, "required_task_set_hash", "a lower-case hex SHA-256 (64 digits)", digest)
+        extra["required_task_set_hash"] = digest
+        genres: dict[str, str] = {}
+        tasks = _map(where, "tasks", doc["tasks"], duplicate_code="duplicate_task")
+        if not tasks:
+            raise _fail(where, "tasks", "an object with at least one task", tasks)
+        for slug, entry in tasks.items():
+            _slug(where, f"tasks key {slug!r}", slug)
+            task = _obj(where, f"tasks[{slug!r}]", entry, {"genre"})
+            if task["genre"] not in GENRES:
+                raise _fail(where, f"tasks[{slug!r}].genre", "'reproduction' or 'open'", task["genre"])
+            genres[slug] = task["genre"]
+        extra["genres"] = genres
+    return Manifest(**{**manifest.__dict__, **extra, "raw": dict(doc)})
+
+
+# ------------------------------------------------------- evaluator results
+
+
+@dataclass(frozen=True)
+class Episode:
+    seed: int
+    metric: float | None
+    rates: dict[str, float]
+    aborted: bool
+
+
+@dataclass(frozen=True)
+class EvaluatorResult:
+    """results/<slug>.json: the evaluator's authoritative per-episode stats."""
+
+    member: str
+    task: str
+    evaluator_id: str
+    simulator: str
+    episodes: tuple[Episode, ...]
+    signed: bool
+    raw: dict[str, Any] = field(repr=False)
+
+
+def parse_result(value: object, *, where: str) -> EvaluatorResult:
+    """Validate one results/<slug>.json."""
+    doc = _obj(where, "the document", value, {"task", "evaluator", "episodes"}, {"signature"})
+    task = _slug(where, "task", doc["task"])
+    evaluator = _obj(where, "evaluator", doc["evaluator"], {"id", "simulator"}, {"version"})
+    evaluator_id = _text(where, "evaluator.id", evaluator["id"], max_len=100)
+    simulator = _text(where, "evaluator.simulator", evaluator["simulator"], max_len=100)
+    if "version" in evaluator:
+        _text(where, "evaluator.version", evaluator["version"], max_len=100)
+    episodes: list[Episode] = []
+    seeds: set[int] = set()
+    for index, item in enumerate(_list(where, "episodes", doc["episodes"], min_len=1)):
+        path = f"episodes[{index}]"
+        ep = _obj(where, path, item, {"seed", "metric", "rates", "aborted"})
+        seed = _int(where, f"{path}.seed", ep["seed"])
+        assert seed is not None
+        if seed in seeds:
+            raise _fail(where, f"{path}.seed", "unique within the task", seed)
+        seeds.add(seed)
+        rates = {
+            _text(where, f"{path}.rates key", metric, max_len=100): _number(
+                where, f"{path}.rates[{metric!r}]", rate, minimum=0
+            )
+            for metric, rate in _map(where, f"{path}.rates", ep["rates"]).items()
+        }
+        episodes.append(
+            Episode(
+                seed=seed,
+                metric=_number(where, f"{path}.metric", ep["metric"], nullable=True),
+                rates=rates,
+                aborted=_bool(where, f"{path}.aborted", ep["aborted"]),
+            )
+        )
+    if "signature" in doc:
+        _signature(where, doc["signature"])
+    return EvaluatorResult(
+        member=where,
+        task=task,
+        evaluator_id=evaluator_id,
+        simulator=simulator,
+        episodes=tuple(episodes),
+        signed="signature" in doc,
+        raw=dict(doc),
+    )
+
+
+# -------------------------------------------------- breakdown, faithfulness
+
+
+def parse_breakdown(value: object, *, where: str = "score_breakdown.json") -> dict[str, Any]:
+    """The claimed breakdown: only its outline is checked here; every leaf is
+    compared with the recomputation (differences are a mismatch, not a rejection)."""
+    doc = _obj(where, "the document", value, {"tasks", "aggregates"})
+    _map(where, "tasks", doc["tasks"], duplicate_code="duplicate_task")
+    _map(where, "aggregates", doc["aggregates"])
+    return doc
+
+
+@dataclass(frozen=True)
+class FaithfulnessVerdict:
+    faithful: bool
+    judge: str
+
+
+def parse_faithfulness(value: object, *, where: str = "faithfulness.json") -> dict[str, FaithfulnessVerdict]:
+    """faithfulness.json: ``{slug: {"faithful": bool, "judge": str}}``."""
+    verdicts: dict[str, FaithfulnessVerdict] = {}
+    for slug, entry in _map(where, "the document", value, duplicate_code="duplicate_task").items():
+        _slug(where, f"key {slug!r}", slug)
+        item = _obj(where, slug, entry, {"faithful", "judge"})
+        verdicts[slug] = FaithfulnessVerdict(
+            faithful=_bool(where, f"{slug}.faithful", item["faithful"]),
+            judge=_text(where, f"{slug}.judge", item["judge"]),
+        )
+    return verdicts
+
+
+# ---------------------------------------------------------------- scorecard
+
+
+@dataclass(frozen=True)
+class ScorecardEpisode:
+    level_id: str
+    steps: int
+    solved: bool
+    deadlocked: bool
+    actions: int
+
+
+@dataclass(frozen=True)
+class ScorecardSubmission:
+    """scorecard.json: played episodes plus the claimed card."""
+
+    episodes: tuple[ScorecardEpisode, ...]
+    claimed: dict[str, Any]
+    signed: bool
+    raw: dict[str, Any] = field(repr=False)
+
+    def scoring_episodes(self) -> list[Any]:
+        """As :class:`scoring.scorecard.ScorecardEpisode` for ``summarize``."""
+        from scoring.scorecard import ScorecardEpisode as Scored
+
+        return [Scored(e.level_id, e.steps, e.solved, e.deadlocked, e.actions) for e in self.episodes]
+
+
+def parse_scorecard(value: object, *, where: str = "scorecard.json") -> ScorecardSubmission:
+    doc = _obj(where, "the document", value, {"episodes", "claimed"}, {"signature"})
+    episodes: list[ScorecardEpisode] = []
+    levels: set[str] = set()
+    for index, item in enumerate(_list(where, "episodes", doc["episodes"])):
+        path = f"episodes[{index}]"
+        ep = _obj(where, path, item, {"level_id", "steps", "solved", "deadlocked", "actions"})
+        level = _text(where, f"{path}.level_id", ep["level_id"], max_len=100)
+        if level in levels:
+            raise _fail(where, f"{path}.level_id", "a level not already played", level)
+        levels.add(level)
+        episodes.append(
+            ScorecardEpisode(
+                level_id=level,
+                steps=_int(where, f"{path}.steps", ep["steps"]),  # type: ignore[arg-type]
+                solved=_bool(where, f"{path}.solved", ep["solved"]),
+                deadlocked=_bool(where, f"{path}.deadlocked", ep["deadlocked"]),
+                actions=_int(where, f"{path}.actions", ep["actions"]),  # type: ignore[arg-type]
+            )
+        )
+    claimed = _map(where, "claimed", doc["claimed"])
+    if "signature" in doc:
+        _signature(where, doc["signature"])
+    return ScorecardSubmission(episodes=tuple(episodes), claimed=claimed, signed="signature" in doc, raw=dict(doc))
+
+
+# ----------------------------------------------------------------- race run
+
+
+@dataclass(frozen=True)
+class RaceOutcome:
+    task_id: str
+    order_placed: bool
+    verdict_status: str | None
+    reward: float | None
+    agent_error: bool
+    step_limit_hit: bool
+    time_limit_hit: bool
+    env_error: bool
+    verifier_error: bool
+    claimed_paid_reward: float
+    claimed_failure: str | None
+
+    def to_scoring(self) -> Any:
+        """As :class:`scoring.race.TaskOutcome` (paid reward and failure are recomputed)."""
+        from scoring.race import TaskOutcome
+
+        return TaskOutcome(
+            task_id=self.task_id,
+            order_placed=self.order_placed,
+            verdict_status=self.verdict_status,
+            reward=self.reward,
+            agent_error=self.agent_error,
+            step_limit_hit=self.step_limit_hit,
+            time_limit_hit=self.time_limit_hit,
+            env_error=self.env_error,
+            verifier_error=self.verifier_error,
+        )
+
+
+@dataclass(frozen=True)
+class RaceRun:
+    """race_run.json: one validator's run of one agent version."""
+
+    validator: str
+    race: int | None
+    agent: AgentInfo
+    outcomes: tuple[RaceOutcome, ...]
+    claimed_status: str
+    claimed_run_score: float | None
+    raw: dict[str, Any] = field(repr=False)
+
+
+_OUTCOME_FIELDS = {
+    "task_id",
+    "order_placed",
+    "verdict_status",
+    "reward",
+    "agent_error",
+    "step_limit_hit",
+    "time_limit_hit",
+    "env_error",
+    "verifier_error",
+    "paid_reward",
+    "failure",
+}
+
+
+def parse_race_run(value: object, *, where: str = "race_run.json") -> RaceRun:
+    if isinstance(value, dict) and "signature" not in value:
+        raise BundleError(
+            "missing_signature", f"{where}: a race run must carry the validator's Ed25519 signature (field 'signature')"
+        )
+    doc = _obj(where, "the document", value, {"validator", "race", "agent", "outcomes", "claimed", "signature"})
+    validator = _text(where, "validator", doc["validator"], max_len=100)
+    race = _int(where, "race", doc["race"], minimum=1, nullable=True)
+    agent_doc = _obj(where, "agent", doc["agent"], {"name", "version"})
+    agent = AgentInfo(
+        name=_text(where, "agent.name", agent_doc["name"], max_len=100),
+        version=_text(where, "agent.version", agent_doc["version"], max_len=100),
+    )
+    outcomes: list[RaceOutcome] = []
+    seen: set[str] = set()
+    for index, item in enumerate(_list(where, "outcomes", doc["outcomes"])):
+        path = f"outcomes[{index}]"
+        o = _obj(where, path, item, _OUTCOME_FIELDS)
+        task_id = _text(where, f"{path}.task_id", o["task_id"], max_len=100)
+        if task_id in seen:
+            raise BundleError("duplicate_task", f"{where}: {path}.task_id {task_id!r} is reported twice")
+        seen.add(task_id)
+        status = o["verdict_status"]
+        if status is not None and status not in VERDICT_STATUSES:
+            raise _fail(where, f"{path}.verdict_status", "'accepted', 'rejected' or null", status)
+        failure = o["failure"]
+        if failure is not None:
+            _text(where, f"{path}.failure", failure, max_len=50)
+        outcomes.append(
+            RaceOutcome(
+                task_id=task_id,
+                order_placed=_bool(where, f"{path}.order_placed", o["order_placed"]),
+                verdict_status=status,
+                reward=_number(where, f"{path}.reward", o["reward"], minimum=0, nullable=True),
+                agent_error=_bool(where, f"{path}.agent_error", o["agent_error"]),
+                step_limit_hit=_bool(where, f"{path}.step_limit_hit", o["step_limit_hit"]),
+                time_limit_hit=_bool(where, f"{path}.time_limit_hit", o["time_limit_hit"]),
+                env_error=_bool(where, f"{path}.env_error", o["env_error"]),
+                verifier_error=_bool(where, f"{path}.verifier_error", o["verifier_error"]),
+                claimed_paid_reward=_number(where, f"{path}.paid_reward", o["paid_reward"], minimum=0),
+                claimed_failure=failure,
+            )
+        )
+    claimed = _obj(where, "claimed", doc["claimed"], {"status", "run_score"})
+    if claimed["status"] not in ("ok", "failed", "infrastructure_failure"):
+        raise _fail(where, "claimed.status", "'ok', 'failed' or 'infrastructure_failure'", claimed["status"])
+    _signature(where, doc["signature"])
+    return RaceRun(
+        validator=validator,
+        race=race,
+        agent=agent,
+        outcomes=tuple(outcomes),
+        claimed_status=claimed["status"],
+        claimed_run_score=_number(where, "claimed.run_score", claimed["run_score"], minimum=0, nullable=True),
+        raw=dict(doc),
+    )
+
+
+def check_no_duplicate_keys(value: object, *, where: str, path: str = "the document") -> None:
+    """Raise invalid_json for any object anywhere in ``value`` with a repeated key."""
+    if isinstance(value, JSONObject):
+        if value.duplicates:
+            raise BundleError("invalid_json", f"{where}: {path} has the key {value.duplicates[0]!r} twice")
+        for key, item in value.items():
+            check_no_duplicate_keys(item, where=where, path=f"{path}.{key}" if path != "the document" else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_no_duplicate_keys(item, where=where, path=f"{path}[{index}]")

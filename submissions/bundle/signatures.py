@@ -1,0 +1,157 @@
+"""Ed25519 signatures over canonical JSON (evaluator and validator attestation).
+
+A signed object carries ``"signature": {"key_id", "alg": "ed25519", "sig"}``.
+The signed bytes are :func:`canonical_json` (RFC 8785) of the object *without*
+its ``signature`` field.  ``key_id`` is the first 16 lower-case hex digits of
+SHA-256 of the raw 32-byte public key (the SigningKey.key_id of the site);
+``sig`` is the standard base64 (with padding) of the 64-byte signature.
+
+Verification has three outcomes, never more:
+
+* ``valid``        -- the key id is registered and the signature verifies;
+* ``unsigned`` / ``unregistered`` -- no signature, or a key id the site does
+  not know: the run can still be validated, just not attested;
+* a forged signature (registered key id, signature does not verify) raises
+  ``BundleError("bad_signature")``: the bundle is rejected.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from submissions.bundle.canonical_json import CanonicalJSONError, canonical_json
+from submissions.bundle.errors import BundleError
+
+__all__ = [
+    "ALG",
+    "UNREGISTERED",
+    "UNSIGNED",
+    "VALID",
+    "SignatureCheck",
+    "check_signature",
+    "generate_signing_key",
+    "key_id_for",
+    "load_private_key",
+    "public_key_b64",
+    "sign_object",
+    "signed_payload",
+]
+
+ALG = "ed25519"
+VALID = "valid"
+UNSIGNED = "unsigned"
+UNREGISTERED = "unregistered"
+
+
+@dataclass(frozen=True)
+class SignatureCheck:
+    """``status`` is valid | unsigned | unregistered; ``key_id`` as claimed (or None)."""
+
+    status: str
+    key_id: str | None
+
+
+def key_id_for(public_key: bytes | str) -> str:
+    """First 16 hex digits of SHA-256 of the raw 32-byte key (raw bytes or base64)."""
+    return hashlib.sha256(_raw_public(public_key)).hexdigest()[:16]
+
+
+def _raw_public(public_key: bytes | str) -> bytes:
+    raw = base64.b64decode(public_key, validate=True) if isinstance(public_key, str) else bytes(public_key)
+    if len(raw) != 32:
+        raise ValueError(f"an Ed25519 public key has 32 bytes, got {len(raw)}")
+    return raw
+
+
+def signed_payload(obj: Mapping[str, Any]) -> bytes:
+    """The exact bytes a signature covers: JCS of ``obj`` minus ``signature``."""
+    return canonical_json({k: v for k, v in obj.items() if k != "signature"})
+
+
+def generate_signing_key() -> Ed25519PrivateKey:
+    """A fresh Ed25519 private key."""
+    return Ed25519PrivateKey.generate()
+
+
+def private_key_pem(key: Ed25519PrivateKey) -> bytes:
+    """Unencrypted PKCS#8 PEM (what ``ed25519-keygen`` writes)."""
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def load_private_key(data: bytes) -> Ed25519PrivateKey:
+    """Load a PKCS#8 PEM Ed25519 private key, or a base64 raw 32-byte seed."""
+    text = data.strip()
+    if text.startswith(b"-----BEGIN"):
+        key = serialization.load_pem_private_key(text, password=None)
+        if not isinstance(key, Ed25519PrivateKey):
+            raise ValueError("the PEM key is not an Ed25519 private key")
+        return key
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) != 32:
+        raise ValueError(f"a raw Ed25519 private key has 32 bytes, got {len(raw)}")
+    return Ed25519PrivateKey.from_private_bytes(raw)
+
+
+def public_key_b64(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
+    """Base64 of the raw 32-byte public key (what admins register)."""
+    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def sign_object(obj: Mapping[str, Any], key: Ed25519PrivateKey) -> dict[str, Any]:
+    """A copy of ``obj`` with a ``signature`` field over its canonical form."""
+    signature = key.sign(signed_payload(obj))
+    signed = {k: v for k, v in obj.items() if k != "signature"}
+    signed["signature"] = {
+        "key_id": key_id_for(public_key_b64(key)),
+        "alg": ALG,
+        "sig": base64.b64encode(signature).decode("ascii"),
+    }
+    return signed
+
+
+def check_signature(
+    obj: Mapping[str, Any],
+    signing_keys: Mapping[str, bytes | str],
+    *,
+    where: str,
+) -> SignatureCheck:
+    """Check ``obj["signature"]`` against the registered ``signing_keys``.
+
+    ``signing_keys`` maps key_id -> raw 32-byte public key (bytes or base64).
+    The signature object's shape is validated by the schema layer; this
+    raises ``bad_signature`` when a registered key does not verify it.
+    """
+    signature = obj.get("signature")
+    if signature is None:
+        return SignatureCheck(UNSIGNED, None)
+    key_id = signature["key_id"]
+    public = signing_keys.get(key_id)
+    if public is None:
+        return SignatureCheck(UNREGISTERED, key_id)
+    forged = BundleError(
+        "bad_signature",
+        f"{where}: the signature by registered key {key_id} does not verify; the signed content was altered or forged",
+    )
+    try:
+        sig = base64.b64decode(signature["sig"], validate=True)
+        payload = signed_payload(obj)
+    except (binascii.Error, ValueError, CanonicalJSONError):
+        raise forged from None
+    try:
+        Ed25519PublicKey.from_public_bytes(_raw_public(public)).verify(sig, payload)
+    except (InvalidSignature, ValueError):
+        raise forged from None
+    return SignatureCheck(VALID, key_id)

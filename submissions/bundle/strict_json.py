@@ -1,0 +1,85 @@
+"""Strict JSON parsing for untrusted bundle members.
+
+Python's ``json`` accepts ``NaN``, ``Infinity`` and ``1e999`` (which becomes
+infinity) and silently keeps the last of duplicate keys.  A bundle must not
+smuggle any of these past the scorer, so this parser rejects them with the
+member's name in the message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from submissions.bundle.errors import BundleError
+
+__all__ = ["JSONObject", "parse_json"]
+
+
+class JSONObject(dict):  # type: ignore[type-arg]
+    """A parsed JSON object that remembers keys that appeared twice.
+
+    Duplicates are reported by the schema layer, which knows whether the
+    object was a task map (``duplicate_task``) or anything else
+    (``invalid_json``).
+    """
+
+    duplicates: tuple[str, ...] = ()
+
+
+class _NonFinite(ValueError):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _object(pairs: list[tuple[str, Any]]) -> JSONObject:
+    obj = JSONObject()
+    dups: list[str] = []
+    for key, value in pairs:
+        if key in obj:
+            dups.append(key)
+        obj[key] = value
+    if dups:
+        obj.duplicates = tuple(dups)
+    return obj
+
+
+def _constant(text: str) -> Any:
+    raise _NonFinite(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(text)
+    return value
+
+
+def parse_json(data: bytes, *, member: str) -> Any:
+    """Parse ``data`` (UTF-8 JSON) or raise :class:`BundleError`.
+
+    Codes: ``invalid_json`` (encoding, syntax, duplicate key outside a task
+    map is reported later by the schema layer), ``non_finite_number``.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError("invalid_json", f"{member}: not valid UTF-8 (byte {exc.start})") from None
+    if text.startswith("\ufeff"):
+        raise BundleError("invalid_json", f"{member}: starts with a byte-order mark; write plain UTF-8")
+    try:
+        return json.loads(text, object_pairs_hook=_object, parse_constant=_constant, parse_float=_float)
+    except _NonFinite as exc:
+        raise BundleError(
+            "non_finite_number",
+            f"{member}: {exc.text} is not a finite number; JSON numbers must be finite (no NaN or Infinity)",
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise BundleError(
+            "invalid_json", f"{member}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        # int() digit limit, absurd nesting: still bad JSON, never a traceback.
+        raise BundleError("invalid_json", f"{member}: invalid JSON: {exc}") from None
