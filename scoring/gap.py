@@ -233,7 +233,7 @@ def required_task_set_hash(slugs: Iterable[str]) -> str:
     sorted by code point (which equals UTF-8 byte order), joined by a single
     ``"\\n"`` with no trailing newline.  In shell::
 
-        printf '%s' "$(sort -u slugs.txt)" | sha256sum     # with LC_ALL=C
+        printf '%s' "$(LC_ALL=C sort -u slugs.txt)" | sha256sum
     """
     unique = sorted({_check_slug("required_task_set", slug) for slug in slugs})
     return hashlib.sha256("\n".join(unique).encode("utf-8")).hexdigest()
