@@ -1,5 +1,30 @@
-"""Routes (to be filled)."""
+"""Routes of scorecard (seed 001) and race (seed 002) benchmarks.
 
-from django.urls import URLPattern, URLResolver
+``scorecard_benchmark`` and ``race_benchmark`` take the benchmark slug: the
+paper-gap pages redirect a scheme benchmark's address to them.
+"""
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from django.urls import URLPattern, URLResolver, path
+
+from leaderboard.views import schemes as views
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("scorecards/cards/<int:pk>/", views.scorecard_detail, name="scorecard_detail"),
+    path("scorecards/<slug:benchmark>/", views.scorecard_benchmark, name="scorecard_benchmark"),
+    path("scorecards/<slug:benchmark>/<str:version>/", views.scorecard_board, name="scorecard_board"),
+    path("races/runs/<int:pk>/", views.race_run_detail, name="race_run_detail"),
+    path("races/<slug:benchmark>/", views.race_benchmark, name="race_benchmark"),
+    path("races/<slug:benchmark>/overall/", views.race_overall, name="race_overall"),
+    path("races/<slug:benchmark>/qualifying/", views.race_qualifying, name="race_qualifying"),
+    path(
+        "races/<slug:benchmark>/leaderboard/<int:number>/",
+        views.race_leaderboard,
+        name="race_leaderboard",
+    ),
+    path("races/<slug:benchmark>/race/<int:number>/", views.race_detail, name="race_detail"),
+    path(
+        "races/<slug:benchmark>/agents/<slug:agent>/<str:version>/",
+        views.race_agent_version,
+        name="race_agent_version",
+    ),
+]

@@ -1,0 +1,372 @@
+"""Reads for the scorecard (seed 001) and race (seed 002) pages.
+
+Boards read precomputed rows (ScorecardStanding, RaceResult, OverallStanding)
+with a fixed number of queries. The one rule every caller relies on: a race
+episode's failure category leaves this module only through
+:func:`race_outcomes_visible`, which blanks it (and everything that would
+reveal it) until the race is released. Qualifying episodes are never embargoed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Prefetch
+from django.http import Http404
+
+from leaderboard.models import AgentVersion, Benchmark, Race, Release
+from leaderboard.models.races import OverallStanding, RaceResult, ScorecardStanding
+from scoring import race as race_scoring
+from submissions.models import RaceRun, RaceTaskOutcome, ScorecardRun
+
+FAILURE_MESSAGES: dict[str, str] = {category.code: category.message for category in race_scoring.FAILURE_CATEGORIES}
+EMBARGO_NOTE = "Under embargo until the race result is released"
+
+# ----------------------------------------------------------------- scorecards
+
+
+def _benchmark(slug: str, scheme: str) -> Benchmark:
+    benchmark = Benchmark.objects.filter(slug=slug, scheme=scheme).first()
+    if benchmark is None:
+        raise Http404(f"No {scheme} benchmark {slug!r}")
+    return benchmark
+
+
+def scorecard_release_current(*, benchmark_slug: str) -> Release:
+    """The newest published release of a scorecard benchmark."""
+    benchmark = _benchmark(benchmark_slug, Benchmark.Scheme.SCORECARD)
+    release = benchmark.releases.filter(published=True).order_by("-published_at", "-id").first()
+    if release is None:
+        raise Http404(f"{benchmark.name} has no published release yet")
+    return release
+
+
+def scorecard_release_get(*, benchmark_slug: str, version: str) -> Release:
+    release = (
+        Release.objects.select_related("benchmark")
+        .filter(
+            benchmark__slug=benchmark_slug,
+            benchmark__scheme=Benchmark.Scheme.SCORECARD,
+            version=version,
+            published=True,
+        )
+        .first()
+    )
+    if release is None:
+        raise Http404(f"No published release {version!r} of {benchmark_slug!r}")
+    return release
+
+
+@dataclass(frozen=True)
+class ScorecardRow:
+    rank: int
+    agent_name: str
+    agent_slug: str
+    version: str
+    card: ScorecardRun
+
+    @property
+    def path_ratio(self) -> float | None:
+        """1 / move_efficiency: how many times the optimal path a solve took, on average."""
+        efficiency = self.card.move_efficiency
+        return 1 / efficiency if efficiency else None
+
+
+def scorecard_board(*, release: Release) -> list[ScorecardRow]:
+    """Each agent's best card on the release, in rank order (one query)."""
+    standings = (
+        ScorecardStanding.objects.filter(release=release)
+        .select_related("agent", "scorecard__agent_version")
+        .order_by("rank")
+    )
+    return [
+        ScorecardRow(
+            rank=row.rank,
+            agent_name=row.agent.name,
+            agent_slug=row.agent.slug,
+            version=row.scorecard.agent_version.version,
+            card=row.scorecard,
+        )
+        for row in standings
+    ]
+
+
+def scorecard_get(*, pk: int, user: Any = None) -> ScorecardRun:
+    """A closed card; a private submission's card only for its submitter and staff."""
+    card = (
+        ScorecardRun.objects.select_related("release__benchmark", "agent_version__agent", "submission")
+        .filter(pk=pk)
+        .first()
+    )
+    if card is None:
+        raise Http404("No such scorecard")
+    if card.submission.is_private:
+        allowed = (
+            user is not None and user.is_authenticated and (user.is_staff or user.pk == card.submission.submitter_id)
+        )
+        if not allowed:
+            raise Http404("No such scorecard")
+    return card
+
+
+@dataclass(frozen=True)
+class ScorecardReading:
+    """The numbers of seed 001's "Reading a scorecard" paragraph."""
+
+    solved: int
+    episodes: int
+    success_rate: float
+    move_efficiency: float | None
+    path_ratio: float | None
+    deadlock_rate: float
+    best_rank: int | None
+
+
+def scorecard_reading(*, card: ScorecardRun) -> ScorecardReading:
+    standing = ScorecardStanding.objects.filter(scorecard=card).values_list("rank", flat=True).first()
+    efficiency = card.move_efficiency
+    return ScorecardReading(
+        solved=card.solved,
+        episodes=card.episodes,
+        success_rate=card.success_rate,
+        move_efficiency=efficiency,
+        path_ratio=1 / efficiency if efficiency else None,
+        deadlock_rate=card.deadlock_rate,
+        best_rank=standing,
+    )
+
+
+def scorecard_agent_cards(*, release: Release, agent_slug: str) -> list[ScorecardRun]:
+    """Every public card of one agent on a release, newest first (the best one is on the board)."""
+    return list(
+        ScorecardRun.objects.filter(
+            release=release, agent_version__agent__slug=agent_slug, submission__is_private=False
+        )
+        .select_related("agent_version__agent")
+        .order_by("-created_at")
+    )
+
+
+# ---------------------------------------------------------------------- races
+
+
+def race_benchmark_get(*, benchmark_slug: str) -> Benchmark:
+    return _benchmark(benchmark_slug, Benchmark.Scheme.RACE)
+
+
+def races_of(*, benchmark: Benchmark) -> list[Race]:
+    return list(Race.objects.filter(benchmark=benchmark).order_by("-number"))
+
+
+def race_get(*, benchmark: Benchmark, number: int) -> Race:
+    race = Race.objects.filter(benchmark=benchmark, number=number).select_related("benchmark").first()
+    if race is None:
+        raise Http404(f"{benchmark.name} has no race {number}")
+    return race
+
+
+def race_anchor(*, benchmark: Benchmark) -> Race | None:
+    """The race the Overall view anchors to: the running race while one is live,
+    else the most recent completed (embargoed or released) race."""
+    races = Race.objects.filter(benchmark=benchmark)
+    running = races.filter(status=Race.Status.RUNNING).order_by("-number").first()
+    if running is not None:
+        return running
+    return races.filter(status__in=(Race.Status.EMBARGOED, Race.Status.RELEASED)).order_by("-number").first()
+
+
+def overall_board(*, race: Race) -> list[OverallStanding]:
+    """Agent versions ranked by their three-race Overall as of ``race``."""
+    return list(OverallStanding.objects.filter(race=race).select_related("agent_version__agent").order_by("rank"))
+
+
+def race_results(*, race: Race) -> list[RaceResult]:
+    """A race's raw results (rank by raw score), with baseline and vs Field delta."""
+    return list(RaceResult.objects.filter(race=race).select_related("agent_version__agent").order_by("rank"))
+
+
+def race_baseline(*, race: Race) -> float | None:
+    return RaceResult.objects.filter(race=race).values_list("baseline", flat=True).first()
+
+
+def race_runs_of(*, race: Race) -> list[RaceRun]:
+    """Every validator run of a race (for the run-status table), without outcomes."""
+    return list(
+        RaceRun.objects.filter(race=race)
+        .select_related("agent_version__agent", "validator")
+        .order_by("agent_version__agent__name", "agent_version__version", "validator__name", "id")
+    )
+
+
+def agent_version_get(*, benchmark: Benchmark, agent_slug: str, version: str) -> AgentVersion:
+    agent_version = AgentVersion.objects.select_related("agent").filter(agent__slug=agent_slug, version=version).first()
+    if agent_version is None:
+        raise Http404(f"No agent version {agent_slug} {version}")
+    return agent_version
+
+
+@dataclass(frozen=True)
+class BuildupRow:
+    race: Race
+    result: RaceResult | None  # None: did not race; counts at the field baseline (delta 0)
+
+
+@dataclass(frozen=True)
+class AgentBuildup:
+    anchor: Race | None
+    standing: OverallStanding | None
+    window: list[BuildupRow]
+    history: list[RaceResult]
+
+
+def agent_version_buildup(*, benchmark: Benchmark, agent_version: AgentVersion) -> AgentBuildup:
+    """The version's three-race build-up as of the anchor race, plus its full history."""
+    anchor = race_anchor(benchmark=benchmark)
+    history = list(
+        RaceResult.objects.filter(race__benchmark=benchmark, agent_version=agent_version)
+        .select_related("race")
+        .order_by("-race__number")
+    )
+    if anchor is None:
+        return AgentBuildup(anchor=None, standing=None, window=[], history=history)
+    standing = OverallStanding.objects.filter(race=anchor, agent_version=agent_version).first()
+    started = list(
+        Race.objects.filter(
+            benchmark=benchmark,
+            number__lte=anchor.number,
+            status__in=(Race.Status.RUNNING, Race.Status.EMBARGOED, Race.Status.RELEASED),
+        ).order_by("-number")
+    )
+    # The window holds the anchor and the races before it, back to (and including) the launch race.
+    window_races: list[Race] = []
+    for race in started:
+        window_races.append(race)
+        if race.is_launch or len(window_races) == race_scoring.OVERALL_WINDOW:
+            break
+    by_race = {result.race_id: result for result in history}
+    window = [BuildupRow(race=race, result=by_race.get(race.pk)) for race in window_races]
+    return AgentBuildup(anchor=anchor, standing=standing, window=window, history=history)
+
+
+def qualifying_release(*, benchmark: Benchmark) -> Release | None:
+    return benchmark.releases.filter(published=True).order_by("-published_at", "-id").first()
+
+
+@dataclass(frozen=True)
+class QualifyingRow:
+    agent_version: AgentVersion
+    score: float | None
+    runs_included: int
+    runs_excluded: int
+    runs: list[RaceRun]
+
+
+def qualifying_board(*, release: Release) -> list[QualifyingRow]:
+    """Qualifying scores on the public frozen task set: mean of included successful runs."""
+    runs = (
+        RaceRun.objects.filter(release=release, race__isnull=True)
+        .select_related("agent_version__agent", "validator")
+        .order_by("id")
+    )
+    by_version: dict[int, list[RaceRun]] = defaultdict(list)
+    versions: dict[int, AgentVersion] = {}
+    for run in runs:
+        by_version[run.agent_version_id].append(run)
+        versions[run.agent_version_id] = run.agent_version
+    rows = []
+    for version_id, version_runs in by_version.items():
+        scores = [
+            race_scoring.RunScore(
+                status=run.status,
+                score=run.score if run.status == race_scoring.RUN_OK else None,
+                expected=run.expected_tasks,
+                infrastructure_errors=run.infrastructure_errors,
+            )
+            for run in version_runs
+        ]
+        included = sum(1 for run in version_runs if run.status == race_scoring.RUN_OK)
+        rows.append(
+            QualifyingRow(
+                agent_version=versions[version_id],
+                score=race_scoring.race_score(scores),
+                runs_included=included,
+                runs_excluded=len(version_runs) - included,
+                runs=version_runs,
+            )
+        )
+    rows.sort(key=lambda row: (row.score is None, -(row.score or 0.0), str(row.agent_version)))
+    return rows
+
+
+def race_run_get(*, pk: int) -> RaceRun:
+    run = (
+        RaceRun.objects.select_related("race__benchmark", "release__benchmark", "agent_version__agent", "validator")
+        .prefetch_related(Prefetch("outcomes", queryset=RaceTaskOutcome.objects.order_by("task_id")))
+        .filter(pk=pk)
+        .first()
+    )
+    if run is None:
+        raise Http404("No such run")
+    return run
+
+
+def race_categories_visible(race: Race | None) -> bool:
+    """Qualifying (no race): as soon as results are in. A race: only once released."""
+    return race is None or race.status == Race.Status.RELEASED
+
+
+@dataclass(frozen=True)
+class OutcomeView:
+    """One episode as it may be shown. While embargoed everything that names or
+    implies the failure category (category, verdict, error and limit flags) and
+    the hidden task id are blank; only the paid reward remains."""
+
+    task_label: str
+    paid_reward: float
+    reward: float | None
+    verdict_status: str
+    failure_category: str
+    failure_message: str
+    step_limit_hit: bool | None
+    time_limit_hit: bool | None
+    embargoed: bool
+
+
+def race_outcomes_visible(race_run: RaceRun) -> list[OutcomeView]:
+    """The run's per-task outcomes with embargoed failure categories blanked.
+
+    Every page, export and API response that shows outcomes must use this."""
+    visible = race_categories_visible(race_run.race)
+    views = []
+    for index, outcome in enumerate(race_run.outcomes.all(), start=1):
+        if visible:
+            views.append(
+                OutcomeView(
+                    task_label=outcome.task_id,
+                    paid_reward=outcome.paid_reward,
+                    reward=outcome.reward,
+                    verdict_status=outcome.verdict_status,
+                    failure_category=outcome.failure_category,
+                    failure_message=FAILURE_MESSAGES.get(outcome.failure_category, ""),
+                    step_limit_hit=outcome.step_limit_hit,
+                    time_limit_hit=outcome.time_limit_hit,
+                    embargoed=False,
+                )
+            )
+        else:
+            views.append(
+                OutcomeView(
+                    task_label=f"hidden task {index}",
+                    paid_reward=outcome.paid_reward,
+                    reward=None,
+                    verdict_status="",
+                    failure_category="",
+                    failure_message="",
+                    step_limit_hit=None,
+                    time_limit_hit=None,
+                    embargoed=True,
+                )
+            )
+    return views

@@ -1,0 +1,124 @@
+"""The race lifecycle (seed 002): scheduled -> running -> embargoed -> released.
+
+The Race row is the state machine. A race's hidden task set is pinned before it
+starts and frozen from then on; while it runs and during its reveal embargo no
+failure category of its episodes leaves the server; releasing it makes its raw
+results and categories public. Every step refreshes the benchmark's race
+standings, because the Overall page anchors to the running race while one is
+live and to the most recent completed race otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard.models import Benchmark, Race
+from leaderboard.services.scheme_standings import race_standings_refresh
+
+
+class RaceTransitionError(ValueError):
+    """A lifecycle step that does not apply to the race in its current state."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _check_task_ids(task_ids: Any) -> list[str]:
+    if not isinstance(task_ids, list) or not task_ids:
+        raise RaceTransitionError(
+            "race_task_set_empty", "a race needs a non-empty hidden task set (a list of task ids)"
+        )
+    seen: set[str] = set()
+    for index, task_id in enumerate(task_ids):
+        if not isinstance(task_id, str) or not task_id.strip():
+            raise RaceTransitionError(
+                "race_task_set_invalid", f"task_ids[{index}] must be a non-empty string, got {task_id!r}"
+            )
+        if task_id in seen:
+            raise RaceTransitionError("race_task_set_invalid", f"task_ids[{index}] repeats task {task_id!r}")
+        seen.add(task_id)
+    return list(task_ids)
+
+
+def _locked(race: Race) -> Race:
+    # Lock the row so two admins pressing the same button cannot both pass the state check.
+    return Race.objects.select_for_update().get(pk=race.pk)
+
+
+def _step(race: Race, *, expected: str, target: str, verb: str) -> Race:
+    current = _locked(race)
+    if current.status != expected:
+        raise RaceTransitionError(
+            "race_wrong_state",
+            f"{current} is {current.status}; only a {expected} race can be {verb}",
+        )
+    current.status = target
+    return current
+
+
+@transaction.atomic
+def race_schedule(
+    *,
+    benchmark: Benchmark,
+    number: int,
+    task_ids: list[str],
+    user: Any = None,
+    name: str = "",
+    is_launch: bool = False,
+    challenge_margin: float = 0.02,
+    release: Any = None,
+) -> Race:
+    """Create a scheduled race with its hidden task set pinned."""
+    if benchmark.scheme != benchmark.Scheme.RACE:
+        raise RaceTransitionError("not_a_race_benchmark", f"benchmark {benchmark.slug!r} is not a race benchmark")
+    if not (0 <= challenge_margin <= 1):
+        raise RaceTransitionError(
+            "race_margin_invalid", f"challenge_margin must be between 0 and 1, got {challenge_margin!r}"
+        )
+    if Race.objects.filter(benchmark=benchmark, number=number).exists():
+        raise RaceTransitionError("race_exists", f"{benchmark.slug} already has a race number {number}")
+    return Race.objects.create(
+        benchmark=benchmark,
+        release=release,
+        number=number,
+        name=name,
+        task_ids=_check_task_ids(task_ids),
+        is_launch=is_launch,
+        challenge_margin=challenge_margin,
+    )
+
+
+@transaction.atomic
+def race_start(*, race: Race, user: Any = None) -> Race:
+    """scheduled -> running. From now on the pinned task set cannot change."""
+    current = _step(race, expected=Race.Status.SCHEDULED, target=Race.Status.RUNNING, verb="started")
+    _check_task_ids(current.task_ids)
+    current.starts_at = current.starts_at or timezone.now()
+    current.save(update_fields=["status", "starts_at"])
+    race_standings_refresh(benchmark=current.benchmark)
+    return current
+
+
+@transaction.atomic
+def race_close(*, race: Race, user: Any = None) -> Race:
+    """running -> embargoed: results stop landing; the reveal embargo begins."""
+    current = _step(race, expected=Race.Status.RUNNING, target=Race.Status.EMBARGOED, verb="closed")
+    current.ends_at = current.ends_at or timezone.now()
+    current.save(update_fields=["status", "ends_at"])
+    race_standings_refresh(benchmark=current.benchmark)
+    return current
+
+
+@transaction.atomic
+def race_release(*, race: Race, user: Any = None) -> Race:
+    """embargoed -> released: the raw results and the failure categories become public."""
+    current = _step(race, expected=Race.Status.EMBARGOED, target=Race.Status.RELEASED, verb="released")
+    current.released_at = timezone.now()
+    current.save(update_fields=["status", "released_at"])
+    race_standings_refresh(benchmark=current.benchmark)
+    return current

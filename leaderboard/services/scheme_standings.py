@@ -1,0 +1,184 @@
+"""Precomputed standings of the scorecard (seed 001) and race (seed 002) schemes.
+
+Pages never aggregate per request: every verified scorecard or race run, and
+every race lifecycle step, rewrites the affected rows here. Each refresh
+recomputes from the run rows alone, so running it twice (or after a crash
+half-way, inside its transaction) always lands on the same rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db import transaction
+from django.db.models import F
+
+from leaderboard.models import Benchmark, Race, Release
+from leaderboard.models.races import OverallStanding, RaceResult, ScorecardStanding
+from scoring import race as race_scoring
+from scoring import scorecard as scorecard_scoring
+from submissions.models import RaceRun, ScorecardRun
+
+# Verification levels that enter a leaderboard (mismatch and rejected never do).
+LEADERBOARD_LEVELS = ("validated", "attested", "verified")
+
+# Races that have started count; a scheduled race has no results yet.
+STARTED_STATUSES = (Race.Status.RUNNING, Race.Status.EMBARGOED, Race.Status.RELEASED)
+
+
+def scorecard_from_run(run: ScorecardRun) -> scorecard_scoring.Scorecard:
+    """The scoring view of a stored scorecard (the numbers the server closed)."""
+    return scorecard_scoring.Scorecard(
+        episodes=run.episodes,
+        solved=run.solved,
+        success_rate=run.success_rate,
+        move_efficiency=run.move_efficiency,
+        avg_steps_solved=run.avg_steps_solved,
+        deadlock_rate=run.deadlock_rate,
+        total_actions=run.total_actions,
+    )
+
+
+def _entrant_key(agent_id: int) -> str:
+    # scoring.best_per_entrant breaks exact ties by entrant id as a string;
+    # zero-padding keeps that order numeric (the older agent first).
+    return f"{agent_id:012d}"
+
+
+@transaction.atomic
+def scorecard_standings_refresh(*, release: Release) -> int:
+    """Rewrite a scorecard release's board: each agent's best card, ranked
+    success desc, efficiency desc, deadlock asc (scoring.scorecard.rank_key).
+    Returns the number of ranked agents."""
+    runs = (
+        ScorecardRun.objects.filter(release=release, level__in=LEADERBOARD_LEVELS)
+        .select_related("agent_version")
+        .order_by("created_at", "id")
+    )
+    by_key: dict[tuple[str, int], ScorecardRun] = {}
+    cards = []
+    for run in runs:
+        key = _entrant_key(run.agent_version.agent_id)
+        card = scorecard_from_run(run)
+        # best_per_entrant returns the very card objects it was given: remember each one's row.
+        by_key[(key, id(card))] = run
+        cards.append((key, card))
+    ranked = scorecard_scoring.best_per_entrant(cards)
+    ScorecardStanding.objects.filter(release=release).delete()
+    ScorecardStanding.objects.bulk_create(
+        ScorecardStanding(
+            release=release,
+            agent_id=int(key),
+            scorecard=by_key[(key, id(card))],
+            rank=position,
+        )
+        for position, (key, card) in enumerate(ranked, start=1)
+    )
+    Release.objects.filter(pk=release.pk).update(generation=F("generation") + 1)
+    return len(ranked)
+
+
+def _run_score(run: RaceRun) -> race_scoring.RunScore:
+    return race_scoring.RunScore(
+        status=run.status,
+        score=run.score if run.status == race_scoring.RUN_OK else None,
+        expected=run.expected_tasks,
+        infrastructure_errors=run.infrastructure_errors,
+    )
+
+
+def _race_results(race: Race) -> list[RaceResult]:
+    """Layers 2 and 3 of seed 002 for one race: raw scores, field baseline, deltas."""
+    runs_by_version: dict[int, list[RaceRun]] = defaultdict(list)
+    names: dict[int, str] = {}
+    for run in RaceRun.objects.filter(race=race).select_related("agent_version__agent").order_by("id"):
+        runs_by_version[run.agent_version_id].append(run)
+        names[run.agent_version_id] = str(run.agent_version)
+    raw: dict[int, tuple[float, int, int]] = {}
+    for version_id, runs in runs_by_version.items():
+        score = race_scoring.race_score(_run_score(run) for run in runs)
+        if score is None:
+            continue  # every run failed or was an infrastructure failure: nothing to rank yet
+        included = sum(1 for run in runs if run.status == race_scoring.RUN_OK)
+        raw[version_id] = (score, included, len(runs) - included)
+    baseline = race_scoring.field_baseline(value[0] for value in raw.values())
+    ordered = sorted(raw, key=lambda version_id: (-raw[version_id][0], names[version_id], version_id))
+    return [
+        RaceResult(
+            race=race,
+            agent_version_id=version_id,
+            raw_score=raw[version_id][0],
+            rank=position,
+            baseline=baseline,
+            delta=race_scoring.race_delta(raw[version_id][0], baseline),
+            runs_included=raw[version_id][1],
+            runs_excluded=raw[version_id][2],
+        )
+        for position, version_id in enumerate(ordered, start=1)
+        if baseline is not None
+    ]
+
+
+def _version_key(version_id: int) -> str:
+    return f"{version_id:012d}"
+
+
+@transaction.atomic
+def race_standings_refresh(*, benchmark: Benchmark) -> None:
+    """Recompute every started race of a race benchmark, in race order.
+
+    Races are numbered by their position among started races (1, 2, ...), so
+    scoring.race.overall sees a contiguous sequence. The launch race is the
+    latest started race flagged is_launch (or the first started race): Overall
+    starts fresh there (the ramp) and earlier races are never back-filled. A
+    version's history is restricted to the rolling window ending at the anchor
+    race, so races it missed in that window count at delta 0 (the damping).
+    The top spot passes from race to race and changes hands only when a
+    challenger beats the holder by more than that race's challenge_margin.
+    """
+    races = list(Race.objects.filter(benchmark=benchmark, status__in=STARTED_STATUSES).order_by("number"))
+    RaceResult.objects.filter(race__benchmark=benchmark).delete()
+    OverallStanding.objects.filter(race__benchmark=benchmark).delete()
+    launch_position = 1
+    holder: str | None = None
+    entries: dict[int, list[race_scoring.RaceEntry]] = defaultdict(list)
+    for position, race in enumerate(races, start=1):
+        if race.is_launch:
+            # A (re-)launch starts Overall fresh: earlier races are not back-filled.
+            launch_position = position
+            entries.clear()
+            holder = None
+        results = _race_results(race)
+        RaceResult.objects.bulk_create(results)
+        for result in results:
+            entries[result.agent_version_id].append(
+                race_scoring.RaceEntry(race=position, raw_score=result.raw_score, baseline=result.baseline)
+            )
+        window_start = max(launch_position, position - race_scoring.OVERALL_WINDOW + 1)
+        span = position - window_start + 1
+        overalls: dict[int, tuple[float, int]] = {}
+        for version_id, history in entries.items():
+            in_window = [entry for entry in history if entry.race >= window_start]
+            if not in_window:
+                continue  # has not raced in the current window: off the Overall board
+            value = race_scoring.overall(in_window, current_race=position, launch_race=launch_position)
+            if value is not None:
+                overalls[version_id] = (value, len(in_window))
+        holder = race_scoring.top_agent(
+            {_version_key(version_id): value for version_id, (value, _) in overalls.items()},
+            holder,
+            race.challenge_margin,
+        )
+        ordered = sorted(overalls, key=lambda version_id: (-overalls[version_id][0], version_id))
+        OverallStanding.objects.bulk_create(
+            OverallStanding(
+                race=race,
+                agent_version_id=version_id,
+                overall=overalls[version_id][0],
+                rank=rank,
+                races_counted=overalls[version_id][1],
+                window=span,
+                is_top=holder == _version_key(version_id),
+            )
+            for rank, version_id in enumerate(ordered, start=1)
+        )
