@@ -54,7 +54,7 @@ def too_large_error() -> ApiError:
     limit = settings.PODIUM_MAX_BUNDLE_BYTES
     return ApiError(
         code="too_large",
-        message=f"The upload is larger than the limit of {limit} bytes ({limit // (1024 * 1024)} MiB).",
+        message=f"The upload is larger than the limit of {limit} bytes.",
         status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     )
 

@@ -6,12 +6,12 @@ and an embargoed race with a failure category."""
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -40,11 +40,13 @@ WITHHELD_VALUES = [str(WITHHELD_ANCHOR), str(DRAFT_ANCHOR), str(WITHHELD_MEASURE
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache() -> Any:
-    # Quota counters, throttles and key-failure counters live in the cache; each test starts clean.
-    cache.clear()
-    yield
-    cache.clear()
+def _fresh_cache(settings: Any) -> None:
+    # Quota counters, throttles and key-failure counters live in the cache. A fresh key
+    # prefix per test isolates them without cache.clear(), which on Redis would flush
+    # the database the Celery broker shares.
+    settings.CACHES = {
+        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
+    }
 
 
 @dataclass
