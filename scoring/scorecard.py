@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from scoring.validate import fail, non_negative_int, positive_int
+from scoring.validate import fail, non_negative_int, positive, positive_int, unit_interval
 
 __all__ = [
     "STEP_BUDGET_FLOOR",
@@ -145,15 +145,22 @@ def rank_key(card: Scorecard) -> tuple[float, int, float, float, int, float, int
     after every number), deadlock_rate asc; then the documented tiebreak:
     total_actions asc, avg_steps_solved asc (None last), episodes desc.
     Cards with equal keys are equal in every ranked field; callers that need
-    a strict order over entrants break those ties by entrant id.
+    a strict order over entrants break those ties by entrant id.  A card
+    with a NaN, out-of-range or negative field is rejected, so every key is
+    comparable.
     """
-    efficiency = card.move_efficiency
-    steps = card.avg_steps_solved
+    where = "scorecard"
+    success = unit_interval(where, "success_rate", card.success_rate)
+    deadlocks = unit_interval(where, "deadlock_rate", card.deadlock_rate)
+    efficiency = None if card.move_efficiency is None else positive(where, "move_efficiency", card.move_efficiency)
+    steps = None if card.avg_steps_solved is None else positive(where, "avg_steps_solved", card.avg_steps_solved)
+    non_negative_int(where, "total_actions", card.total_actions)
+    positive_int(where, "episodes", card.episodes)
     return (
-        -card.success_rate,
+        -success,
         0 if efficiency is not None else 1,
         -(efficiency if efficiency is not None else 0.0),
-        card.deadlock_rate,
+        deadlocks,
         card.total_actions,
         steps if steps is not None else math.inf,
         -card.episodes,

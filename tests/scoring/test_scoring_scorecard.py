@@ -163,7 +163,8 @@ def test_a_pad_to_of_zero_is_an_error() -> None:
 
 def card(success: float, efficiency: float | None, deadlock: float, actions: int = 100) -> Scorecard:
     steps = None if efficiency is None else 20.0
-    return Scorecard(100, round(success * 100), success, efficiency, steps, deadlock, actions)
+    solved = round(success * 100) if success == success else 0
+    return Scorecard(100, solved, success, efficiency, steps, deadlock, actions)
 
 
 def test_ranking_orders_by_success_then_efficiency_then_deadlocks() -> None:
@@ -189,3 +190,9 @@ def test_only_each_entrants_best_card_is_shown() -> None:
 def test_entrants_with_identical_best_cards_are_ordered_by_id() -> None:
     same = card(0.5, 0.9, 0.0)
     assert [name for name, _ in best_per_entrant([("zed", same), ("amy", same)])] == ["amy", "zed"]
+
+
+def test_a_card_with_a_nan_success_rate_cannot_be_ranked() -> None:
+    with pytest.raises(ScoringError) as error:
+        rank_key(card(float("nan"), 0.9, 0.0))
+    assert str(error.value) == "scorecard: success_rate must be a finite number in [0, 1], got nan"
