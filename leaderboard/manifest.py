@@ -418,6 +418,8 @@ class ReleaseManifest:
     tasks: tuple[TaskContract, ...]
     episode_set: EpisodeSet | None = None
     qualifying_task_ids: tuple[str, ...] = ()
+    # Field path -> line in release.yaml, for problems found later (e.g. by the sync against the database).
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def task_slugs(self) -> list[str]:
@@ -907,6 +909,17 @@ def parse_manifest(source: ManifestSource) -> ParsedManifest:
             tasks=tuple(tasks),
             episode_set=episode_set,
             qualifying_task_ids=tuple(qualifying),
+            lines={
+                name: line
+                for name, path in (
+                    ("version", ("version",)),
+                    ("published", ("published",)),
+                    ("benchmark.scheme", ("benchmark", "scheme")),
+                    ("benchmark.slug", ("benchmark", "slug")),
+                    ("tasks", ("tasks",)),
+                )
+                if (line := lines.line(path)) is not None
+            },
         )
     return ParsedManifest(manifest, tasks, evaluators, problems, texts)
 

@@ -123,6 +123,8 @@ class Release(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
     # Scorecard benchmarks: the size of the hidden episode set every card is padded to.
     episode_set_size = models.PositiveIntegerField(null=True, blank=True)
+    # Race benchmarks: the public frozen qualifying task set (seed 002), from release.yaml `qualifying.task_ids`.
+    qualifying_task_ids = models.JSONField(default=list, blank=True)
     synced_at = models.DateTimeField(auto_now=True)
     synced_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

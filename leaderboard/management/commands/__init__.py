@@ -1,0 +1,1 @@
+"""`manage.py sync_manifest` and `manage.py ensure_admin`."""

@@ -1,0 +1,67 @@
+"""Reads of releases: the scoring spec of a release, version order, a benchmark's releases.
+
+``release_spec`` is the only place the database turns anchors into a
+``scoring.gap.ReleaseSpec``; the spec stays on the server (worker, bundle
+checks) and is never rendered.
+"""
+
+from __future__ import annotations
+
+import re
+
+from leaderboard.models import Benchmark, Release, ReleaseTask
+from scoring.errors import ScoringError
+from scoring.gap import ReleaseSpec, TaskSpec
+
+__all__ = ["release_list_for_benchmark", "release_previous", "release_spec", "version_key"]
+
+
+def release_spec(release: Release) -> ReleaseSpec:
+    """The scoring spec of ``release`` from its ReleaseTask rows (one query).
+
+    Raises ScoringError naming the tasks that have no anchor (paper_value
+    null): they cannot be scored. The message never carries an anchor.
+    """
+    rows = list(
+        ReleaseTask.objects.filter(release=release).values_list(
+            "task__slug", "genre", "metric_direction", "paper_value", "score_cap", "penalties"
+        )
+    )
+    missing = sorted(slug for slug, _, _, value, _, _ in rows if value is None)
+    if missing:
+        raise ScoringError(f"release {release.pk}: tasks without an anchor cannot be scored: {', '.join(missing)}")
+    tasks = {
+        slug: TaskSpec(
+            slug=slug,
+            genre=genre,
+            direction=direction,
+            paper_value=value,
+            cap=cap,
+            penalties={entry["metric"]: entry["limit"] for entry in penalties or []},
+        )
+        for slug, genre, direction, value, cap, penalties in rows
+    }
+    return ReleaseSpec(tasks=tasks, missing_task_policy=release.missing_task_policy)
+
+
+def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
+    """Order versions naturally: "0.4" < "0.5" < "0.10" < "1.0"; words sort after numbers."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"[.\-_+]", version))
+
+
+def release_list_for_benchmark(benchmark: Benchmark, *, published_only: bool = True) -> list[Release]:
+    """The benchmark's releases, newest version first (one query)."""
+    releases = Release.objects.filter(benchmark=benchmark).select_related("benchmark")
+    if published_only:
+        releases = releases.filter(published=True)
+    return sorted(releases, key=lambda release: version_key(release.version), reverse=True)
+
+
+def release_previous(release: Release, *, published_only: bool = False) -> Release | None:
+    """The release of the same benchmark with the next lower version, or None."""
+    candidates = Release.objects.filter(benchmark_id=release.benchmark_id).exclude(pk=release.pk)
+    if published_only:
+        candidates = candidates.filter(published=True)
+    mine = version_key(release.version)
+    older = [other for other in candidates.only("id", "version", "benchmark_id") if version_key(other.version) < mine]
+    return max(older, key=lambda other: version_key(other.version), default=None)

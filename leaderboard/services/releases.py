@@ -1,0 +1,584 @@
+"""Releases: syncing manifests into the registry, the human review gates, publishing, diffs.
+
+Invariants:
+
+* ``release_sync`` validates everything (parse, contract review, leak audit)
+  before the first write, then writes in one transaction: a refused manifest
+  leaves the database exactly as it was.
+* Syncing a manifest whose canonical hash equals the release's stored
+  ``manifest_sha256`` writes nothing ("unchanged").
+* A published release never changes: a different manifest for its version is
+  refused with a message that says to bump the version.
+* Anchor sign-off and faithfulness calibration are human gates recorded per
+  ReleaseTask (who, when). A release is published only when every task's anchor
+  is signed off and every reproduction-genre task is calibrated. A manifest that
+  says ``published: true`` syncs unpublished until then; the sync reports what is
+  waiting (docs/manifest.md "Publishing").
+* A re-sync of an unpublished release clears a task's anchor sign-off when its
+  anchor or metric changed, and its faithfulness calibration when its genre,
+  paper.md or brief.md changed: a gate signed for other content does not carry over.
+* No message written here contains an anchor value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard import review
+from leaderboard.manifest import (
+    RELEASE_FILE,
+    ManifestError,
+    ManifestSource,
+    Problem,
+    ReleaseManifest,
+    TaskContract,
+    load_manifest,
+    read_manifest_dir,
+)
+from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
+
+__all__ = [
+    "AnchorChange",
+    "ReleaseDiff",
+    "ReleaseGateError",
+    "SyncResult",
+    "release_diff",
+    "release_gate_failures",
+    "release_publish",
+    "release_sign_off_all",
+    "release_sync",
+    "release_task_calibrate_faithfulness",
+    "release_task_sign_off_anchor",
+]
+
+
+class ReleaseGateError(ValueError):
+    """A human gate or publish step that cannot happen now; the message says why."""
+
+
+@dataclass
+class SyncResult:
+    """What a sync did. ``status`` is "created", "updated" or "unchanged"."""
+
+    status: str
+    release: Release
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        head = f"{self.release.benchmark.slug} {self.release.version}: {self.status}"
+        return [head, *(f"  {change}" for change in self.changes), *(f"  note: {note}" for note in self.notes)]
+
+
+# ------------------------------------------------------------------- helpers
+
+
+def _label(release: Release) -> str:
+    return f"{release.benchmark.slug} {release.version}"
+
+
+def _actor(user: Any) -> Any:
+    """The user to record, or None for a script (management command, demo loader).
+
+    A user who is not staff may not pass a human gate.
+    """
+    if user is None:
+        return None
+    if not getattr(user, "is_authenticated", False) or not (user.is_staff or user.is_superuser):
+        raise PermissionDenied("only staff members may sync, sign off or publish releases")
+    return user if user.pk is not None else None
+
+
+def _resolve(manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str]) -> ReleaseManifest:
+    known = set(Evaluator.objects.values_list("simulator", flat=True))
+    if isinstance(manifest, ReleaseManifest):
+        problems = review.review_manifest(manifest, known_simulators=known)
+        if problems:
+            raise ManifestError(problems)
+        return manifest
+    source = manifest if isinstance(manifest, ManifestSource) else read_manifest_dir(manifest)
+    return load_manifest(source, known_simulators=known)
+
+
+def _published_at(manifest: ReleaseManifest | dict[str, Any]) -> dt.datetime:
+    value = manifest.published_at if isinstance(manifest, ReleaseManifest) else manifest.get("published_at")
+    return dt.datetime.fromisoformat(value) if value else timezone.now()
+
+
+def release_gate_failures(release: Release) -> list[str]:
+    """Why ``release`` cannot be published yet (empty when it can). Slugs only, never anchors."""
+    rows = list(release.release_tasks.select_related("task").order_by("position", "task__slug"))
+    no_anchor = [row.task.slug for row in rows if row.paper_value is None]
+    unsigned = [row.task.slug for row in rows if row.paper_value is not None and row.anchor_signed_off_at is None]
+    uncalibrated = [
+        row.task.slug for row in rows if row.genre == Task.Genre.REPRODUCTION and row.faithfulness_calibrated_at is None
+    ]
+    failures = []
+    if no_anchor:
+        failures.append(f"no anchor (paper_value is null) for {', '.join(no_anchor)}")
+    if unsigned:
+        failures.append(f"anchor sign-off missing for {', '.join(unsigned)}")
+    if uncalibrated:
+        failures.append(f"faithfulness calibration missing for {', '.join(uncalibrated)}")
+    return failures
+
+
+# ---------------------------------------------------------------------- sync
+
+
+def release_sync(
+    *,
+    manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str] | None = None,
+    path_or_manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str] | None = None,
+    user: Any = None,
+) -> SyncResult:
+    """Sync one manifest (a loaded ReleaseManifest, a source, or a directory path) into the registry.
+
+    ``path_or_manifest`` is an alias of ``manifest``. Raises ManifestError
+    listing every problem (nothing written), PermissionDenied for a user who
+    is not staff.
+    """
+    given = manifest if manifest is not None else path_or_manifest
+    if given is None:
+        raise TypeError("release_sync() needs manifest= (a ReleaseManifest, a ManifestSource or a directory path)")
+    actor = _actor(user)
+    loaded = _resolve(given)
+    with transaction.atomic():
+        return _sync(loaded, actor)
+
+
+def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
+    changes: list[str] = []
+    benchmark = Benchmark.objects.select_for_update().filter(slug=m.benchmark.slug).first()
+    if benchmark is not None and benchmark.scheme != m.benchmark.scheme:
+        raise ManifestError(
+            [
+                Problem(
+                    RELEASE_FILE,
+                    m.lines.get("benchmark.scheme"),
+                    "benchmark.scheme",
+                    f"expected {benchmark.scheme} (benchmark {benchmark.slug!r} already uses it; "
+                    f"a release cannot change its benchmark's scheme), got {m.benchmark.scheme!r}",
+                )
+            ]
+        )
+    release = None
+    if benchmark is not None:
+        release = Release.objects.select_for_update().filter(benchmark=benchmark, version=m.version).first()
+    if release is not None and release.manifest_sha256 == m.sha256:
+        return SyncResult("unchanged", release, [], _publish_notes(release, m))
+    if release is not None and release.published:
+        raise ManifestError(
+            [
+                Problem(
+                    RELEASE_FILE,
+                    m.lines.get("version"),
+                    "version",
+                    f"release {m.benchmark.slug} {m.version} is published and cannot change; "
+                    "bump the version to release a changed manifest",
+                )
+            ]
+        )
+
+    benchmark = _upsert_benchmark(benchmark, m, changes)
+    evaluators = _upsert_evaluators(m, changes)
+    tasks, task_changes = _upsert_tasks(benchmark, m, evaluators, changes)
+    created = release is None
+    release = _upsert_release(benchmark, release, m, actor, changes)
+    _upsert_release_tasks(release, m, tasks, task_changes, changes)
+    _replace_scorecard_levels(release, m, changes)
+
+    notes: list[str] = []
+    if m.published and not release.published:
+        if release_gate_failures(release):
+            notes = _publish_notes(release, m)
+        else:
+            release.published = True
+            release.published_at = _published_at(m)
+            release.save(update_fields=["published", "published_at"])
+            changes.append("release published")
+    return SyncResult("created" if created else "updated", release, changes, notes)
+
+
+def _publish_notes(release: Release, m: ReleaseManifest) -> list[str]:
+    if not m.published or release.published:
+        return []
+    failures = release_gate_failures(release)
+    if not failures:
+        return ["release.yaml says published: true; every gate has passed, publish it with the admin's publish action"]
+    return [
+        "release.yaml says published: true, but the release stays unpublished until its human gates pass: "
+        + "; ".join(failures)
+    ]
+
+
+def _upsert_benchmark(benchmark: Benchmark | None, m: ReleaseManifest, changes: list[str]) -> Benchmark:
+    spec = m.benchmark
+    if benchmark is None:
+        changes.append(f"benchmark {spec.slug}: created")
+        return Benchmark.objects.create(
+            slug=spec.slug, name=spec.name, scheme=spec.scheme, description=spec.description
+        )
+    changed = [name for name in ("name", "description") if getattr(benchmark, name) != getattr(spec, name)]
+    if changed:
+        for name in changed:
+            setattr(benchmark, name, getattr(spec, name))
+        benchmark.save(update_fields=changed)
+        changes.append(f"benchmark {spec.slug}: {', '.join(changed)} updated")
+    return benchmark
+
+
+def _upsert_evaluators(m: ReleaseManifest, changes: list[str]) -> dict[str, Evaluator]:
+    needed = {task.simulator for task in m.tasks} | {spec.simulator for spec in m.evaluators}
+    existing = {e.simulator: e for e in Evaluator.objects.select_for_update().filter(simulator__in=needed)}
+    for spec in m.evaluators:
+        evaluator = existing.get(spec.simulator)
+        if evaluator is None:
+            existing[spec.simulator] = Evaluator.objects.create(
+                simulator=spec.simulator, name=spec.name, description=spec.description
+            )
+            changes.append(f"evaluator {spec.simulator}: registered")
+            continue
+        # A manifest may leave name/description empty to keep what the admin registered.
+        changed = [
+            name
+            for name in ("name", "description")
+            if getattr(spec, name) and getattr(evaluator, name) != getattr(spec, name)
+        ]
+        if changed:
+            for name in changed:
+                setattr(evaluator, name, getattr(spec, name))
+            evaluator.save(update_fields=changed)
+            changes.append(f"evaluator {spec.simulator}: {', '.join(changed)} updated")
+    return existing
+
+
+_TASK_FIELDS = (
+    "title",
+    "platform",
+    "direction",
+    "genre",
+    "mode",
+    "metric_name",
+    "metric_direction",
+    "paper_md",
+    "brief_md",
+    "sandbox_dockerfile",
+    "contract",
+    "anchor_provenance",
+)
+
+
+def _task_values(task: TaskContract) -> dict[str, Any]:
+    return {
+        "title": task.title,
+        "platform": task.platform,
+        "direction": task.direction,
+        "genre": task.genre,
+        "mode": task.mode,
+        "metric_name": task.metric_name,
+        "metric_direction": task.metric_direction,
+        "paper_md": task.paper_md,
+        "brief_md": task.brief_md,
+        "sandbox_dockerfile": task.sandbox_dockerfile or "",
+        "contract": task.public_contract(),
+        "anchor_provenance": task.provenance,
+    }
+
+
+def _upsert_tasks(
+    benchmark: Benchmark, m: ReleaseManifest, evaluators: dict[str, Evaluator], changes: list[str]
+) -> tuple[dict[str, Task], dict[str, set[str]]]:
+    existing = {
+        task.slug: task for task in Task.objects.select_for_update().filter(benchmark=benchmark, slug__in=m.task_slugs)
+    }
+    tasks: dict[str, Task] = {}
+    changed_fields: dict[str, set[str]] = {}
+    for contract in m.tasks:
+        values = _task_values(contract)
+        evaluator = evaluators[contract.simulator]
+        row = existing.get(contract.slug)
+        if row is None:
+            row = Task.objects.create(benchmark=benchmark, slug=contract.slug, simulator=evaluator, **values)
+            changes.append(f"task {contract.slug}: created")
+            changed_fields[contract.slug] = set()
+        else:
+            changed = {name for name in _TASK_FIELDS if getattr(row, name) != values[name]}
+            if row.simulator_id != evaluator.pk:
+                changed.add("simulator")
+            if changed:
+                for name in changed - {"simulator"}:
+                    setattr(row, name, values[name])
+                row.simulator = evaluator
+                row.save()
+                changes.append(f"task {contract.slug}: {', '.join(sorted(changed))} updated")
+            changed_fields[contract.slug] = changed
+        tasks[contract.slug] = row
+    return tasks, changed_fields
+
+
+def _upsert_release(
+    benchmark: Benchmark, release: Release | None, m: ReleaseManifest, actor: Any, changes: list[str]
+) -> Release:
+    values = {
+        "title": m.title,
+        "notes": m.notes,
+        "required_task_set_hash": m.required_task_set_hash,
+        "missing_task_policy": m.missing_task_policy,
+        "default_score_cap": m.default_score_cap,
+        "budgets": dict(m.budgets),
+        "benchmark_versions": dict(m.benchmark_versions),
+        "manifest": m.canonical(),
+        "manifest_sha256": m.sha256,
+        "episode_set_size": m.episode_set.size if m.episode_set else None,
+        "qualifying_task_ids": list(m.qualifying_task_ids),
+        "synced_by": actor,
+    }
+    if release is None:
+        changes.append(f"release {m.benchmark.slug} {m.version}: created")
+        return Release.objects.create(benchmark=benchmark, version=m.version, published=False, **values)
+    changed = [
+        name
+        for name in values
+        if name not in {"manifest", "manifest_sha256", "synced_by"} and getattr(release, name) != values[name]
+    ]
+    for name, value in values.items():
+        setattr(release, name, value)
+    release.save()
+    changes.append(
+        f"release {m.benchmark.slug} {m.version}: updated"
+        + (f" ({', '.join(changed)})" if changed else " (task contents)")
+    )
+    return release
+
+
+def _upsert_release_tasks(
+    release: Release,
+    m: ReleaseManifest,
+    tasks: dict[str, Task],
+    task_changes: dict[str, set[str]],
+    changes: list[str],
+) -> None:
+    existing = {row.task.slug: row for row in release.release_tasks.select_related("task").select_for_update()}
+    for slug in sorted(set(existing) - set(tasks)):
+        existing[slug].delete()
+        changes.append(f"release task {slug}: removed")
+    for contract in m.tasks:
+        values = {
+            "position": contract.position,
+            "genre": contract.genre,
+            "metric_direction": contract.metric_direction,
+            "paper_value": contract.paper_value,
+            "anchor_published": contract.anchor_published,
+            "score_cap": contract.score_cap,
+            "penalties": [{"metric": p.metric, "limit": p.limit} for p in contract.penalties],
+        }
+        row = existing.get(contract.slug)
+        if row is None:
+            ReleaseTask.objects.create(release=release, task=tasks[contract.slug], **values)
+            changes.append(f"release task {contract.slug}: added")
+            continue
+        changed = {name for name, value in values.items() if getattr(row, name) != value}
+        for name in changed:
+            setattr(row, name, values[name])
+        notes = []
+        touched = task_changes.get(contract.slug, set())
+        anchor_moved = bool(changed & {"paper_value", "metric_direction"}) or "metric_name" in touched
+        if anchor_moved and row.anchor_signed_off_at is not None:
+            row.anchor_signed_off_at = row.anchor_signed_off_by = None
+            notes.append("anchor sign-off cleared")
+        content_moved = "genre" in changed or bool(touched & {"paper_md", "brief_md"})
+        if content_moved and row.faithfulness_calibrated_at is not None:
+            row.faithfulness_calibrated_at = row.faithfulness_calibrated_by = None
+            notes.append("faithfulness calibration cleared")
+        if changed or notes:
+            row.save()
+            # "paper_value" is reported as "anchor" with no values: this line may be printed anywhere.
+            shown = sorted("anchor" if name == "paper_value" else name for name in changed)
+            changes.append(
+                f"release task {contract.slug}: " + ", ".join([*(f"{name} changed" for name in shown), *notes])
+            )
+
+
+def _replace_scorecard_levels(release: Release, m: ReleaseManifest, changes: list[str]) -> None:
+    wanted = list(m.episode_set.levels) if m.episode_set else []
+    current = list(
+        ScorecardLevel.objects.filter(release=release).order_by("level_id").values_list("level_id", "optimal_len")
+    )
+    if sorted(wanted) == current:
+        return
+    ScorecardLevel.objects.filter(release=release).delete()
+    ScorecardLevel.objects.bulk_create(
+        [ScorecardLevel(release=release, level_id=level_id, optimal_len=length) for level_id, length in wanted]
+    )
+    changes.append(f"scorecard levels: {len(wanted)} written")
+
+
+# --------------------------------------------------------------------- gates
+
+
+@transaction.atomic
+def release_task_sign_off_anchor(*, release_task: ReleaseTask, user: Any) -> ReleaseTask:
+    """Record that ``user`` traced the anchor to its source and reproduced it (seed 003 "Anchor sign-off").
+
+    Idempotent: an existing sign-off is kept as it was.
+    """
+    actor = _actor(user)
+    row = ReleaseTask.objects.select_for_update().select_related("release__benchmark", "task").get(pk=release_task.pk)
+    if row.anchor_signed_off_at is not None:
+        return row
+    if row.paper_value is None:
+        raise ReleaseGateError(
+            f"task {row.task.slug} of {_label(row.release)} has no anchor (paper_value is null); "
+            "give one in release.yaml and sync before signing off"
+        )
+    row.anchor_signed_off_by = actor
+    row.anchor_signed_off_at = timezone.now()
+    row.save(update_fields=["anchor_signed_off_by", "anchor_signed_off_at"])
+    return row
+
+
+@transaction.atomic
+def release_task_calibrate_faithfulness(*, release_task: ReleaseTask, user: Any) -> ReleaseTask:
+    """Record that ``user`` authored and dry-ran the faithfulness rubric (reproduction genre only).
+
+    Idempotent: an existing calibration is kept as it was.
+    """
+    actor = _actor(user)
+    row = ReleaseTask.objects.select_for_update().select_related("release__benchmark", "task").get(pk=release_task.pk)
+    if row.faithfulness_calibrated_at is not None:
+        return row
+    if row.genre != Task.Genre.REPRODUCTION:
+        raise ReleaseGateError(
+            f"task {row.task.slug} is open genre: the faithfulness gate applies to reproduction tasks only"
+        )
+    row.faithfulness_calibrated_by = actor
+    row.faithfulness_calibrated_at = timezone.now()
+    row.save(update_fields=["faithfulness_calibrated_by", "faithfulness_calibrated_at"])
+    return row
+
+
+@transaction.atomic
+def release_publish(*, release: Release, user: Any) -> Release:
+    """Publish ``release`` once every human gate has passed; publishing twice is a no-op.
+
+    ``published_at`` is the manifest's when it gives one, else now.
+    """
+    _actor(user)
+    row = Release.objects.select_for_update().select_related("benchmark").get(pk=release.pk)
+    if row.published:
+        return row
+    failures = release_gate_failures(row)
+    if failures:
+        raise ReleaseGateError(f"release {_label(row)} cannot be published: {'; '.join(failures)}")
+    row.published = True
+    row.published_at = _published_at(row.manifest or {})
+    row.save(update_fields=["published", "published_at"])
+    return row
+
+
+@transaction.atomic
+def release_sign_off_all(*, release: Release, user: Any) -> Release:
+    """Sign off every anchor and calibrate every reproduction task, then publish if release.yaml asks to.
+
+    For scripts that stand in for the maintainers (the demo loader). Tasks
+    without an anchor cannot be signed off, so such a release stays
+    unpublished (ReleaseGateError from the publish step names them).
+    """
+    for row in release.release_tasks.select_related("task"):
+        if row.paper_value is not None:
+            release_task_sign_off_anchor(release_task=row, user=user)
+        if row.genre == Task.Genre.REPRODUCTION:
+            release_task_calibrate_faithfulness(release_task=row, user=user)
+    row = Release.objects.get(pk=release.pk)
+    if (row.manifest or {}).get("published") and not row.published:
+        row = release_publish(release=row, user=user)
+    return row
+
+
+# ---------------------------------------------------------------------- diff
+
+
+@dataclass(frozen=True)
+class AnchorChange:
+    slug: str
+    old: float | None
+    new: float | None
+    old_published: bool
+    new_published: bool
+
+
+@dataclass
+class ReleaseDiff:
+    """What changed from ``old_version`` to ``new_version`` of one benchmark's release."""
+
+    old_version: str | None
+    new_version: str
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    anchors: list[AnchorChange] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.added or self.removed or self.anchors or self.other)
+
+    def lines(self, *, show_anchors: bool = False) -> list[str]:
+        """Human-readable lines. Anchor values only with ``show_anchors`` (admins)."""
+        out = [f"task added: {slug}" for slug in self.added]
+        out += [f"task removed: {slug}" for slug in self.removed]
+        for change in self.anchors:
+            if change.old == change.new:
+                state = {True: "published", False: "withheld"}
+                out.append(f"anchor {state[change.old_published]} -> {state[change.new_published]}: {change.slug}")
+            elif show_anchors:
+                out.append(f"anchor changed: {change.slug}: {_fmt(change.old)} -> {_fmt(change.new)}")
+            else:
+                out.append(f"anchor changed: {change.slug}")
+        out += self.other
+        return out
+
+
+def _fmt(value: float | None) -> str:
+    return "null" if value is None else f"{value:g}"
+
+
+def _rows(release: Release) -> dict[str, ReleaseTask]:
+    return {row.task.slug: row for row in release.release_tasks.select_related("task")}
+
+
+def release_diff(old: Release | None, new: Release) -> ReleaseDiff:
+    """Tasks added/removed, anchors changed and per-task scoring changes between two releases."""
+    diff = ReleaseDiff(old_version=old.version if old else None, new_version=new.version)
+    new_rows = _rows(new)
+    old_rows = _rows(old) if old else {}
+    diff.added = sorted(set(new_rows) - set(old_rows))
+    diff.removed = sorted(set(old_rows) - set(new_rows))
+    for slug in sorted(set(new_rows) & set(old_rows)):
+        before, after = old_rows[slug], new_rows[slug]
+        if before.paper_value != after.paper_value or before.anchor_published != after.anchor_published:
+            diff.anchors.append(
+                AnchorChange(
+                    slug, before.paper_value, after.paper_value, before.anchor_published, after.anchor_published
+                )
+            )
+        if before.score_cap != after.score_cap:
+            diff.other.append(f"score cap changed: {slug}: {before.score_cap:g} -> {after.score_cap:g}")
+        if _penalties(before) != _penalties(after):
+            diff.other.append(f"penalties changed: {slug}")
+        if before.genre != after.genre or before.metric_direction != after.metric_direction:
+            diff.other.append(f"genre or metric direction changed: {slug}")
+    if old is not None and old.missing_task_policy != new.missing_task_policy:
+        diff.other.append(f"missing_task_policy changed: {old.missing_task_policy} -> {new.missing_task_policy}")
+    return diff
+
+
+def _penalties(row: ReleaseTask) -> list[tuple[str, float]]:
+    return sorted((p["metric"], float(p["limit"])) for p in row.penalties or [])

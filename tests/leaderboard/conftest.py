@@ -1,0 +1,57 @@
+"""Fixtures for the registry: copies of the demo manifests to edit, and staff users."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "examples" / "demo-release"
+DEMO_04 = REPO / "examples" / "demo-release-0.4"
+
+
+@pytest.fixture
+def demo_dir(tmp_path: Path) -> Path:
+    """An editable copy of examples/demo-release (ALE Robotics 0.5, 11 tasks)."""
+    target = tmp_path / "demo-release"
+    shutil.copytree(DEMO, target)
+    return target
+
+
+@pytest.fixture
+def demo_04_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "demo-release-0.4"
+    shutil.copytree(DEMO_04, target)
+    return target
+
+
+@pytest.fixture
+def edit() -> Callable[[Path, str, str, str], None]:
+    """Replace exactly one occurrence of ``old`` by ``new`` in a manifest file."""
+
+    def replace(root: Path, relpath: str, old: str, new: str) -> None:
+        path = root / relpath
+        text = path.read_text()
+        assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {relpath}"
+        path.write_text(text.replace(old, new))
+
+    return replace
+
+
+@pytest.fixture
+def staff(db):  # noqa: ANN001, ANN201
+    return get_user_model().objects.create_user("maintainer", password="pw-maintainer-1", is_staff=True)
+
+
+@pytest.fixture
+def admin_user(db):  # noqa: ANN001, ANN201
+    return get_user_model().objects.create_superuser("root", email="", password="pw-root-12345")
+
+
+@pytest.fixture
+def visitor(db):  # noqa: ANN001, ANN201
+    return get_user_model().objects.create_user("visitor", password="pw-visitor-1")
