@@ -340,31 +340,35 @@ def overall(
 ) -> float | None:
     """An agent version's Overall score after race ``current_race``.
 
-    ``W = min(window, current_race - launch_race + 1)`` (the launch ramp:
-    1, 2, then 3 races).  Overall = sum of the version's ``W`` most recent
-    deltas since launch / ``W``; races it has not run count as delta 0 (the
-    damping of new versions).  Races before launch are ignored (no
-    back-filling).  None when the version has no race since launch.
+    The window is the last ``W`` races *held*, ``W = min(window,
+    current_race - launch_race + 1)`` (the launch ramp: 1, 2, then 3
+    races).  Overall = sum of the version's deltas in that window / ``W``;
+    window races it did not run count as delta 0 (the damping of new
+    versions, and the decay of versions that stop racing).  Races before
+    launch are ignored (no back-filling).  None when the version ran no race
+    in the window (it is off the Overall board).
     """
     now = positive_int("overall", "current_race", current_race)
     start = positive_int("overall", "launch_race", launch_race)
     size = positive_int("overall", "window", window)
     if now < start:
         raise fail("overall", "current_race", f"at least launch_race={start}", now)
-    deltas: dict[int, float] = {}
+    span = min(size, now - start + 1)
+    first = now - span + 1
+    seen: set[int] = set()
+    recent: list[float] = []
     for entry in history:
         race = positive_int("overall", "race", entry.race)
         if race > now:
             raise fail(f"overall race {race}", "race", f"at most current_race={now}", race)
-        if race in deltas:
+        if race in seen:
             raise fail(f"overall race {race}", "race", "listed once", race)
+        seen.add(race)
         delta = entry.delta
-        if race >= start:
-            deltas[race] = delta
-    if not deltas:
+        if race >= first:
+            recent.append(delta)
+    if not recent:
         return None
-    span = min(size, now - start + 1)
-    recent = [deltas[race] for race in sorted(deltas, reverse=True)[:span]]
     return math.fsum(recent) / span
 
 

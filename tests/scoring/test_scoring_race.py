@@ -293,6 +293,16 @@ def test_races_before_launch_are_not_back_filled() -> None:
     assert overall([entry(1, 1.0), entry(3, 0.6)], current_race=3, launch_race=3) == pytest.approx(0.1)
 
 
+def test_a_version_that_stops_racing_decays_toward_zero() -> None:
+    history = [entry(1, 0.8), entry(2, 0.8)]
+    assert overall(history, current_race=3) == pytest.approx(0.6 / 3)
+    assert overall(history, current_race=4) == pytest.approx(0.3 / 3)
+
+
+def test_a_version_without_a_race_in_the_window_leaves_the_overall_board() -> None:
+    assert overall([entry(1, 0.8)], current_race=4) is None
+
+
 def test_a_version_without_a_race_since_launch_has_no_overall() -> None:
     assert overall([], current_race=4) is None
 
