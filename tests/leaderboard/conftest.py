@@ -43,15 +43,15 @@ def edit() -> Callable[[Path, str, str, str], None]:
 
 
 @pytest.fixture
-def staff(db):  # noqa: ANN001, ANN201
+def staff(db):
     return get_user_model().objects.create_user("maintainer", password="pw-maintainer-1", is_staff=True)
 
 
 @pytest.fixture
-def admin_user(db):  # noqa: ANN001, ANN201
+def admin_user(db):
     return get_user_model().objects.create_superuser("root", email="", password="pw-root-12345")
 
 
 @pytest.fixture
-def visitor(db):  # noqa: ANN001, ANN201
+def visitor(db):
     return get_user_model().objects.create_user("visitor", password="pw-visitor-1")
