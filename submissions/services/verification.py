@@ -229,9 +229,9 @@ def _dispatch(submission: Submission, bundle: Any) -> Submission:
 
 def _verify_paper_gap(submission: Submission, bundle: Any) -> Submission:
     """Recompute a paper-gap run against its release and record the verdict (and the Run)."""
-    from leaderboard.selectors.releases import release_spec
-
     from leaderboard.models import Release
+    from leaderboard.selectors.releases import release_spec
+    from scoring.errors import ScoringError
     from submissions.bundle.evaluate import evaluate_paper_gap
     from submissions.services.runs import run_record_paper_gap
     from submissions.services.signing_keys import evaluator_public_keys
@@ -255,9 +255,24 @@ def _verify_paper_gap(submission: Submission, bundle: Any) -> Submission:
             None,
         )
     submission.release = release
+    try:
+        spec = release_spec(release)
+    except ScoringError:
+        # A published release with a task that has no anchor: ours to fix, not the submitter's.
+        logger.exception("release %s cannot be scored", release.pk)
+        return _conclude(
+            submission,
+            Verdict(
+                Submission.Verdict.REJECTED,
+                "release_not_scorable",
+                f"release {benchmark!r} {version!r} cannot be scored on this site yet (a task has no anchor); "
+                "the maintainers have been told, please resubmit later",
+            ),
+            None,
+        )
     outcome = evaluate_paper_gap(
         bundle,
-        release_spec=release_spec(release),
+        release_spec=spec,
         required_task_set_hash=release.required_task_set_hash,
         signing_keys=evaluator_public_keys(),
     )

@@ -86,3 +86,76 @@ def make_release(db):
         return release
 
     return make
+
+
+@pytest.fixture
+def release_from_spec(db):
+    """Published release rows (benchmark, evaluator, tasks, release tasks) for a scoring.gap.ReleaseSpec."""
+    from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, Task
+
+    def make(spec, *, benchmark: str, version: str, published: bool = True):
+        bench, _ = Benchmark.objects.get_or_create(slug=benchmark, defaults={"name": benchmark, "scheme": "paper_gap"})
+        evaluator, _ = Evaluator.objects.get_or_create(simulator="demo-sim")
+        release = Release.objects.create(
+            benchmark=bench,
+            version=version,
+            required_task_set_hash=spec.required_task_set_hash,
+            missing_task_policy=spec.missing_task_policy,
+            manifest_sha256="0" * 64,
+            published=published,
+        )
+        for position, slug in enumerate(sorted(spec.tasks)):
+            task_spec = spec.tasks[slug]
+            task, _ = Task.objects.get_or_create(
+                benchmark=bench,
+                slug=slug,
+                defaults={
+                    "title": slug,
+                    "platform": "manipulation",
+                    "direction": "learning",
+                    "simulator": evaluator,
+                    "genre": task_spec.genre,
+                    "mode": "batch",
+                    "metric_name": "metric",
+                    "metric_direction": task_spec.direction,
+                    "paper_md": "paper",
+                    "brief_md": "brief",
+                },
+            )
+            ReleaseTask.objects.create(
+                release=release,
+                task=task,
+                position=position,
+                genre=task_spec.genre,
+                metric_direction=task_spec.direction,
+                paper_value=task_spec.paper_value,
+                score_cap=task_spec.cap,
+                penalties=[{"metric": metric, "limit": limit} for metric, limit in sorted(task_spec.penalties.items())],
+            )
+        return release
+
+    return make
+
+
+@pytest.fixture
+def demo_release(release_from_spec):
+    """The bundle package's built-in 11-task demo release (ale-robotics v0.5), as rows."""
+    from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE, demo_release_spec
+
+    spec, _ = demo_release_spec()
+    return release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE)
+
+
+@pytest.fixture
+def seal(tmp_path, site_identity):
+    """seal(**write_paper_gap_bundle_dir kwargs) -> bytes of a bundle sealed to the site key."""
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+
+    counter = iter(range(10_000))
+
+    def make(**kwargs) -> bytes:
+        directory = tmp_path / f"bundle-{next(counter)}"
+        write_paper_gap_bundle_dir(directory, **kwargs)
+        return seal_dir(directory, str(site_identity.to_public())).read_bytes()
+
+    return make

@@ -1,0 +1,159 @@
+"""Paper-gap bundles through the real path: submission_create + submission_verify, in-process."""
+
+import io
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from leaderboard.models import Agent, Release, Standing
+from submissions.bundle.signatures import public_key_b64
+from submissions.models import Run, Submission, TaskResult, VerificationEvent
+from submissions.services.signing_keys import signing_key_register
+from submissions.services.submissions import submission_create
+from submissions.services.verification import submission_verify
+
+
+@pytest.fixture
+def submit(owner):
+    def run(bundle: bytes, *, user=None, is_private: bool = False) -> Submission:
+        submission, _ = submission_create(user=user or owner, uploaded_file=io.BytesIO(bundle), is_private=is_private)
+        return submission_verify(submission_id=submission.pk)
+
+    return run
+
+
+@pytest.fixture
+def evaluator_key(demo_release, owner):
+    from leaderboard.models import Evaluator
+
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+    )
+    return key
+
+
+@pytest.mark.django_db
+def test_a_complete_consistent_bundle_is_validated_with_one_run_and_a_standing(demo_release, seal, submit):
+    submission = submit(seal(agent_name="Demo Agent", agent_version="2.1"))
+    assert (submission.status, submission.verdict, submission.error_code, submission.kind) == (
+        "done",
+        "validated",
+        "",
+        "paper_gap",
+    )
+    assert submission.release_id == demo_release.pk
+    run = Run.objects.get(submission=submission)
+    assert (run.level, run.covered, run.required, run.complete) == ("validated", 11, 11, True)
+    assert (run.agent_version.agent.slug, run.agent_version.agent.name, run.agent_version.version) == (
+        "demo-agent",
+        "Demo Agent",
+        "2.1",
+    )
+    assert run.breakdown["aggregates"]["overall"] == run.overall
+    assert set(run.confidence) == {"overall", "reproduction", "open"}
+    assert run.confidence["overall"][0] <= run.overall <= run.confidence["overall"][1]
+    assert TaskResult.objects.filter(run=run).count() == 11
+    assert set(TaskResult.objects.filter(run=run).values_list("episodes", "signature")) == {(100, "unsigned")}
+    assert list(VerificationEvent.objects.filter(run=run).values_list("level", "actor", "evidence_sha256")) == [
+        ("validated", None, submission.sha256)
+    ]
+    assert Standing.objects.filter(release=demo_release, tab="overall", run=run, rank=1).exists()
+    assert Release.objects.get(pk=demo_release.pk).generation == 1
+
+
+@pytest.mark.django_db
+def test_a_bundle_signed_by_a_registered_evaluator_key_is_attested(demo_release, evaluator_key, seal, submit):
+    submission = submit(seal(sign_with=evaluator_key))
+    assert submission.verdict == "attested"
+    run = Run.objects.get(submission=submission)
+    assert run.level == "attested"
+    assert set(TaskResult.objects.filter(run=run).values_list("signature", flat=True)) == {"valid"}
+    assert TaskResult.objects.filter(run=run, signing_key__isnull=True).count() == 0
+
+
+@pytest.mark.django_db
+def test_a_bundle_signed_by_an_unregistered_key_is_only_validated(demo_release, seal, submit):
+    submission = submit(seal(sign_with=Ed25519PrivateKey.generate()))
+    assert submission.verdict == "validated"
+    assert set(TaskResult.objects.filter(run__submission=submission).values_list("signature", flat=True)) == {
+        "unregistered"
+    }
+
+
+@pytest.mark.django_db
+def test_a_claim_that_differs_from_the_recomputation_is_a_mismatch_with_its_diff_and_no_run(demo_release, seal, submit):
+    submission = submit(seal(tamper="claimed_score"))
+    assert (submission.status, submission.verdict, submission.error_code) == ("done", "mismatch", "")
+    assert [row["path"] for row in submission.diff] == ["tasks.act-aloha-transfer.final"]
+    row = submission.diff[0]
+    assert row["claimed"] == pytest.approx(row["recomputed"] + 0.05)
+    assert submission.error_message.startswith("score_breakdown.json: 1 claimed value(s) differ")
+    assert Run.objects.count() == 0
+    assert Standing.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_partial_coverage_is_validated_and_marked_incomplete(demo_release, seal, submit):
+    submission = submit(seal(tasks=["act-aloha-transfer", "nuplan-closed-loop", "orb-slam-ate", "robomimic-lift-bc"]))
+    run = Run.objects.get(submission=submission)
+    assert (submission.verdict, run.covered, run.required, run.complete) == ("validated", 4, 11, False)
+    assert Standing.objects.get(release=demo_release, tab="overall").complete is False
+
+
+@pytest.mark.django_db
+def test_a_missing_declared_safety_metric_is_scored_fail_closed_not_rejected(demo_release, seal, submit):
+    submission = submit(seal(tamper="missing_safety_metric"))
+    assert submission.verdict == "validated"
+    result = TaskResult.objects.get(run__submission=submission, release_task__task__slug="carla-route-completion")
+    assert (result.factors, result.factor, result.final) == ({"collision_rate": 0.0}, 0.0, 0.0)
+
+
+@pytest.mark.django_db
+def test_a_private_run_is_stored_but_kept_off_the_public_standings(demo_release, seal, submit):
+    submission = submit(seal(), is_private=True)
+    run = Run.objects.get(submission=submission)
+    assert run.is_private is True
+    assert Standing.objects.filter(release=demo_release).count() == 0
+
+
+@pytest.mark.django_db
+def test_verifying_again_after_the_run_exists_writes_no_second_run(demo_release, seal, submit):
+    submission = submit(seal())
+    # As if a redelivered task found the row unfinished although its Run was written.
+    Submission.objects.filter(pk=submission.pk).update(status="verifying", verdict="")
+    again = submission_verify(submission_id=submission.pk)
+    assert (again.status, again.verdict) == ("done", "validated")
+    assert Run.objects.filter(submission=submission).count() == 1
+    assert TaskResult.objects.count() == 11
+    assert VerificationEvent.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_same_agent_name_reuses_the_agent_and_adds_versions(demo_release, seal, submit):
+    submit(seal(agent_name="Robo", agent_version="1", seed=1))
+    submit(seal(agent_name="Robo", agent_version="2", seed=2))
+    assert Agent.objects.filter(slug="robo").count() == 1
+    assert Agent.objects.get(slug="robo").versions.count() == 2
+    assert Standing.objects.filter(release=demo_release, tab="overall").count() == 2
+
+
+@pytest.mark.django_db
+def test_a_bundle_for_an_unknown_release_is_rejected(demo_release, seal, submit):
+    submission = submit(seal(release_version="9.9"))
+    assert (submission.verdict, submission.error_code, submission.error_message) == (
+        "rejected",
+        "unknown_release",
+        "manifest.json: benchmark 'ale-robotics' release '9.9' is not a paper-gap release on this site",
+    )
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_bundle_for_an_unpublished_release_is_rejected(release_from_spec, seal, submit):
+    from submissions.bundle.demo import demo_release_spec
+
+    release_from_spec(demo_release_spec()[0], benchmark="ale-robotics", version="v0.5", published=False)
+    submission = submit(seal())
+    assert (submission.verdict, submission.error_code) == ("rejected", "unknown_release")
+    assert submission.error_message == "manifest.json: benchmark 'ale-robotics' release 'v0.5' is not published"
