@@ -1,0 +1,144 @@
+"""The reveal embargo (seed 002): a race episode's failure category is shown only once
+the race is released; qualifying episodes show theirs as soon as results are in."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from schemes_race_helpers import RACE_TASKS, accepted, env_error, members, scoring_outcomes
+
+from leaderboard.selectors.schemes import race_outcomes_visible
+from leaderboard.services import races as lifecycle
+from scoring.race import FAILURE_CATEGORIES, TaskOutcome
+from submissions.models import RaceRun
+
+# Every string that would name or describe a failure category.
+CATEGORY_STRINGS = [category.code for category in FAILURE_CATEGORIES] + [
+    category.message for category in FAILURE_CATEGORIES
+]
+
+QUALIFYING = [f"q{index:02d}" for index in range(10)]
+
+
+def every_category(tasks: list[str]) -> list[TaskOutcome]:
+    """One episode of each category (and full-reward ones for the rest of the set)."""
+    t = tasks
+    return [
+        env_error(t[0]),
+        TaskOutcome(t[1], order_placed=False, verifier_error=True),
+        TaskOutcome(t[2], order_placed=False, agent_error=True),
+        TaskOutcome(t[3], order_placed=False, step_limit_hit=True),
+        TaskOutcome(t[4], order_placed=True, verdict_status="accepted", reward=1.0, time_limit_hit=True),
+        TaskOutcome(t[5], order_placed=False),
+        TaskOutcome(t[6], order_placed=True, verdict_status="rejected", reward=0.0),
+        TaskOutcome(t[7], order_placed=True, verdict_status="accepted", reward=0.5),
+        accepted(t[8]),
+        accepted(t[9]),
+    ]
+
+
+@pytest.fixture
+def race_world(race_benchmark, race_release, submitter, submit, make_validator):
+    """A released race 1, race 2 with a run whose episodes cover every category, and a qualifying run."""
+    validator, key = make_validator("validator-a")
+    first = lifecycle.race_schedule(
+        benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True, release=race_release
+    )
+    lifecycle.race_start(race=first)
+    submit(
+        submitter,
+        members(validator=validator, key=key, agent="Alpha", version="1", outcomes=scoring_outcomes(0.6), race=1),
+        name="r1",
+    )
+    lifecycle.race_close(race=first)
+    lifecycle.race_release(race=first)
+    second = lifecycle.race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS, release=race_release)
+    second = lifecycle.race_start(race=second)
+    submission = submit(
+        submitter,
+        members(validator=validator, key=key, agent="Alpha", version="1", outcomes=every_category(RACE_TASKS), race=2),
+        name="r2",
+    )
+    qualifying = submit(
+        submitter,
+        members(
+            validator=validator,
+            key=key,
+            agent="Alpha",
+            version="1",
+            outcomes=every_category(QUALIFYING),
+            race=None,
+            tasks=QUALIFYING,
+        ),
+        name="q",
+    )
+    return {
+        "race": second,
+        "run": RaceRun.objects.get(submission=submission),
+        "qualifying_run": RaceRun.objects.get(submission=qualifying),
+    }
+
+
+def race_pages(run, qualifying_run) -> list[str]:
+    return [
+        reverse("race_overall", args=["shop-race"]),
+        reverse("race_leaderboard", args=["shop-race", 2]),
+        reverse("race_detail", args=["shop-race", 2]),
+        reverse("race_agent_version", args=["shop-race", "alpha", "1"]),
+        reverse("race_run_detail", args=[run.pk]),
+        reverse("home"),
+    ]
+
+
+def assert_no_category(client, urls):
+    for url in urls:
+        response = client.get(url, follow=True)
+        assert response.status_code == 200, url
+        body = response.content.decode()
+        leaked = [text for text in CATEGORY_STRINGS if text in body]
+        assert leaked == [], f"{url} shows {leaked}"
+
+
+def test_no_page_shows_a_failure_category_while_the_race_runs(client, race_world):
+    assert race_world["race"].status == "running"
+    assert_no_category(client, race_pages(race_world["run"], race_world["qualifying_run"]))
+
+
+def test_no_page_shows_a_failure_category_during_the_reveal_embargo(client, race_world):
+    lifecycle.race_close(race=race_world["race"])
+    assert_no_category(client, race_pages(race_world["run"], race_world["qualifying_run"]))
+
+
+def test_the_embargoed_run_page_hides_the_hidden_task_ids_too(client, race_world):
+    body = client.get(reverse("race_run_detail", args=[race_world["run"].pk])).content.decode()
+    assert not any(task in body for task in RACE_TASKS)
+    assert "under embargo until the race result is released" in body
+
+
+def test_every_category_is_shown_once_the_race_is_released(client, race_world):
+    lifecycle.race_close(race=race_world["race"])
+    lifecycle.race_release(race=race_world["race"])
+    body = client.get(reverse("race_run_detail", args=[race_world["run"].pk])).content.decode()
+    assert [category.code for category in FAILURE_CATEGORIES if category.code in body] == [
+        category.code for category in FAILURE_CATEGORIES
+    ]
+
+
+def test_a_qualifying_run_shows_its_categories_at_once(client, race_world):
+    body = client.get(reverse("race_run_detail", args=[race_world["qualifying_run"].pk])).content.decode()
+    assert "<code>rejected_order</code> — The verifier rejected the order, so it scores 0." in body
+
+
+def test_the_outcome_selector_blanks_categories_of_an_unreleased_race(race_world):
+    views = race_outcomes_visible(race_world["run"])
+    assert len(views) == 10
+    assert {(view.failure_category, view.failure_message, view.verdict_status) for view in views} == {("", "", "")}
+    assert all(view.embargoed for view in views)
+    assert [view.task_label for view in views[:2]] == ["hidden task 1", "hidden task 2"]
+
+
+def test_the_outcome_selector_shows_qualifying_categories(race_world):
+    views = race_outcomes_visible(race_world["qualifying_run"])
+    assert sorted(view.failure_category for view in views if view.failure_category) == sorted(
+        category.code for category in FAILURE_CATEGORIES
+    )

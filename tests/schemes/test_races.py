@@ -1,0 +1,329 @@
+"""Race benchmarks (seed 002) through the whole pipeline: signed validator runs in, pages out."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from schemes_race_helpers import RACE_TASKS, accepted, env_error, members, rejected, scoring_outcomes
+
+from leaderboard.models import Race
+from leaderboard.models.races import OverallStanding, RaceResult
+from leaderboard.services import races as lifecycle
+from leaderboard.services.races import RaceTransitionError, race_close, race_schedule, race_start
+from submissions.models import RaceRun, RaceTaskOutcome
+
+
+@pytest.fixture
+def validators(make_validator):
+    return [make_validator("validator-a"), make_validator("validator-b")]
+
+
+@pytest.fixture
+def run_race(race_benchmark, race_release, submitter, submit, validators):
+    """run_race(number, {(agent, version): score}, is_launch=False, release=True) -> Race.
+
+    Every version is run by validator A; the race is started, its runs submitted as
+    signed sealed bundles, then closed and (by default) released."""
+    (validator, key), _ = validators
+
+    def run(number, scores, *, is_launch=False, release=True, margin=0.02):
+        race = race_schedule(
+            benchmark=race_benchmark,
+            number=number,
+            task_ids=RACE_TASKS,
+            is_launch=is_launch,
+            challenge_margin=margin,
+            release=race_release,
+        )
+        race_start(race=race)
+        for (agent, version), score in scores.items():
+            submission = submit(
+                submitter,
+                members(
+                    validator=validator,
+                    key=key,
+                    agent=agent,
+                    version=version,
+                    outcomes=scoring_outcomes(score),
+                    race=number,
+                ),
+                name=f"{number}-{agent}-{version}",
+            )
+            assert submission.verdict == "attested", submission.error_message
+        if release:
+            race_close(race=race)
+            lifecycle.race_release(race=race)
+        race.refresh_from_db()
+        return race
+
+    return run
+
+
+def overall_of(race, agent, version="1"):
+    return OverallStanding.objects.get(race=race, agent_version__agent__name=agent, agent_version__version=version)
+
+
+def test_a_run_with_over_30_percent_infrastructure_errors_is_excluded_and_marked_for_rerun(
+    race_benchmark, race_release, submitter, submit, validators, client
+):
+    (validator_a, key_a), (validator_b, key_b) = validators
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    race_start(race=race)
+    good = submit(
+        submitter,
+        members(validator=validator_a, key=key_a, agent="Shopper", version="1", outcomes=scoring_outcomes(0.8), race=1),
+        name="a",
+    )
+    broken_outcomes = [env_error(task) for task in RACE_TASKS[:4]] + [accepted(task) for task in RACE_TASKS[4:]]
+    broken = submit(
+        submitter,
+        members(validator=validator_b, key=key_b, agent="Shopper", version="1", outcomes=broken_outcomes, race=1),
+        name="b",
+    )
+    assert (good.verdict, broken.verdict) == ("attested", "attested")
+    assert broken.error_message == (
+        "infrastructure failure: 4 of 10 tasks ended in an environment or verifier error (more than 30%); "
+        "this run does not count and is marked for a re-run"
+    )
+    run = RaceRun.objects.get(submission=broken)
+    assert (run.infrastructure_failure, run.needs_rerun, run.score) == (True, True, None)
+    result = RaceResult.objects.get(race=race)
+    assert (result.raw_score, result.runs_included, result.runs_excluded) == (0.8, 1, 1)
+    page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+    assert "no — infrastructure failure, re-run pending" in page
+
+
+def test_a_run_with_exactly_30_percent_infrastructure_errors_counts_them_as_zero(
+    race_benchmark, race_release, submitter, submit, validators
+):
+    (validator, key), _ = validators
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    race_start(race=race)
+    outcomes = [env_error(task) for task in RACE_TASKS[:3]] + [accepted(task) for task in RACE_TASKS[3:]]
+    submission = submit(
+        submitter, members(validator=validator, key=key, agent="Shopper", version="1", outcomes=outcomes, race=1)
+    )
+    run = RaceRun.objects.get(submission=submission)
+    assert (run.infrastructure_failure, run.score) == (False, 0.7)
+    assert RaceResult.objects.get(race=race).raw_score == 0.7
+
+
+def test_the_rerun_of_an_infrastructure_failure_lands_during_the_embargo_and_settles_it(
+    race_benchmark, race_release, submitter, submit, validators
+):
+    (validator, key), _ = validators
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    race_start(race=race)
+    submit(
+        submitter,
+        members(
+            validator=validator,
+            key=key,
+            agent="Shopper",
+            version="1",
+            outcomes=[env_error(task) for task in RACE_TASKS],
+            race=1,
+        ),
+        name="broken",
+    )
+    race_close(race=race)
+    rerun = submit(
+        submitter,
+        members(validator=validator, key=key, agent="Shopper", version="1", outcomes=scoring_outcomes(0.6), race=1),
+        name="rerun",
+    )
+    assert rerun.verdict == "attested"
+    assert not RaceRun.objects.filter(needs_rerun=True).exists()
+    assert RaceResult.objects.get(race=race).raw_score == 0.6
+
+
+def test_the_raw_race_score_is_the_mean_of_the_included_validator_runs(
+    race_benchmark, race_release, submitter, submit, validators
+):
+    (validator_a, key_a), (validator_b, key_b) = validators
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    race_start(race=race)
+    submit(
+        submitter,
+        members(validator=validator_a, key=key_a, agent="Shopper", version="1", outcomes=scoring_outcomes(0.8), race=1),
+        name="a",
+    )
+    submit(
+        submitter,
+        members(validator=validator_b, key=key_b, agent="Shopper", version="1", outcomes=scoring_outcomes(0.5), race=1),
+        name="b",
+    )
+    assert RaceResult.objects.get(race=race).raw_score == pytest.approx(0.65)
+
+
+def test_the_field_baseline_is_the_top_half_average_and_vs_field_the_difference(run_race, client):
+    race = run_race(1, {("Alpha", "1"): 0.9, ("Bravo", "1"): 0.7, ("Charlie", "1"): 0.5, ("Delta", "1"): 0.3})
+    results = {r.agent_version.agent.name: r for r in RaceResult.objects.filter(race=race)}
+    assert {name: r.baseline for name, r in results.items()} == pytest.approx(
+        {"Alpha": 0.8, "Bravo": 0.8, "Charlie": 0.8, "Delta": 0.8}
+    )
+    assert {name: r.delta for name, r in results.items()} == pytest.approx(
+        {"Alpha": 0.1, "Bravo": -0.1, "Charlie": -0.3, "Delta": -0.5}
+    )
+    page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+    assert "0.800" in page
+    assert "+0.100" in page
+    assert "\u22120.500" in page
+
+
+def test_the_launch_race_overall_averages_only_itself_then_the_window_fills(run_race, client):
+    first = run_race(1, {("Alpha", "1"): 0.9, ("Bravo", "1"): 0.5}, is_launch=True)
+    second = run_race(2, {("Alpha", "1"): 0.6, ("Bravo", "1"): 0.8})
+    third = run_race(3, {("Alpha", "1"): 0.7, ("Bravo", "1"): 0.7})
+    fourth = run_race(4, {("Alpha", "1"): 1.0, ("Bravo", "1"): 0.4})
+    # Two agents: the baseline is the better score. Alpha's deltas: 0, -0.2, 0, 0; Bravo's: -0.4, 0, 0, -0.6.
+    assert overall_of(first, "Alpha").overall == pytest.approx(0.0)
+    assert overall_of(first, "Bravo").overall == pytest.approx(-0.4)
+    assert overall_of(first, "Alpha").window == 1
+    assert overall_of(second, "Bravo").overall == pytest.approx(-0.4 / 2)
+    assert overall_of(second, "Alpha").window == 2
+    assert overall_of(third, "Alpha").overall == pytest.approx(-0.2 / 3)
+    assert overall_of(fourth, "Alpha").overall == pytest.approx(-0.2 / 3)
+    assert overall_of(fourth, "Bravo").overall == pytest.approx(-0.6 / 3)
+    assert overall_of(fourth, "Bravo").window == 3
+    page = client.get(reverse("race_overall", args=["shop-race"])).content.decode()
+    assert "Overall as of" in page and "race 4" in page
+
+
+def test_races_before_the_launch_race_are_not_back_filled(run_race):
+    run_race(1, {("Alpha", "1"): 0.2, ("Bravo", "1"): 0.9})
+    launch = run_race(2, {("Alpha", "1"): 0.9, ("Bravo", "1"): 0.5}, is_launch=True)
+    assert overall_of(launch, "Alpha").overall == pytest.approx(0.0)
+    assert overall_of(launch, "Alpha").races_counted == 1
+
+
+def test_a_new_version_is_damped_by_the_races_it_missed(run_race, client):
+    run_race(1, {("Alpha", "1"): 0.5, ("Bravo", "1"): 0.5}, is_launch=True)
+    run_race(2, {("Alpha", "1"): 0.5, ("Bravo", "1"): 0.5})
+    third = run_race(3, {("Alpha", "1"): 0.5, ("Bravo", "1"): 0.5, ("Alpha", "2"): 1.0, ("Charlie", "1"): 0.3})
+    # Field of four: top half (1.0, 0.5) -> baseline 0.75; Alpha 2 is +0.25 in its only race of three.
+    fresh = overall_of(third, "Alpha", "2")
+    assert fresh.overall == pytest.approx(0.25 / 3)
+    assert (fresh.races_counted, fresh.window) == (1, 3)
+    page = client.get(reverse("race_agent_version", args=["shop-race", "alpha", "2"])).content.decode()
+    assert page.count("Did not race: counts at the field baseline (delta 0.000)") == 2
+    assert "+0.250" in page
+
+
+def test_the_top_agent_changes_only_beyond_the_challenge_margin(run_race, client):
+    first = run_race(1, {("Alpha", "1"): 0.8, ("Bravo", "1"): 0.7}, is_launch=True, margin=0.05)
+    assert overall_of(first, "Alpha").is_top
+    # Race 2: Bravo 0.9 vs Alpha 0.8 -> Overalls Alpha (0 - 0.1)/2 = -0.05, Bravo (-0.1 + 0)/2 = -0.05: no change.
+    second = run_race(2, {("Alpha", "1"): 0.8, ("Bravo", "1"): 0.9}, margin=0.05)
+    assert overall_of(second, "Alpha").is_top
+    # Race 3: Bravo 1.0 vs Alpha 0.7 -> Alpha -0.4/3, Bravo -0.1/3: Bravo leads by 0.1 > 0.05 and takes the spot.
+    third = run_race(3, {("Alpha", "1"): 0.7, ("Bravo", "1"): 1.0}, margin=0.05)
+    assert overall_of(third, "Bravo").is_top
+    assert not overall_of(third, "Alpha").is_top
+
+
+def test_a_challenger_ahead_by_less_than_the_margin_does_not_take_the_top_spot(run_race):
+    run_race(1, {("Alpha", "1"): 0.8, ("Bravo", "1"): 0.6}, is_launch=True, margin=0.3)
+    second = run_race(2, {("Alpha", "1"): 0.5, ("Bravo", "1"): 1.0}, margin=0.3)
+    # Alpha (0 - 0.5)/2 = -0.25, Bravo (-0.2 + 0)/2 = -0.1: Bravo ranks first, but 0.15 <= 0.3.
+    assert overall_of(second, "Bravo").rank == 1
+    assert overall_of(second, "Alpha").is_top
+
+
+def test_a_run_for_a_scheduled_race_is_rejected(race_benchmark, race_release, submitter, submit, validators):
+    (validator, key), _ = validators
+    race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    submission = submit(
+        submitter,
+        members(validator=validator, key=key, agent="Shopper", version="1", outcomes=scoring_outcomes(0.5), race=1),
+    )
+    assert (submission.verdict, submission.error_code) == ("rejected", "race_not_running")
+    assert submission.error_message == (
+        "race run: shop-race race 1 is scheduled; results are accepted only while a race is running"
+    )
+    assert not RaceRun.objects.exists()
+
+
+def test_a_run_signed_by_an_unregistered_key_is_rejected(race_release, submitter, submit, validators):
+    from submissions.bundle.signatures import generate_signing_key, key_id_for, public_key_b64
+
+    (validator, _), _ = validators
+    stranger_key = generate_signing_key()
+    submission = submit(
+        submitter,
+        members(
+            validator=validator,
+            key=stranger_key,
+            agent="Shopper",
+            version="1",
+            outcomes=scoring_outcomes(0.5, [f"q{i:02d}" for i in range(10)]),
+            race=None,
+            tasks=[f"q{i:02d}" for i in range(10)],
+        ),
+    )
+    assert (submission.verdict, submission.error_code) == ("rejected", "validator_key_unknown")
+    key_id = key_id_for(public_key_b64(stranger_key))
+    assert submission.error_message == (
+        f"race_run.json signature: key '{key_id}' is not a registered, unrevoked validator key on this server; "
+        "a race run counts only when signed by a registered validator"
+    )
+
+
+def test_a_claimed_score_that_differs_is_a_mismatch(race_release, submitter, submit, validators):
+    (validator, key), _ = validators
+    tasks = [f"q{i:02d}" for i in range(10)]
+    submission = submit(
+        submitter,
+        members(
+            validator=validator,
+            key=key,
+            agent="Shopper",
+            version="1",
+            outcomes=scoring_outcomes(0.5, tasks),
+            race=None,
+            tasks=tasks,
+            claimed={"status": "ok", "run_score": 0.9},
+        ),
+    )
+    assert (submission.verdict, submission.error_code) == ("mismatch", "race_run_mismatch")
+    assert submission.error_message == "the claimed values differ from the server's recomputation in: run_score"
+    assert not RaceRun.objects.exists()
+
+
+def test_a_qualifying_run_scores_the_public_frozen_task_set(race_release, submitter, submit, validators, client):
+    (validator, key), _ = validators
+    tasks = [f"q{i:02d}" for i in range(10)]
+    outcomes = scoring_outcomes(0.7, tasks)
+    submission = submit(
+        submitter,
+        members(validator=validator, key=key, agent="Shopper", version="1", outcomes=outcomes, race=None, tasks=tasks),
+    )
+    run = RaceRun.objects.get(submission=submission)
+    assert (run.race, run.score, run.expected_tasks) == (None, 0.7, 10)
+    assert RaceTaskOutcome.objects.filter(run=run, failure_category="rejected_order").count() == 3
+    page = client.get(reverse("race_qualifying", args=["shop-race"])).content.decode()
+    assert "0.700" in page
+
+
+def test_lifecycle_steps_out_of_order_are_refused(race_benchmark, race_release):
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    with pytest.raises(RaceTransitionError) as error:
+        lifecycle.race_release(race=race)
+    assert error.value.code == "race_wrong_state"
+    assert str(error.value) == "shop-race race 1 is scheduled; only a embargoed race can be released"
+    race.refresh_from_db()
+    assert race.status == Race.Status.SCHEDULED
+
+
+def test_a_race_needs_a_hidden_task_set(race_benchmark):
+    with pytest.raises(RaceTransitionError) as error:
+        race_schedule(benchmark=race_benchmark, number=1, task_ids=[])
+    assert str(error.value) == "a race needs a non-empty hidden task set (a list of task ids)"
+    assert not Race.objects.exists()
+
+
+def test_rejected_orders_pay_zero(run_race):
+    race = run_race(1, {("Alpha", "1"): 0.3})
+    outcomes = RaceTaskOutcome.objects.filter(run__race=race)
+    assert sorted(set(outcomes.values_list("failure_category", "paid_reward"))) == [("", 1.0), ("rejected_order", 0.0)]
+    assert rejected("x").order_placed
