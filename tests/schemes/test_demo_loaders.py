@@ -1,0 +1,39 @@
+"""The scheme demo loaders go through the real verification path and are idempotent."""
+
+from __future__ import annotations
+
+import io
+
+from django.urls import reverse
+
+from leaderboard.models import Race
+from leaderboard.models.races import OverallStanding, ScorecardStanding
+from submissions.demo_loaders.race import load_race_demo
+from submissions.demo_loaders.scorecard import load_scorecard_demo
+from submissions.models import RaceRun, ScorecardRun, Submission
+
+
+def test_the_scorecard_demo_loads_the_seed_example_once(db, client):
+    load_scorecard_demo(stdout=io.StringIO())
+    load_scorecard_demo(stdout=io.StringIO())
+    assert Submission.objects.filter(kind="scorecard").count() == 5
+    assert set(Submission.objects.values_list("verdict", flat=True)) == {"validated"}
+    example = ScorecardRun.objects.get(agent_version__agent__name="Crate Whisperer")
+    assert (example.solved, example.episodes, example.deadlock_rate, example.total_actions) == (31, 100, 0.08, 4120)
+    assert ScorecardStanding.objects.count() == 4
+    page = client.get(reverse("scorecard_detail", args=[example.pk])).content.decode()
+    assert "This agent solved 31 of 100." in page
+
+
+def test_the_race_demo_loads_four_or_more_races_with_one_live(db, client):
+    load_race_demo(stdout=io.StringIO())
+    runs = RaceRun.objects.count()
+    load_race_demo(stdout=io.StringIO())
+    assert RaceRun.objects.count() == runs
+    statuses = dict(Race.objects.values_list("number", "status"))
+    assert statuses == {1: "released", 2: "released", 3: "released", 4: "embargoed", 5: "running", 6: "scheduled"}
+    assert set(Submission.objects.filter(kind="race_run").values_list("verdict", flat=True)) == {"attested"}
+    assert RaceRun.objects.filter(infrastructure_failure=True).count() == 1
+    assert OverallStanding.objects.filter(race__number=5).exists()
+    page = client.get(reverse("race_overall", args=["shopping-race"])).content.decode()
+    assert "race 5" in page and "running" in page
