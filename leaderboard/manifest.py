@@ -256,6 +256,12 @@ def read_manifest_zip(
             for info in infos
             if (reason := _zip_member_problem(info.filename, info)) is not None
         ]
+        seen: set[str] = set()
+        for info in infos:
+            # Which of two same-named members wins differs between unzip tools; refuse the ambiguity.
+            if info.filename in seen:
+                problems.append(Problem(info.filename, None, "", "appears twice in the archive; refused"))
+            seen.add(info.filename)
         if problems:
             raise ManifestError(problems)
         members = [info for info in infos if not info.is_dir()]
@@ -586,9 +592,12 @@ def _parse_yaml(raw: bytes, file: str, problems: list[Problem]) -> tuple[Any, _L
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        detail = " ".join(part for part in (exc.context, exc.problem) if part)
-        column = f" (column {mark.column + 1})" if mark is not None else ""
-        problems.append(Problem(file, mark.line + 1 if mark else None, "", f"is not valid YAML: {detail}{column}"))
+        detail = exc.problem or "malformed YAML"
+        if mark is not None:
+            detail += f" at column {mark.column + 1}"
+        if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
+            detail += f" ({exc.context} started at line {exc.context_mark.line + 1})"
+        problems.append(Problem(file, mark.line + 1 if mark else None, "", f"is not valid YAML: {detail}"))
         return None
     except yaml.YAMLError as exc:
         problems.append(Problem(file, None, "", f"is not valid YAML: {exc}"))
