@@ -23,12 +23,21 @@ logger = logging.getLogger("podium.api")
 class ApiError(exceptions.APIException):
     """An API error with an explicit stable code, status and message."""
 
-    def __init__(self, *, code: str, message: str, status_code: int = 400, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        code: str,
+        message: str,
+        status_code: int = 400,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ):
         super().__init__(detail=message, code=code)
         self.status_code = status_code
         self.error_code = code
         self.message = message
         self.headers = headers or {}
+        self.extra = extra or {}
 
 
 # DRF exception class -> stable code, for the ones whose default code is vague.
@@ -76,7 +85,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
     set_rollback()
     if isinstance(exc, ApiError):
-        return Response(error_body(exc.error_code, exc.message), status=exc.status_code, headers=exc.headers)
+        body = error_body(exc.error_code, exc.message, **exc.extra)
+        return Response(body, status=exc.status_code, headers=exc.headers)
 
     if isinstance(exc, exceptions.APIException):
         headers: dict[str, str] = {}

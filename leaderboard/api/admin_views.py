@@ -15,8 +15,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api_errors import ApiError
+from leaderboard.manifest import ManifestError, ZipLimits, read_manifest_zip
 from leaderboard.models import Race
-from submissions.api.serializers import ErrorSerializer, ManifestUploadSerializer, RaceStatusSerializer
+from leaderboard.services.releases import ReleaseGateError, release_sync
+from submissions.api.serializers import (
+    ErrorSerializer,
+    ManifestSyncResultSerializer,
+    ManifestUploadSerializer,
+    RaceStatusSerializer,
+)
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 
 STAFF_ERRORS = {
@@ -44,27 +51,55 @@ class ManifestSyncView(APIView):
         summary="Sync a release manifest from a zip of its directory (staff)",
         request={"multipart/form-data": ManifestUploadSerializer},
         responses={
-            200: OpenApiResponse(description="The sync result"),
+            200: ManifestSyncResultSerializer,
             413: ErrorSerializer,
             **STAFF_ERRORS,
         },
     )
     def post(self, request: Request) -> Response:
-        from leaderboard.services.release_upload import release_sync_from_zip
-
         guard = getattr(self, "upload_guard", None)
+        too_large = ApiError(
+            code="too_large",
+            message=f"The manifest zip is larger than the limit of {settings.PODIUM_MAX_BUNDLE_BYTES} bytes.",
+            status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
         if guard is not None and guard.too_large:
-            raise ApiError(
-                code="too_large", message="The manifest zip is larger than the upload limit.", status_code=413
-            )
+            raise too_large
         upload = request.FILES.get("manifest")
         if guard is not None and guard.too_large:
-            raise ApiError(
-                code="too_large", message="The manifest zip is larger than the upload limit.", status_code=413
-            )
+            raise too_large
         if upload is None:
             raise ApiError(code="manifest_missing", message="manifest: expected a zip file field named 'manifest'.")
-        return Response(release_sync_from_zip(uploaded_file=upload, user=request.user), status=status.HTTP_200_OK)
+        stream = upload.file
+        stream.seek(0)
+        try:
+            # The registry's safe reader (no paths from the zip touch the disk) and the sync service
+            # `manage.py sync_manifest` and the admin form use.
+            source = read_manifest_zip(stream, limits=ZipLimits(), label="manifest.zip")
+            result = release_sync(manifest=source, user=request.user)
+        except ManifestError as exc:
+            raise ApiError(
+                code="manifest_invalid",
+                message=str(exc).splitlines()[0] + " " + "; ".join(str(p) for p in exc.problems[:5]),
+                extra={"problems": [problem.as_dict() for problem in exc.problems]},
+            ) from None
+        except ReleaseGateError as exc:
+            raise ApiError(code="release_locked", message=str(exc), status_code=status.HTTP_409_CONFLICT) from None
+        release = result.release
+        return Response(
+            {
+                "status": result.status,
+                "release": {
+                    "id": release.pk,
+                    "benchmark": release.benchmark.slug,
+                    "version": release.version,
+                    "published": release.published,
+                },
+                "changes": result.changes,
+                "notes": result.notes,
+            },
+            status=status.HTTP_200_OK,
+        )
 
 
 class RaceReleaseView(APIView):

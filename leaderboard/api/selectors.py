@@ -63,9 +63,9 @@ def runs_visible(user: AnyUser) -> QuerySet[Run]:
     queryset = Run.objects.select_related("release__benchmark", "agent_version__agent", "submission").prefetch_related(
         Prefetch(
             "task_results",
-            queryset=TaskResult.objects.select_related("release_task__task", "signing_key").order_by(
-                "release_task__position", "release_task__task__slug"
-            ),
+            queryset=TaskResult.objects.select_related(
+                "release_task__task", "release_task__release", "signing_key"
+            ).order_by("release_task__position", "release_task__task__slug"),
         ),
         "events",
     )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -179,7 +178,7 @@ class TaskResultSerializer(serializers.ModelSerializer):
     task = serializers.CharField(source="release_task.task.slug")
     genre = serializers.CharField(source="release_task.genre")
     anchor_published = serializers.BooleanField(source="release_task.anchor_published")
-    paper_value = serializers.FloatField(source="release_task.public_paper_value", allow_null=True)
+    paper_value = serializers.SerializerMethodField()
     measured = serializers.SerializerMethodField()
     signing_key = serializers.SerializerMethodField()
 
@@ -203,7 +202,14 @@ class TaskResultSerializer(serializers.ModelSerializer):
             "signing_key",
         ]
 
-    @extend_schema_field(OpenApiTypes.DOUBLE)
+    @extend_schema_field({"type": "number", "format": "double", "nullable": True})
+    def get_paper_value(self, obj: TaskResult) -> float | None:
+        # A draft release's anchors stay in the registry until it is published, whatever its flags say.
+        if not obj.release_task.release.published:
+            return None
+        return obj.release_task.public_paper_value
+
+    @extend_schema_field({"type": "number", "format": "double", "nullable": True})
     def get_measured(self, obj: TaskResult) -> float | None:
         if obj.release_task.anchor_published or self.context.get("is_owner"):
             return obj.measured

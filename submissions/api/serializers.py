@@ -111,6 +111,13 @@ class ManifestUploadSerializer(serializers.Serializer):
     manifest = serializers.FileField(help_text="A zip of the manifest directory (release.yaml + tasks/...).")
 
 
+class ManifestSyncResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["created", "updated", "unchanged"])
+    release = serializers.DictField()
+    changes = serializers.ListField(child=serializers.CharField())
+    notes = serializers.ListField(child=serializers.CharField())
+
+
 class RaceStatusSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     benchmark = serializers.CharField()

@@ -47,6 +47,8 @@ def _fresh_cache(settings: Any) -> None:
     settings.CACHES = {
         name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
     }
+    # The world creates three users per test; a deliberately slow hasher only slows the suite.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @dataclass
@@ -254,3 +256,9 @@ def client_for() -> Any:
 def media(settings: Any, tmp_path: Any) -> Any:
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def withheld_values() -> list[str]:
+    """Strings no response may contain: withheld and draft anchors, a hidden measurement, an embargoed category."""
+    return list(WITHHELD_VALUES)

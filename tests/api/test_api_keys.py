@@ -16,6 +16,7 @@ def test_a_created_key_is_stored_only_as_a_hash(world: Any) -> None:
     issued = api_key_create(user=world.owner, name="runner")
     row = ApiKey.objects.get(pk=issued.api_key.pk)
     prefix, secret = api_key_parse(issued.plaintext)  # type: ignore[misc]
+    assert prefix == row.prefix
     assert issued.plaintext.startswith(f"pdm_{row.prefix}_")
     assert row.key_hash == api_key_hash(secret)
     assert secret not in row.key_hash and secret not in str(row.__dict__)
@@ -29,9 +30,7 @@ def test_a_key_needs_a_name(world: Any) -> None:
 def test_an_api_key_authenticates_its_user_and_records_last_use(world: Any, api: Any, owner_key: str) -> None:
     response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
     assert response.status_code == 200
-    assert {item["id"] for item in response.json()["results"]} == {
-        str(s.pk) for s in world.owner.submissions.all()
-    }
+    assert {item["id"] for item in response.json()["results"]} == {str(s.pk) for s in world.owner.submissions.all()}
     assert ApiKey.objects.get(user=world.owner).last_used_at is not None
 
 
@@ -39,9 +38,7 @@ def test_a_wrong_secret_is_refused_with_a_json_error(world: Any, api: Any, owner
     tampered = owner_key[:-4] + ("AAAA" if not owner_key.endswith("AAAA") else "BBBB")
     response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {tampered}")
     assert response.status_code == 401
-    assert response.json() == {
-        "error": {"code": "authentication_failed", "message": "Invalid or revoked API key."}
-    }
+    assert response.json() == {"error": {"code": "authentication_failed", "message": "Invalid or revoked API key."}}
     assert response["WWW-Authenticate"] == "Api-Key"
 
 
@@ -58,7 +55,9 @@ def test_a_key_of_an_inactive_user_does_not_authenticate(world: Any, api: Any, o
     assert response.status_code == 401
 
 
-def test_failed_key_attempts_from_one_address_are_throttled(world: Any, api: Any, owner_key: str, settings: Any) -> None:
+def test_failed_key_attempts_from_one_address_are_throttled(
+    world: Any, api: Any, owner_key: str, settings: Any
+) -> None:
     settings.PODIUM_API_KEY_FAILURE_LIMIT = 5
     settings.PODIUM_API_KEY_FAILURE_WINDOW = 300
     for n in range(5):

@@ -108,7 +108,7 @@ def test_an_upload_declaring_a_huge_length_is_refused_unread(world: Any, owner_k
     from django.test import Client
 
     settings.PODIUM_MAX_BUNDLE_BYTES = 1024
-    body = io.BytesIO(b"--b\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"a\"\r\n\r\nxx\r\n--b--\r\n")
+    body = io.BytesIO(b'--b\r\nContent-Disposition: form-data; name="bundle"; filename="a"\r\n\r\nxx\r\n--b--\r\n')
     response = Client().generic(
         "POST",
         "/api/v1/submissions/",

@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import base64
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from leaderboard.models import Evaluator, Release
+from submissions.models import SigningKey
+
+pytestmark = pytest.mark.django_db
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo-release"
+
+
+def _zip_dir(root: Path, *, extra: dict[str, bytes] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(root).as_posix())
+        for name, data in (extra or {}).items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _key() -> str:
+    raw = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return base64.b64encode(raw).decode()
+
+
+def test_staff_register_an_evaluator_key(world: Any, client_for: Any) -> None:
+    key = _key()
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "evaluator", "owner": "robosuite+robomimic", "public_key": key},
+        format="json",
+    )
+    assert response.status_code == 201
+    row = SigningKey.objects.get(key_id=response.json()["key_id"])
+    assert row.evaluator == world.evaluator and row.public_key == key and row.registered_by == world.staff
+
+
+def test_registering_the_same_key_again_answers_200(world: Any, client_for: Any) -> None:
+    payload = {"owner_kind": "validator", "owner": "val-one", "public_key": _key()}
+    client = client_for(world.staff)
+    assert client.post("/api/v1/admin/signing-keys/", payload, format="json").status_code == 201
+    assert client.post("/api/v1/admin/signing-keys/", payload, format="json").status_code == 200
+    assert SigningKey.objects.count() == 1
+
+
+def test_a_malformed_key_is_refused_with_the_services_message(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "evaluator", "owner": "robosuite+robomimic", "public_key": base64.b64encode(b"short").decode()},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "signing_key_invalid",
+        "message": "public key: decodes to 5 bytes; an Ed25519 public key is exactly 32 bytes",
+    }
+
+
+def test_an_unknown_owner_is_refused(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "validator", "owner": "ghost", "public_key": _key()},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "owner: no validator with slug 'ghost'."
+
+
+def test_a_missing_field_names_the_field(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post("/api/v1/admin/signing-keys/", {"owner_kind": "evaluator"}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid"
+    assert error["message"] == "owner: This field is required."
+    assert set(error["fields"]) == {"owner", "public_key"}
+
+
+@pytest.mark.skipif(not DEMO.is_dir(), reason="the registry engineer's demo manifest is not in the tree")
+def test_staff_sync_the_demo_manifest_from_a_zip_twice(db: Any, client_for: Any, django_user_model: Any) -> None:
+    staff = django_user_model.objects.create_user("admin", password="x", is_staff=True)
+    client = client_for(staff)
+    data = _zip_dir(DEMO)
+    first = client.post(
+        "/api/v1/admin/releases/sync/", {"manifest": SimpleUploadedFile("m.zip", data)}, format="multipart"
+    )
+    assert first.status_code == 200, first.json()
+    assert first.json()["status"] == "created"
+    assert first.json()["release"]["benchmark"] == "ale-robotics"
+    release = Release.objects.get(pk=first.json()["release"]["id"])
+    assert release.release_tasks.count() == 11
+    assert Evaluator.objects.exists()
+    again = client.post(
+        "/api/v1/admin/releases/sync/", {"manifest": SimpleUploadedFile("m.zip", data)}, format="multipart"
+    )
+    assert again.json()["status"] == "unchanged"
+
+
+def test_a_zip_with_a_path_outside_the_manifest_is_refused(world: Any, client_for: Any) -> None:
+    data = _zip_dir(DEMO, extra={"../escape.txt": b"x"}) if DEMO.is_dir() else b""
+    response = client_for(world.staff).post(
+        "/api/v1/admin/releases/sync/", {"manifest": SimpleUploadedFile("m.zip", data)}, format="multipart"
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "manifest_invalid"
+    assert error["problems"]
+    assert not Path("escape.txt").exists()
+
+
+def test_a_non_zip_manifest_is_refused_with_its_problem(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/releases/sync/", {"manifest": SimpleUploadedFile("m.zip", b"plain text")}, format="multipart"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["problems"] == [
+        {
+            "file": "manifest.zip",
+            "line": None,
+            "field": "",
+            "message": "is not a zip archive; expected a .zip of the manifest directory",
+        }
+    ]
+
+
+def test_staff_release_an_embargoed_race(world: Any, client_for: Any) -> None:
+    client = client_for(world.staff)
+    response = client.post(f"/api/v1/admin/races/{world.race.pk}/release/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "released" and response.json()["released_at"]
+    world.race.refresh_from_db()
+    assert world.race.status == "released"
+    # A retried request answers the released state again.
+    assert client.post(f"/api/v1/admin/races/{world.race.pk}/release/").status_code == 200
+
+
+def test_a_race_that_is_still_running_cannot_be_released(world: Any, client_for: Any) -> None:
+    world.race.status = "running"
+    world.race.save()
+    response = client_for(world.staff).post(f"/api/v1/admin/races/{world.race.pk}/release/")
+    assert response.status_code == 409
+    world.race.refresh_from_db()
+    assert world.race.status == "running"
