@@ -23,7 +23,8 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import repeat
+from typing import Any, cast
 
 from scoring.gap import (
     EPS,
@@ -185,33 +186,26 @@ def _task_replicates(rng: random.Random, spec: TaskSpec, result: TaskResult, cou
 
 
 def _outer(
-    rng: random.Random,
     pool: Sequence[str],
     replicates: Mapping[str, list[float | None]],
     draws: Sequence[int],
-    resamples: int,
     zero_missing: bool,
 ) -> list[float]:
-    """Task-level resamples: mean of freshly drawn inner replicates."""
+    """Task-level resamples: the mean over each block of ``len(pool)`` drawn
+    tasks, the k-th use of a task taking its k-th inner replicate."""
     m = len(pool)
-    used = dict.fromkeys(pool, 0)
+    takers = [iter(replicates[slug]).__next__ if replicates[slug] else repeat(None).__next__ for slug in pool]
+    values = [takers[position]() for position in draws]
+    blocks = range(0, len(values), m)
+    if None not in values:
+        complete = cast(list[float], values)
+        return [sum(complete[start : start + m]) / m for start in blocks]
     stats: list[float] = []
-    for start in range(0, m * resamples, m):
-        total = 0.0
-        present = 0
-        for position in draws[start : start + m]:
-            slug = pool[position]
-            series = replicates[slug]
-            value = series[used[slug]] if series else None
-            used[slug] += 1
-            if value is None:
-                if zero_missing:
-                    present += 1
-                continue
-            total += value
-            present += 1
+    for start in blocks:
+        block = values[start : start + m]
+        present = m if zero_missing else m - block.count(None)
         if present:
-            stats.append(total / present)
+            stats.append(sum(value for value in block if value is not None) / present)
     return stats
 
 
@@ -250,19 +244,17 @@ def run_intervals(
     draws = {name: _draw(rng, len(pool), len(pool) * count) if pool else b"" for name, pool in pools.items()}
     usage = dict.fromkeys(covered, 0)
     for name, pool in pools.items():
-        tally = dict.fromkeys(pool, 0)
-        for position in draws[name]:
-            tally[pool[position]] += 1
-        for slug, used in tally.items():
+        picks = draws[name]
+        for position, slug in enumerate(pool):
             if slug in usage:
-                usage[slug] = max(usage[slug], used)
+                usage[slug] = max(usage[slug], picks.count(position))
     replicates: dict[str, list[float | None]] = {slug: [] for slug in required}
     for slug in covered:
         if usage[slug]:
             replicates[slug] = _task_replicates(rng, release.tasks[slug], results[slug], usage[slug])
     intervals: dict[str, Interval | None] = {}
     for name, pool in pools.items():
-        stats = _outer(rng, pool, replicates, draws[name], count, zero_missing) if pool else []
+        stats = _outer(pool, replicates, draws[name], zero_missing) if pool else []
         intervals[name] = percentile_interval(stats, level)
     return RunIntervals(overall=intervals["overall"], reproduction=intervals[REPRODUCTION], open=intervals[OPEN])
 
