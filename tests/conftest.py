@@ -169,6 +169,15 @@ def celery_worker_factory(tmp_path_factory: pytest.TempPathFactory, transactiona
     yield make
     for worker in workers:
         worker.stop()
+    _forget_test_queue()
+
+
+def _forget_test_queue() -> None:
+    """Drop this session's queue and its bindings from Redis, so killed workers' leftovers go too."""
+    import redis
+
+    broker = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    broker.delete(TEST_QUEUE, f"_kombu.binding.{TEST_QUEUE}", f"_kombu.binding_permanent.{TEST_QUEUE}")
 
 
 @pytest.fixture
