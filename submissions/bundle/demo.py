@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 DEMO_BENCHMARK = "ale-robotics"
-DEMO_RELEASE = "v0.5"
+DEMO_RELEASE = "0.5"
 
 # What `tamper` can do, and the verdict or error code each one produces.
 TAMPERS: dict[str, str] = {
@@ -271,11 +271,12 @@ def write_paper_gap_bundle_dir(
 def _write_artifact(path: Path, size: int, seed: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
-    block = rng.randbytes(1 << 20)  # incompressible, so the zstd ratio stays ~1
     with open(path, "wb") as f:
         remaining = size
         while remaining > 0:
-            f.write(block[: min(remaining, len(block))])
+            # fresh random bytes per block: incompressible, so the bundle really is `size` bytes
+            block = rng.randbytes(min(remaining, 1 << 20))
+            f.write(block)
             remaining -= len(block)
 
 

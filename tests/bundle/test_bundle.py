@@ -1,0 +1,230 @@
+"""open_bundle on intact envelopes: member hashes, JSON strictness and schemas."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from submissions.bundle import BundleError, open_bundle
+from submissions.bundle.seal import seal_dir
+
+
+def _reseal(directory: Path, recipient: str) -> Path:
+    """Seal after an edit, rewriting the members map so only the edit is wrong."""
+    return seal_dir(directory, recipient, directory.with_suffix(".age"))
+
+
+def _error(path: Path, key: str) -> BundleError:
+    with pytest.raises(BundleError) as err:
+        open_bundle(path, [key])
+    return err.value
+
+
+def _first_result(directory: Path) -> Path:
+    return sorted((directory / "results").glob("*.json"))[0]
+
+
+def test_it_reads_every_member_of_a_demo_bundle(sealed_demo, site_identity):
+    bundle = open_bundle(sealed_demo(), [site_identity[0]])
+    assert bundle.manifest.format == "podium-bundle/1"
+    assert bundle.manifest.effort_tier == "standard"
+    assert sorted(bundle.results) == sorted(bundle.manifest.genres)
+    assert set(bundle.faithfulness) == {s for s, g in bundle.manifest.genres.items() if g == "reproduction"}
+    assert bundle.claimed_breakdown["aggregates"]["coverage"] == {"covered": 11, "required": 11, "complete": True}
+    assert len(bundle.results["orb-slam-ate"].episodes) == 20
+
+
+def test_it_rejects_a_member_whose_hash_differs_from_the_manifest(sealed_demo, site_identity):
+    err = _error(sealed_demo(tamper="member_hash"), site_identity[0])
+    assert err.code == "member_hash_mismatch"
+    assert err.message.startswith("results/act-aloha-transfer.json: SHA-256 is ")
+    assert err.message.endswith("; the file changed after the manifest was written")
+
+
+def test_it_rejects_a_member_listed_but_absent(demo_dir, site_identity):
+    from submissions.bundle.demo import seal_dir as seal_as_is
+
+    directory = demo_dir()
+    (directory / "faithfulness.json").unlink()
+    err = _error(seal_as_is(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "missing_member",
+        "faithfulness.json: listed in manifest.json members but missing from the bundle",
+    )
+
+
+def test_it_rejects_a_member_not_listed_in_the_manifest(demo_dir, site_identity):
+    from submissions.bundle.demo import seal_dir as seal_as_is
+
+    directory = demo_dir()
+    (directory / "artifacts").mkdir()
+    (directory / "artifacts" / "extra.log").write_text("hi")
+    err = _error(seal_as_is(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "unexpected_member",
+        "artifacts/extra.log: present in the bundle but not listed in manifest.json members",
+    )
+
+
+def test_it_rejects_a_bundle_without_manifest(seal_bytes, site_identity, tar_bytes):
+    err = _error(seal_bytes(tar_bytes([("score_breakdown.json", b"{}")])), site_identity[0])
+    assert (err.code, err.message) == (
+        "missing_member",
+        "manifest.json: missing from the bundle (every bundle starts from its run manifest)",
+    )
+
+
+def test_it_rejects_a_task_in_the_manifest_without_results(demo_dir, site_identity):
+    directory = demo_dir()
+    (directory / "results" / "orb-slam-ate.json").unlink()
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "missing_member",
+        "results/orb-slam-ate.json: manifest.json lists task 'orb-slam-ate' but the bundle has no results for it",
+    )
+
+
+def test_it_rejects_nan_in_a_result(sealed_demo, site_identity):
+    err = _error(sealed_demo(tamper="nan"), site_identity[0])
+    assert (err.code, err.message) == (
+        "non_finite_number",
+        "results/act-aloha-transfer.json: NaN is not a finite number; JSON numbers must be finite (no NaN or Infinity)",
+    )
+
+
+@pytest.mark.parametrize("token", ["Infinity", "-Infinity", "1e999"])
+def test_it_rejects_infinities(demo_dir, site_identity, token):
+    directory = demo_dir()
+    path = directory / "score_breakdown.json"
+    doc = json.loads(path.read_text())
+    doc["aggregates"]["overall"] = "PLACEHOLDER"
+    path.write_text(json.dumps(doc).replace('"PLACEHOLDER"', token))
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert err.code == "non_finite_number"
+    assert err.message == (
+        f"score_breakdown.json: {token} is not a finite number; JSON numbers must be finite (no NaN or Infinity)"
+    )
+
+
+def test_it_rejects_invalid_json(demo_dir, site_identity):
+    directory = demo_dir()
+    (directory / "faithfulness.json").write_text('{"a": ')
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "invalid_json",
+        "faithfulness.json: invalid JSON at line 1 column 7: Expecting value",
+    )
+
+
+def test_it_rejects_json_that_is_not_utf8(demo_dir, site_identity):
+    directory = demo_dir()
+    (directory / "faithfulness.json").write_bytes(b'{"\xff": 1}')
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == ("invalid_json", "faithfulness.json: not valid UTF-8 (byte 2)")
+
+
+def test_it_rejects_a_duplicate_key(demo_dir, site_identity):
+    directory = demo_dir()
+    path = _first_result(directory)
+    text = path.read_text()
+    path.write_text(text.replace('"aborted": false', '"aborted": false, "aborted": true', 1))
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "invalid_json",
+        "results/act-aloha-transfer.json: episodes[0] has the key 'aborted' twice",
+    )
+
+
+def test_it_rejects_a_task_listed_twice_in_the_manifest(seal_bytes, site_identity, tar_bytes, manifest_for):
+    manifest = manifest_for({}).replace(
+        b'"tasks": {"t": {"genre": "open"}}', b'"tasks": {"t": {"genre": "open"}, "t": {"genre": "open"}}'
+    )
+    err = _error(seal_bytes(tar_bytes([("manifest.json", manifest)])), site_identity[0])
+    assert (err.code, err.message) == ("duplicate_task", "manifest.json: tasks lists the task 't' twice")
+
+
+def test_it_rejects_two_result_files_for_one_task(demo_dir, site_identity):
+    directory = demo_dir()
+    source = directory / "results" / "orb-slam-ate.json"
+    (directory / "results" / "orb-slam-ate-copy.json").write_text(source.read_text())
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "duplicate_task",
+        "results/orb-slam-ate.json: task 'orb-slam-ate' already has results in results/orb-slam-ate-copy.json",
+    )
+
+
+def test_it_rejects_an_unknown_format_version(seal_bytes, site_identity, tar_bytes, manifest_for):
+    manifest = manifest_for({}, format="podium-bundle/9")
+    err = _error(seal_bytes(tar_bytes([("manifest.json", manifest)])), site_identity[0])
+    assert (err.code, err.message) == (
+        "unsupported_format",
+        "manifest.json: format must be 'podium-bundle/1', got 'podium-bundle/9' (see docs/bundle-format.md)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["episodes"][0].update(aborted="no"),
+            "results/act-aloha-transfer.json: episodes[0].aborted must be true or false, got 'no'",
+        ),
+        (
+            lambda d: d["episodes"][0].pop("seed"),
+            "results/act-aloha-transfer.json: episodes[0] is missing the field 'seed'",
+        ),
+        (
+            lambda d: d["episodes"][0].update(reward=1),
+            "results/act-aloha-transfer.json: episodes[0] has an unknown field 'reward' (allowed: aborted, metric, "
+            "rates, seed)",
+        ),
+        (
+            lambda d: d["episodes"][0].update(metric="0.5"),
+            "results/act-aloha-transfer.json: episodes[0].metric must be a number or null, got '0.5'",
+        ),
+        (
+            lambda d: d.update(episodes=[]),
+            "results/act-aloha-transfer.json: episodes must be a list of at least 1 item(s), got []",
+        ),
+    ],
+)
+def test_it_rejects_a_result_of_the_wrong_schema(demo_dir, site_identity, edit, message):
+    directory = demo_dir()
+    path = _first_result(directory)
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == ("schema_error", message)
+
+
+def test_it_rejects_a_negative_safety_rate(demo_dir, site_identity):
+    directory = demo_dir()
+    path = directory / "results" / "carla-route-completion.json"
+    doc = json.loads(path.read_text())
+    doc["episodes"][3]["rates"]["collision_rate"] = -0.1
+    path.write_text(json.dumps(doc))
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "schema_error",
+        "results/carla-route-completion.json: episodes[3].rates['collision_rate'] must be a number >= 0, got -0.1",
+    )
+
+
+def test_it_rejects_a_member_that_does_not_belong_to_the_kind(demo_dir, site_identity):
+    directory = demo_dir()
+    (directory / "scorecard.json").write_text("{}")
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert err.code == "schema_error"
+    assert err.message == (
+        "scorecard.json: not a member of a paper_gap bundle (allowed: faithfulness.json, score_breakdown.json, "
+        "results/<slug>.json, artifacts/...)"
+    )
+
+
+def test_it_keeps_artifacts_out_of_memory(sealed_demo, site_identity):
+    bundle = open_bundle(sealed_demo(artifact_bytes=100_000), [site_identity[0]])
+    assert bundle.member_sizes["artifacts/trajectory.bin"] == 100_000

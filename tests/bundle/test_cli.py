@@ -1,0 +1,181 @@
+"""python -m submissions.bundle: keygen, seal, open, check, ed25519-keygen, sign-results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from submissions.bundle.cli import main
+from submissions.bundle.demo import write_paper_gap_bundle_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_RELEASE = ROOT / "examples" / "demo-release"
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def keys(tmp_path, capsys) -> tuple[Path, str]:
+    identity = tmp_path / "site.key"
+    assert _run(capsys, "keygen", "-o", str(identity))[0] == 0
+    public = next(line.split(": ")[1] for line in identity.read_text().splitlines() if line.startswith("# public key"))
+    return identity, public
+
+
+@pytest.fixture
+def release_manifest():
+    from leaderboard.manifest import load_manifest
+
+    if not DEMO_RELEASE.is_dir():
+        pytest.fail(f"{DEMO_RELEASE} is missing: the check command is tested against the demo release")
+    return load_manifest(DEMO_RELEASE)
+
+
+def test_help_works_without_django_or_a_database():
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")}
+    env["PYTHONPATH"] = str(ROOT)
+    probe = (
+        "import sys, submissions.bundle, submissions.bundle.cli, submissions.bundle.demo;print('django' in sys.modules)"
+    )
+    imported = subprocess.run([sys.executable, "-c", probe], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert imported.stdout.strip() == "False", imported.stderr
+    helped = subprocess.run(
+        [sys.executable, "-m", "submissions.bundle", "--help"], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert helped.returncode == 0
+    assert "seal" in helped.stdout and "check" in helped.stdout and "Traceback" not in helped.stderr
+
+
+def test_keygen_writes_an_age_identity_readable_only_by_its_owner(keys):
+    identity, public = keys
+    assert public.startswith("age1")
+    assert identity.read_text().splitlines()[-1].startswith("AGE-SECRET-KEY-1")
+    assert identity.stat().st_mode & 0o777 == 0o600
+
+
+def test_keygen_refuses_to_overwrite_a_key(keys, capsys):
+    code, _, err = _run(capsys, "keygen", "-o", str(keys[0]))
+    assert code == 4
+    assert err == f"error: {keys[0]} already exists; refusing to overwrite a key\n"
+
+
+def test_seal_writes_the_members_map_and_open_lists_them(tmp_path, keys, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["members"] = {}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    code, out, _ = _run(capsys, "seal", str(directory), "-r", keys[1], "-o", str(tmp_path / "run.age"))
+    assert code == 0
+    assert out.startswith(f"sealed {directory} -> {tmp_path / 'run.age'} (")
+    assert len(json.loads((directory / "manifest.json").read_text())["members"]) == 13
+    code, out, _ = _run(capsys, "open", str(tmp_path / "run.age"), "-i", str(keys[0]))
+    assert code == 0
+    assert out.splitlines()[0] == "run.age: paper_gap bundle, ale-robotics 0.5, agent demo-agent 1.0.0"
+    assert "  results/orb-slam-ate.json  " in out
+
+
+def test_open_can_write_the_members_out(tmp_path, keys, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    _run(capsys, "seal", str(directory), "-r", keys[1], "-o", str(tmp_path / "run.age"))
+    code, out, _ = _run(capsys, "open", str(tmp_path / "run.age"), "-i", str(keys[0]), "-o", str(tmp_path / "out"))
+    assert code == 0
+    assert out.endswith(f"written to {tmp_path / 'out'}\n")
+    assert (tmp_path / "out" / "score_breakdown.json").read_bytes() == (directory / "score_breakdown.json").read_bytes()
+
+
+def test_open_reports_a_rejection_without_a_traceback(tmp_path, keys, capsys):
+    path = tmp_path / "empty.age"
+    path.write_bytes(b"")
+    code, out, err = _run(capsys, "open", str(path), "-i", str(keys[0]))
+    assert (code, out, err) == (3, "", "rejected [empty_file]: empty.age: the file is empty (0 bytes)\n")
+
+
+def test_seal_refuses_a_bad_recipient(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    code, _, err = _run(capsys, "seal", str(directory), "-r", "age1nope", "-o", str(tmp_path / "x.age"))
+    assert code == 4
+    assert err == "error: not an age X25519 recipient (age1...): 'age1nope'\n"
+
+
+def test_seal_refuses_a_directory_that_would_be_rejected(tmp_path, keys, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    (directory / "faithfulness.json").write_text("{")
+    code, _, err = _run(capsys, "seal", str(directory), "-r", keys[1], "-o", str(tmp_path / "x.age"))
+    assert code == 3
+    assert err.startswith("rejected [invalid_json]: faithfulness.json: invalid JSON at line 1 column 2")
+    assert not (tmp_path / "x.age").exists()
+
+
+def test_check_prints_the_servers_verdict(tmp_path, capsys, release_manifest):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10)
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0] == "verdict: validated"
+    assert lines[1] == "every claim matches the recomputation"
+    assert lines[2] == "agent: demo-agent 1.0.0  release: ale-robotics 0.5"
+    assert "coverage 11/11" in lines[3]
+    assert any(line.split()[0] == "drones_hover_ppo" for line in lines[5:])
+
+
+def test_check_prints_the_diff_of_a_mismatch(tmp_path, capsys, release_manifest):
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10, tamper="claimed_aggregate"
+    )
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert code == 1
+    assert out.splitlines()[0] == "verdict: mismatch"
+    assert "  diff: aggregates.overall: claimed " in out
+
+
+def test_check_prints_a_rejection_with_its_code(tmp_path, capsys, release_manifest):
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10, tamper="release_hash"
+    )
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--json", "--resamples", "0")
+    assert code == 3
+    doc = json.loads(out)
+    assert (doc["verdict"], doc["error_code"]) == ("rejected", "release_hash_mismatch")
+
+
+def test_check_rejects_a_bundle_for_another_release(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5, release_version="9.9")
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert code == 3
+    assert out.splitlines()[:2] == [
+        "verdict: rejected [unknown_release]",
+        f"manifest.json: benchmark 'ale-robotics' release '9.9' is not the release in {DEMO_RELEASE} "
+        "(ale-robotics 0.5)",
+    ]
+
+
+def test_signed_results_check_as_attested_with_the_trusted_key(tmp_path, capsys, release_manifest):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10)
+    key = tmp_path / "evaluator.pem"
+    code, out, _ = _run(capsys, "ed25519-keygen", "-o", str(key))
+    assert code == 0
+    public = out.splitlines()[0].split(": ")[1]
+    code, out, _ = _run(capsys, "sign-results", str(directory), "--key", str(key))
+    assert (code, out.startswith("signed 11 result file(s) with key id ")) == (0, True)
+    code, out, _ = _run(
+        capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--trust", public, "--resamples", "0"
+    )
+    assert (code, out.splitlines()[0]) == (0, "verdict: attested")
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert (code, out.splitlines()[0]) == (0, "verdict: validated")
+
+
+def test_check_explains_an_unreadable_release_manifest(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    code, _, err = _run(capsys, "check", str(directory), "--manifest", str(tmp_path / "nowhere"))
+    assert code == 4
+    assert err.startswith(f"error: release manifest {tmp_path / 'nowhere'}: ")

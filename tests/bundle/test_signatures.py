@@ -1,0 +1,126 @@
+"""Canonical JSON (RFC 8785) and Ed25519 signatures over it."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from submissions.bundle import BundleError, check_signature, key_id_for, sign_object, signed_payload
+from submissions.bundle.canonical_json import CanonicalJSONError, canonical_json, format_number
+from submissions.bundle.signatures import generate_signing_key, load_private_key, private_key_pem, public_key_b64
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.0, "0"),
+        (-0.0, "0"),
+        (1.0, "1"),
+        (100, "100"),
+        (4.5, "4.5"),
+        (0.002, "0.002"),
+        (0.000001, "0.000001"),
+        (1e-7, "1e-7"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (123456789012345680000.0, "123456789012345680000"),
+        (333333333.3333333, "333333333.3333333"),
+        (-1.5e-10, "-1.5e-10"),
+        (9007199254740992, "9007199254740992"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+    ],
+)
+def test_numbers_print_like_ecmascript(value, text):
+    assert format_number(value) == text
+
+
+def test_canonical_json_sorts_keys_and_drops_whitespace():
+    assert canonical_json({"b": [1, 2.5, None, True], "a": {"z": "é", "y": "\n"}}) == (
+        '{"a":{"y":"\\n","z":"é"},"b":[1,2.5,null,true]}'.encode()
+    )
+
+
+def test_canonical_json_sorts_keys_by_utf16_code_units():
+    # U+E000 sorts after U+1F600 in UTF-16 (the emoji is a surrogate pair 0xD83D...).
+    assert canonical_json({"\ue000": 1, "\U0001f600": 2}) == '{"😀":2,"\ue000":1}'.encode()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 2**60])
+def test_canonical_json_refuses_values_without_a_canonical_form(value):
+    with pytest.raises(CanonicalJSONError):
+        canonical_json({"x": value})
+
+
+def test_the_signed_payload_excludes_the_signature_field():
+    assert signed_payload({"b": 1, "signature": {"sig": "x"}, "a": 0.5}) == b'{"a":0.5,"b":1}'
+
+
+def test_a_signed_object_verifies_under_its_registered_key():
+    key = generate_signing_key()
+    public = public_key_b64(key)
+    signed = sign_object({"task": "t", "episodes": [{"metric": 0.25}]}, key)
+    assert signed["signature"]["key_id"] == key_id_for(public)
+    check = check_signature(signed, {key_id_for(public): public}, where="results/t.json")
+    assert (check.status, check.key_id) == ("valid", key_id_for(public))
+
+
+def test_a_raw_bytes_key_works_like_base64():
+    key = generate_signing_key()
+    raw = base64.b64decode(public_key_b64(key))
+    signed = sign_object({"a": 1}, key)
+    assert check_signature(signed, {key_id_for(raw): raw}, where="x").status == "valid"
+
+
+def test_an_unsigned_object_is_unsigned():
+    assert check_signature({"a": 1}, {}, where="x").status == "unsigned"
+
+
+def test_a_key_the_site_does_not_know_is_unregistered_not_rejected():
+    key = generate_signing_key()
+    check = check_signature(sign_object({"a": 1}, key), {}, where="x")
+    assert (check.status, check.key_id) == ("unregistered", key_id_for(public_key_b64(key)))
+
+
+def test_a_signature_over_altered_content_is_rejected_as_forged():
+    key = generate_signing_key()
+    public = public_key_b64(key)
+    signed = sign_object({"metric": 0.5}, key)
+    signed["metric"] = 0.9
+    with pytest.raises(BundleError) as err:
+        check_signature(signed, {key_id_for(public): public}, where="results/t.json")
+    assert err.value.code == "bad_signature"
+    assert err.value.message == (
+        f"results/t.json: the signature by registered key {key_id_for(public)} does not verify; "
+        "the signed content was altered or forged"
+    )
+
+
+def test_a_signature_by_another_key_under_a_registered_id_is_rejected():
+    real, impostor = generate_signing_key(), generate_signing_key()
+    public = public_key_b64(real)
+    signed = sign_object({"metric": 0.5}, impostor)
+    signed["signature"]["key_id"] = key_id_for(public)
+    with pytest.raises(BundleError) as err:
+        check_signature(signed, {key_id_for(public): public}, where="x")
+    assert err.value.code == "bad_signature"
+
+
+def test_a_garbled_signature_under_a_registered_key_is_rejected():
+    key = generate_signing_key()
+    public = public_key_b64(key)
+    signed = sign_object({"metric": 0.5}, key)
+    signed["signature"]["sig"] = "not base64!!"
+    with pytest.raises(BundleError) as err:
+        check_signature(signed, {key_id_for(public): public}, where="x")
+    assert err.value.code == "bad_signature"
+
+
+def test_private_keys_load_from_pem_and_raw_base64():
+    key = generate_signing_key()
+    from cryptography.hazmat.primitives import serialization
+
+    raw = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
+    assert public_key_b64(load_private_key(private_key_pem(key))) == public_key_b64(key)
+    assert public_key_b64(load_private_key(base64.b64encode(raw))) == public_key_b64(key)
