@@ -355,6 +355,8 @@ def aggregate_episodes(
             passed += 1
         if episode.metric is not None:
             metrics.append(finite(where, f"episodes[{index}].metric", episode.metric))
+        if not isinstance(episode.rates, Mapping):
+            raise fail(where, f"episodes[{index}].rates", "a mapping of metric name to rate", episode.rates)
         for metric, rate in episode.rates.items():
             checked = non_negative(where, f"episodes[{index}].rates[{metric!r}]", rate)
             if metric in rate_values:

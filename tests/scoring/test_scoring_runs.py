@@ -172,6 +172,12 @@ def test_a_negative_episode_rate_is_rejected_even_for_an_undeclared_metric() -> 
     assert str(error.value) == "task 'lift': episodes[0].rates['other'] must be a finite number >= 0, got -1.0"
 
 
+def test_episode_rates_that_are_not_a_mapping_are_rejected() -> None:
+    with pytest.raises(ScoringError) as error:
+        aggregate_episodes([Episode(1.0, None)], [], slug="lift")  # type: ignore[arg-type]
+    assert str(error.value) == "task 'lift': episodes[0].rates must be a mapping of metric name to rate, got None"
+
+
 # ---------------------------------------------------------------- task specs
 
 
