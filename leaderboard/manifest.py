@@ -549,21 +549,24 @@ class _Lines:
         self.root = root
 
     def line(self, path: tuple[Any, ...]) -> int | None:
+        """The line of the deepest node on ``path`` (a mapping field's key line, a list item's own line)."""
         node = self.root
         if node is None:
             return None
+        line = node.start_mark.line
         for part in path:
             child = None
             if isinstance(node, yaml.MappingNode):
                 for key, value in node.value:
                     if isinstance(key, yaml.ScalarNode) and key.value == part:
-                        child = value
+                        child, line = value, key.start_mark.line
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
                 child = node.value[part]
+                line = child.start_mark.line
             if child is None:
                 break
             node = child
-        return node.start_mark.line + 1
+        return line + 1
 
 
 def _duplicate_keys(node: yaml.Node | None, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], int, str]]:

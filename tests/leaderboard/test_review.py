@@ -1,0 +1,192 @@
+"""leaderboard.review: contract review and leak audit (seed 003's automated gates)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from leaderboard.manifest import ManifestError, TaskTexts, load_manifest
+from leaderboard.review import leak_audit, mentions_anchor, review_manifest
+
+KNOWN = ["robosuite+robomimic", "pybullet-drones", "carla", "isaacgym-legged"]
+LIFT = "tasks/robomimic_lift_bc_rnn"  # anchor 0.96, withheld
+
+
+def problems_of(path: Path, known: list[str] | None = None) -> list[str]:
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(path, known_simulators=KNOWN if known is None else known)
+    return [str(problem) for problem in caught.value.problems]
+
+
+def append(path: Path, text: str) -> int:
+    """Append a line; return its line number."""
+    content = path.read_text()
+    if not content.endswith("\n"):
+        content += "\n"
+    path.write_text(content + text + "\n")
+    return len(path.read_text().splitlines())
+
+
+def test_the_demo_manifest_passes_both_gates(demo_dir: Path) -> None:
+    manifest = load_manifest(demo_dir, known_simulators=[])
+    assert review_manifest(manifest, known_simulators=[]) == []
+
+
+def test_a_leak_in_paper_md_names_file_and_line_but_not_the_value(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "paper.md", "BC-RNN reaches a success rate of 0.96 on Lift (PH).")
+    problems = problems_of(demo_dir)
+    assert problems == [
+        f"{LIFT}/paper.md:{line}: mentions the anchor value of task 'robomimic_lift_bc_rnn'; the agent must never "
+        "see it (describe the result without the number)"
+    ]
+    assert "0.96" not in problems[0] and "96" not in problems[0]
+
+
+def test_a_leak_in_brief_md_as_a_percentage_is_found(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "brief.md", "Aim for 96% success.")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/brief.md:{line}: mentions the anchor value of task 'robomimic_lift_bc_rnn'; the agent must never "
+        "see it (describe the result without the number)"
+    ]
+
+
+def test_a_leak_in_the_sandbox_dockerfile_is_found(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "sandbox/Dockerfile", "ENV TARGET_SUCCESS=0.960")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox/Dockerfile:{line}: mentions the anchor value of task 'robomimic_lift_bc_rnn'; the agent must "
+        "never see it (describe the result without the number)"
+    ]
+
+
+def test_a_dockerfile_that_copies_reference_is_refused_once_per_instruction(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "sandbox/Dockerfile", "COPY reference/solution /opt/solution")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox/Dockerfile:{line}: COPY copies the hidden reference/ tree into the sandbox image; "
+        "it must stay outside the build context"
+    ]
+
+
+def test_a_continued_add_of_reference_is_refused_at_its_first_line(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "sandbox/Dockerfile", "ADD --chown=agent \\\n    ../reference \\\n    /opt/ref")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox/Dockerfile:{line - 2}: ADD copies the hidden reference/ tree into the sandbox image; "
+        "it must stay outside the build context"
+    ]
+
+
+def test_a_json_form_copy_of_reference_is_refused(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "sandbox/Dockerfile", 'COPY ["./reference", "/opt/ref"]')
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox/Dockerfile:{line}: COPY copies the hidden reference/ tree into the sandbox image; "
+        "it must stay outside the build context"
+    ]
+
+
+def test_a_copy_from_above_the_sandbox_context_is_refused(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "sandbox/Dockerfile", "COPY .. /task")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox/Dockerfile:{line}: COPY reaches above sandbox/ (..), which would bring the hidden "
+        "reference/ tree into the image"
+    ]
+
+
+def test_a_mention_of_the_reference_path_in_the_brief_is_refused(demo_dir: Path) -> None:
+    line = append(demo_dir / LIFT / "brief.md", "Do not look at tasks/robomimic_lift_bc_rnn/reference/solution.")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/brief.md:{line}: mentions the hidden reference/ path; it is never mounted into the sandbox, "
+        "remove the mention"
+    ]
+
+
+def test_the_leak_audit_runs_even_when_task_yaml_is_broken(demo_dir: Path, edit) -> None:
+    edit(demo_dir, f"{LIFT}/task.yaml", "genre: reproduction", "genre: remake")
+    line = append(demo_dir / LIFT / "paper.md", "Reported: 96 percent.")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/task.yaml:6: genre: expected one of reproduction, open, got 'remake'",
+        f"{LIFT}/paper.md:{line}: mentions the anchor value of task 'robomimic_lift_bc_rnn'; the agent must never "
+        "see it (describe the result without the number)",
+    ]
+
+
+def test_an_unknown_simulator_is_refused_naming_the_registered_ones(demo_dir: Path, edit) -> None:
+    edit(demo_dir, f"{LIFT}/task.yaml", "simulator: robosuite+robomimic", "simulator: mujoco-menagerie")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/task.yaml:5: simulator: expected a registered evaluator (carla, isaacgym-legged, pybullet-drones, "
+        "robosuite+robomimic), got 'mujoco-menagerie'; declare it under evaluators in release.yaml or register it "
+        "in the admin"
+    ]
+
+
+def test_a_simulator_registered_outside_the_manifest_is_accepted(demo_dir: Path, edit) -> None:
+    edit(demo_dir, f"{LIFT}/task.yaml", "simulator: robosuite+robomimic", "simulator: mujoco-menagerie")
+    manifest = load_manifest(demo_dir, known_simulators=["mujoco-menagerie"])
+    assert manifest.task("robomimic_lift_bc_rnn").simulator == "mujoco-menagerie"
+
+
+def test_a_penalty_on_the_headline_metric_is_inconsistent(demo_dir: Path) -> None:
+    path = demo_dir / "tasks/a1_stairs_climb/task.yaml"
+    line = append(path, "  - metric: success_rate\n    limit: 0.2") - 1
+    assert problems_of(demo_dir) == [
+        f"tasks/a1_stairs_climb/task.yaml:{line}: penalties[1].metric: expected a zero-target safety metric other "
+        "than the headline metric 'success_rate'"
+    ]
+
+
+def test_read_from_task_config_needs_an_eval_config(demo_dir: Path, edit) -> None:
+    edit(demo_dir, "tasks/a1_stairs_climb/task.yaml", "mode: interactive", "mode: read_from_task_config")
+    assert problems_of(demo_dir) == [
+        "tasks/a1_stairs_climb/task.yaml:8: mode: read_from_task_config fixes the eval procedure in config: "
+        "expected a non-empty eval_config mapping"
+    ]
+
+
+def test_an_eval_config_outside_read_from_task_config_is_inconsistent(demo_dir: Path) -> None:
+    line = append(demo_dir / "tasks/a1_stairs_climb/task.yaml", "eval_config:\n  stairs: 12")
+    assert problems_of(demo_dir) == [
+        f"tasks/a1_stairs_climb/task.yaml:{line - 1}: eval_config: only mode read_from_task_config reads "
+        "eval_config; this task's mode is interactive"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "anchor"),
+    [
+        ("success 0.7 on Lift", 0.7),
+        ("success 0.70 on Lift", 0.7),
+        ("success .7 on Lift", 0.7),
+        ("success 70% on Lift", 0.7),
+        ("success 70 % on Lift", 0.7),
+        ("success 70 percent", 0.7),
+        ("about 0.73 in the paper", 0.734),
+        ("about 73% in the paper", 0.734),
+        ("planning takes 1,200 ms", 1200.0),
+        ("a lap of 9.8 s.", 9.8),
+        ("ends with 12", 12.0),
+    ],
+)
+def test_an_anchor_is_found_in_its_textual_forms(line: str, anchor: float) -> None:
+    assert mentions_anchor(line, anchor) is True
+
+
+@pytest.mark.parametrize(
+    ("line", "anchor"),
+    [
+        ("see Table 3 for details", 3.0),
+        ("as in Fig. 3", 3.0),
+        ("cited as [12]", 12.0),
+        ("sandbox-base v0.7", 0.7),
+        ("version 1.0.7.1", 0.7),
+        ("success 0.71", 0.7),
+        ("roughly 0.7 of the runs", 0.734),
+        ("https://example.org/results/0.7", 0.7),
+        ("about 7% of the time", 0.7),
+    ],
+)
+def test_other_numbers_are_not_taken_for_the_anchor(line: str, anchor: float) -> None:
+    assert mentions_anchor(line, anchor) is False
+
+
+def test_a_withheld_null_anchor_has_nothing_to_leak() -> None:
+    texts = TaskTexts("t", None, {"tasks/t/paper.md": "0.5 and 50%"})
+    assert leak_audit(texts) == []
