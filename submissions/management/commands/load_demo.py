@@ -1,0 +1,177 @@
+"""`manage.py load_demo`: a populated site through the real paths, idempotently.
+
+Syncs the demo releases (examples/demo-release-0.4 and examples/demo-release),
+signs them off and publishes them, registers a demo evaluator signing key, and
+pushes a dozen demo agents' sealed bundles through submission_create +
+submission_verify as the user ``demo-submitter`` (a mix: complete, partial
+coverage, signed -> attested, one mismatch, one rejected). Then the scorecard
+and race demo loaders, when installed. Running it again changes nothing: a
+bundle whose name the demo user already submitted is skipped (age sealing is
+randomised, so the same run would otherwise be new bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+DEMO_USERNAME = "demo-submitter"
+DEMO_MANIFESTS = ("examples/demo-release-0.4", "examples/demo-release")
+# The demo evaluator key is derived from a fixed label, so re-runs sign identically
+# and register the same key id. It is a demo key: never use it for a real evaluator.
+DEMO_EVALUATOR_KEY_LABEL = b"podium demo evaluator key (public, never for real results)"
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    agent: str
+    version: str
+    skill: float
+    seed: int
+    signed: bool = False
+    tasks: int | None = None  # partial coverage: the first N task slugs
+    tamper: str | None = None
+    effort: str = "standard"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# Per release version. The mix covers every level a visitor can meet.
+DEMO_RUNS: dict[str, tuple[DemoRun, ...]] = {
+    "0.4": (
+        DemoRun("Kestrel", "1.2", 0.86, 41, signed=True),
+        DemoRun("Baseline BC", "1.0", 0.55, 42),
+        DemoRun("Voyager RL", "0.9", 0.74, 43),
+    ),
+    "0.5": (
+        DemoRun("Atlas Reproducer", "2.0", 1.05, 1, signed=True, effort="high"),
+        DemoRun("Kestrel", "1.3", 0.97, 2, signed=True),
+        DemoRun("Kestrel", "1.2", 0.88, 3),
+        DemoRun("Marlin", "3.1", 1.18, 4, effort="high"),
+        DemoRun("OpenHands Robotics", "0.9", 0.92, 5),
+        DemoRun("Voyager RL", "1.0", 0.81, 6),
+        DemoRun("Tinker", "0.4", 0.68, 7, effort="low"),
+        DemoRun("Baseline BC", "1.0", 0.55, 8, effort="low"),
+        DemoRun("Sparrow", "0.2", 1.0, 9, tasks=4),
+        DemoRun("Heron", "1.1", 0.85, 10, tasks=7),
+        DemoRun("Quill", "0.7", 0.9, 11, tamper="claimed_score"),
+        DemoRun("Mallard", "0.1", 0.8, 12, tamper="release_hash"),
+    ),
+}
+
+
+def demo_evaluator_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(DEMO_EVALUATOR_KEY_LABEL).digest())
+
+
+class Command(BaseCommand):
+    help = "Load the demo releases and runs through the real verification path (idempotent)."
+
+    def handle(self, *args, **options):
+        from leaderboard.manifest import ManifestError
+
+        try:
+            self._handle()
+        except ManifestError as exc:
+            raise CommandError(f"a demo manifest is invalid: {exc}") from None
+
+    def _handle(self) -> None:
+        from leaderboard.manifest import load_manifest
+        from leaderboard.models import Evaluator
+        from leaderboard.services.releases import release_sign_off_all, release_sync
+        from submissions.bundle.signatures import public_key_b64
+        from submissions.services.signing_keys import signing_key_register
+
+        recipient = self._site_recipient()
+        user = self._demo_user()
+        manifests = []
+        for relative in DEMO_MANIFESTS:
+            path = Path(settings.BASE_DIR) / relative
+            result = release_sync(manifest=path, user=None)
+            release = release_sign_off_all(release=result.release, user=None)
+            state = "published" if release.published else "not published"
+            self.stdout.write(f"release {release.benchmark.slug} {release.version}: {result.status}, {state}")
+            manifests.append((load_manifest(path), release))
+
+        key = demo_evaluator_key()
+        first_simulator = manifests[-1][0].tasks[0].simulator
+        signing = signing_key_register(
+            evaluator=Evaluator.objects.get(simulator=first_simulator), public_key_b64=public_key_b64(key), user=None
+        )
+        self.stdout.write(f"demo evaluator key {signing.key_id} registered for {first_simulator}")
+
+        for manifest, release in manifests:
+            for run in DEMO_RUNS.get(release.version, ()):
+                self._submit(run, manifest=manifest, user=user, recipient=recipient, key=key)
+
+        for module_name, function_name in (
+            ("submissions.demo_loaders.scorecard", "load_scorecard_demo"),
+            ("submissions.demo_loaders.race", "load_race_demo"),
+        ):
+            try:
+                loader = getattr(importlib.import_module(module_name), function_name)
+            except (ImportError, AttributeError):
+                self.stdout.write(f"{module_name} not installed; skipped")
+                continue
+            loader(stdout=self.stdout)
+        self.stdout.write("demo loaded")
+
+    def _site_recipient(self) -> str:
+        from submissions import site_keys
+
+        try:
+            return site_keys.current_public_key()[1]
+        except site_keys.SiteKeyError:
+            if settings.PODIUM_SITE_KEYS:
+                raise
+            key = site_keys.keyring_append_new_key()
+            self.stdout.write(f"generated site key {key.key_id}")
+            return key.public_key
+
+    def _demo_user(self) -> Any:
+        user, created = get_user_model().objects.get_or_create(username=DEMO_USERNAME)
+        if created:
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+        return user
+
+    def _submit(self, run: DemoRun, *, manifest: Any, user: Any, recipient: str, key: Ed25519PrivateKey) -> None:
+        from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+        from submissions.models import Submission
+        from submissions.services.submissions import submission_create
+        from submissions.services.verification import submission_verify
+
+        name = f"{manifest.benchmark.slug}-{manifest.version}-{run.agent}-{run.version}.age".replace(" ", "-").lower()
+        existing = Submission.objects.filter(submitter=user, original_name=name).first()
+        if existing is not None:
+            self.stdout.write(f"  {name}: unchanged ({existing.verdict or existing.status})")
+            return
+        slugs = sorted(task.slug for task in manifest.tasks)
+        with tempfile.TemporaryDirectory(prefix="podium-demo-") as work:
+            directory = write_paper_gap_bundle_dir(
+                Path(work) / "bundle",
+                release_manifest=manifest,
+                agent_name=run.agent,
+                agent_version=run.version,
+                skill=run.skill,
+                seed=run.seed,
+                tasks=slugs[: run.tasks] if run.tasks else None,
+                tamper=run.tamper,
+                sign_with=key if run.signed else None,
+                effort_tier=run.effort,
+            )
+            sealed = seal_dir(directory, recipient).read_bytes()
+        submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(sealed), original_name=name)
+        submission_verify(submission_id=submission.pk)
+        submission.refresh_from_db()
+        detail = f" {submission.error_code}" if submission.error_code else ""
+        self.stdout.write(f"  {name}: {submission.verdict or submission.status}{detail}")

@@ -1,0 +1,37 @@
+import pytest
+from django.core.management import call_command
+
+from leaderboard.models import Release, Standing
+from submissions.models import Run, SigningKey, Submission
+
+
+def paper_gap_submissions():
+    return Submission.objects.filter(submitter__username="demo-submitter", kind="paper_gap")
+
+
+@pytest.mark.django_db
+def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes_nothing(site_identity, capsys):
+    call_command("load_demo")
+    out = capsys.readouterr().out
+    releases = Release.objects.filter(benchmark__slug="ale-robotics", published=True)
+    assert sorted(releases.values_list("version", flat=True)) == ["0.4", "0.5"]
+    verdicts = sorted(paper_gap_submissions().values_list("verdict", flat=True))
+    assert verdicts.count("attested") == 3
+    assert verdicts.count("mismatch") == 1
+    assert verdicts.count("rejected") == 1
+    assert len(verdicts) == 15
+    assert paper_gap_submissions().get(verdict="rejected").error_code == "release_hash_mismatch"
+    assert Run.objects.filter(release__version="0.5", complete=False).count() == 2
+    assert Standing.objects.filter(release__version="0.5", tab="overall").count() == 10
+    assert SigningKey.objects.filter(owner_kind="evaluator").count() == 1
+    assert "demo loaded" in out
+
+    counts = (Submission.objects.count(), Run.objects.count(), Standing.objects.count(), SigningKey.objects.count())
+    call_command("load_demo")
+    assert (
+        Submission.objects.count(),
+        Run.objects.count(),
+        Standing.objects.count(),
+        SigningKey.objects.count(),
+    ) == counts
+    assert "unchanged" in capsys.readouterr().out
