@@ -89,7 +89,7 @@
   function draw() {
     var box = canvas.parentElement;
     var perRow = metric === "both" ? 34 : 24;
-    box.style.height = Math.max(160, rows.length * perRow + 90) + "px";
+    box.style.height = Math.max(220, rows.length * perRow + 150) + "px";
     var config = {
       type: "bar",
       data: { labels: rows.map(function (r) { return r.rank + ". " + r.label; }), datasets: datasets() },

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from django.utils.text import slugify
 
 from leaderboard.models import Agent, AgentVersion, Benchmark, Evaluator, Release, ReleaseTask, Standing, Task
 from submissions.models import Run, Submission, TaskResult
@@ -122,7 +123,7 @@ def make_run(
     """A verified run with one TaskResult per covered task and its Standing rows."""
     n = next(_counter)
     agent_name = agent_name or f"Agent {n}"
-    slug = agent_name.lower().replace(" ", "-").replace("<", "").replace(">", "").replace("/", "")[:90] or f"a{n}"
+    slug = slugify(agent_name)[:90] or f"agent-{n}"
     agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": agent_name})
     agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version)
     submitter = submitter or make_user()
@@ -222,3 +223,17 @@ def board(release: Release) -> Release:
     make_run(release, agent_name="Bravo", score=0.83, pass_rate=0.9, ci=0.3)
     make_run(release, agent_name="Charlie", score=0.54, pass_rate=0.5, covered=2)
     return release
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    # Tests create many users; the real hasher is slow by design.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> None:
+    # Chart data and daily quota counters live in the cache; each test starts clean.
+    from django.core.cache import cache
+
+    cache.clear()

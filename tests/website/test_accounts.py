@@ -1,0 +1,42 @@
+"""Sign-up, sign-in and sign-out with Django's auth."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from tests.website.conftest import make_user
+
+
+def test_signing_up_creates_the_account_and_signs_in(client, db):
+    response = client.post(
+        reverse("signup"),
+        {"username": "newcomer", "password1": "a-long-test-password-1", "password2": "a-long-test-password-1"},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == reverse("my_submissions")
+    assert get_user_model().objects.filter(username="newcomer").exists()
+    assert client.get(reverse("my_submissions")).status_code == 200
+
+
+def test_sign_up_shows_what_is_wrong_with_the_form(client, db):
+    response = client.post(reverse("signup"), {"username": "x", "password1": "a-long-pass-1", "password2": "other"})
+    assert response.status_code == 400
+    assert "The two password fields didn\u2019t match." in response.content.decode()
+    assert not get_user_model().objects.filter(username="x").exists()
+
+
+def test_signing_in_and_out(client, db):
+    make_user("alice")
+    response = client.post(reverse("login"), {"username": "alice", "password": "a-long-test-password-1"})
+    assert response.status_code == 302
+    assert "Sign out" in client.get(reverse("home")).content.decode()
+    assert client.post(reverse("logout")).status_code == 302
+    assert "Sign in" in client.get(reverse("home")).content.decode()
+
+
+def test_a_wrong_password_is_refused_with_a_message(client, db):
+    make_user("alice")
+    response = client.post(reverse("login"), {"username": "alice", "password": "wrong"})
+    assert response.status_code == 200
+    assert "Please enter a correct username and password." in response.content.decode()

@@ -1,0 +1,149 @@
+"""Real-browser tests: Playwright (sync API) driving Debian's Chromium against
+pytest-django's live_server. Each test saves screenshots under
+test-output/screenshots/ (gitignored) for a human to look at."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from tests.website.conftest import make_release, make_run, make_user
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the
+# tests make between page actions are still synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(settings.BASE_DIR) / "test-output" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.console_errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def shoot(page: Any, name: str, *, full_page: bool = True) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
+
+
+def sign_in(page: Any, base: str, username: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("a-long-test-password-1")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base}/")
+
+
+def test_a_visitor_switches_tabs_toggles_the_chart_and_opens_a_run(live_server: Any, page: Any, benchmark: Any) -> None:
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha", score=1.12, pass_rate=0.99)
+    make_run(release, agent_name="Bravo", score=0.83, pass_rate=0.9, ci=0.3)
+    make_run(release, agent_name="Open Only", score=0.7, pass_rate=0.8, covered=2, tabs=("overall", "open"))
+    for i in range(6):
+        make_run(release, agent_name=f"Delta {i}", score=0.6 - i * 0.05, pass_rate=0.7 + i * 0.03)
+    base = live_server.url
+
+    page.goto(f"{base}/")
+    shoot(page, "home")
+    page.get_by_role("link", name="v0.5").click()
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    shoot(page, "board-overall")
+    assert page.locator("table.board tbody tr").count() == 9
+
+    for label, value in (("Score", "score"), ("Pass rate", "pass_rate"), ("Both", "both")):
+        page.locator(".segmented label", has_text=label).click()
+        page.wait_for_selector(f"#board-chart[data-metric={value}]")
+        shoot(page, f"chart-{value}", full_page=False)
+
+    page.get_by_role("link", name="Reproduction").click()
+    page.wait_for_url("**tab=reproduction**")
+    assert page.locator("nav.tabs a[aria-current=page]").inner_text() == "Reproduction"
+    assert page.locator("table.board").get_by_text("Open Only").count() == 0
+    page.get_by_role("link", name="Open-ended").click()
+    page.wait_for_url("**tab=open**")
+    assert page.locator("table.board").get_by_text("Open Only").count() == 1
+
+    page.get_by_role("link", name="Overall").click()
+    page.locator("table.board").get_by_role("link", name="Bravo").click()
+    page.wait_for_selector("h1")
+    assert "Not published" in page.locator("table.data").first.inner_text()
+    shoot(page, "run")
+    assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_the_board_is_readable_at_phone_width(live_server: Any, browser: Any, benchmark: Any) -> None:
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha", score=1.12, pass_rate=0.99)
+    make_run(release, agent_name="Bravo", score=0.83, pass_rate=0.9, covered=2)
+    context = browser.new_context(viewport={"width": 360, "height": 800})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/benchmarks/ale-robotics/v0.5/")
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    # The page itself never scrolls sideways; only the table region does.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    assert page.evaluate("document.querySelector('.table-scroll').scrollWidth") > 360
+    shoot(page, "board-phone")
+    context.close()
+
+
+def test_the_task_and_release_pages_render_markdown_and_withhold_anchors(
+    live_server: Any, page: Any, benchmark: Any
+) -> None:
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha")
+    page.goto(f"{live_server.url}/benchmarks/ale-robotics/v0.5/release/")
+    shoot(page, "release")
+    assert page.get_by_text("Not published").count() == 3
+    page.get_by_role("link", name="Task grasp").click()
+    page.wait_for_selector("#paper-heading")
+    assert page.locator(".prose strong", has_text="Table 2").count() == 1
+    shoot(page, "task")
+
+
+def test_a_submitter_signs_in_and_sees_only_their_submissions(live_server: Any, page: Any, benchmark: Any) -> None:
+    release = make_release(benchmark)
+    owner = make_user("owner")
+    make_run(release, agent_name="Mine", submitter=owner, is_private=True)
+    make_run(release, agent_name="Theirs")
+    sign_in(page, live_server.url, "owner")
+    page.get_by_role("link", name="My submissions").click()
+    assert page.locator("table.data tbody tr").count() == 1
+    shoot(page, "my-submissions")
+    page.get_by_role("link", name="Submit", exact=True).click()
+    shoot(page, "upload")

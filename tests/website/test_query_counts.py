@@ -1,0 +1,84 @@
+"""Every page issues a fixed number of SQL queries whatever the number of rows.
+
+Each page is requested with 2 and with 50 runs and must issue exactly the
+pinned number of queries both times (pytest-django's django_assert_num_queries).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from tests.website.conftest import make_release, make_run, make_user
+
+# (name, url builder, pinned query count for an anonymous visitor)
+PAGES = [
+    ("home", lambda run: reverse("home"), 4),
+    # release, count, rows, siblings, chart rows
+    ("board", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]), 5),
+    ("board-sorted", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?sort=tokens&page=2", 5),
+    ("board-csv", lambda run: reverse("board_csv", args=["ale-robotics", "v0.5"]), 2),
+    ("board-json", lambda run: reverse("board_json", args=["ale-robotics", "v0.5"]), 2),
+    ("chart", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50", 2),
+    # release, its tasks, the previous release (none here, so its tasks are not read)
+    ("release", lambda run: reverse("release_detail", args=["ale-robotics", "v0.5"]), 3),
+    ("task", lambda run: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 2),
+    # run (+task results, events), ranks
+    ("run", lambda run: reverse("run_detail", args=[run.pk]), 4),
+    ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 3),
+    ("badge", lambda run: reverse("agent_badge", args=["ale-robotics", "v0.5", "alpha"]), 2),
+]
+
+
+def fill(release, runs: int):
+    first = make_run(release, agent_name="Alpha", version="0")
+    for i in range(1, runs):
+        make_run(release, agent_name="Alpha" if i % 2 else f"Other {i}", version=str(i))
+    return first
+
+
+@pytest.mark.parametrize("runs", [2, 50])
+@pytest.mark.parametrize(("name", "url", "queries"), PAGES, ids=[p[0] for p in PAGES])
+def test_a_page_issues_a_fixed_number_of_queries(
+    client, benchmark, django_assert_num_queries, runs, name, url, queries
+):
+    release = make_release(benchmark)
+    run = fill(release, runs)
+    target = url(run)
+    client.get(target)  # warm caches that are not per-request (e.g. content types)
+    from django.core.cache import cache
+
+    cache.clear()
+    with django_assert_num_queries(queries):
+        response = client.get(target)
+        if hasattr(response, "streaming_content"):
+            b"".join(response.streaming_content)
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("count", [2, 50])
+def test_my_submissions_issues_a_fixed_number_of_queries(client, benchmark, django_assert_num_queries, count):
+    release = make_release(benchmark)
+    owner = make_user()
+    for i in range(count):
+        make_run(release, agent_name=f"Mine {i}", submitter=owner, is_private=bool(i % 2))
+    client.force_login(owner)
+    # session, user, submissions (with release, benchmark and run joined)
+    with django_assert_num_queries(3):
+        response = client.get(reverse("my_submissions"))
+    assert response.status_code == 200
+    assert response.content.decode().count('<th scope="row"><a href="/submissions/') == count
+
+
+def test_the_chart_data_is_cached_until_the_release_generation_changes(client, benchmark, django_assert_num_queries):
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha")
+    url = reverse("chart_data", args=["ale-robotics", "v0.5"])
+    first = client.get(url).json()
+    with django_assert_num_queries(1):  # the release only; the rows come from the cache
+        assert client.get(url).json() == first
+    make_run(release, agent_name="Bravo", score=2.0, tabs=("overall",))
+    release.generation += 1
+    release.save()
+    rows = client.get(url).json()["rows"]
+    assert [row["label"] for row in rows] == ["Alpha 1.0", "Bravo 1.0"]

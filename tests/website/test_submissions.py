@@ -1,0 +1,137 @@
+"""Website upload, live status JSON and "my submissions": owner, teammate-like
+other user and stranger."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from submissions.models import Submission
+from tests.website.conftest import make_run, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def upload(client, content: bytes = b"age-encryption.org/v1 fake", **extra):
+    data = {"benchmark": "ale-robotics", "bundle": SimpleUploadedFile("run.age", content), **extra}
+    return client.post(reverse("submission_upload"), data, HTTP_ACCEPT="application/json")
+
+
+def test_the_upload_page_requires_signing_in(client, benchmark):
+    response = client.get(reverse("submission_upload"))
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/?next=/submit/")
+
+
+def test_the_upload_page_shows_the_site_key(client, benchmark, monkeypatch):
+    monkeypatch.setattr("submissions.views._site_key", lambda: ("abcd1234abcd1234", "age1examplerecipient"))
+    client.force_login(make_user())
+    html = client.get(reverse("submission_upload")).content.decode()
+    assert "age1examplerecipient" in html and "abcd1234abcd1234" in html
+
+
+def test_uploading_a_bundle_creates_a_submission_and_returns_its_status_url(client, benchmark, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    user = make_user()
+    client.force_login(user)
+    content = b"age-encryption.org/v1 not really a bundle"
+    response = upload(client, content)
+    assert response.status_code == 201
+    body = response.json()
+    submission = Submission.objects.get(pk=body["id"])
+    assert submission.submitter == user
+    assert submission.sha256 == hashlib.sha256(content).hexdigest()
+    assert submission.original_name == "run.age"
+    assert body["status_url"] == reverse("submission_status", args=[submission.pk])
+    assert body["created"] is True
+
+
+def test_an_upload_without_a_file_says_what_is_missing(client, benchmark):
+    client.force_login(make_user())
+    response = client.post(reverse("submission_upload"), {"benchmark": "ale-robotics"}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 400
+    assert response.json() == {"error": {"code": "bundle_missing", "message": "Choose a bundle file (.age) to upload."}}
+    assert Submission.objects.count() == 0
+
+
+def test_an_upload_for_an_unknown_benchmark_is_refused(client, benchmark):
+    client.force_login(make_user())
+    response = upload(client, benchmark="nope")
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": "benchmark_unknown", "message": "No benchmark with slug 'nope'."}
+
+
+def test_an_empty_upload_shows_the_services_message_on_the_form(client, benchmark):
+    client.force_login(make_user())
+    response = client.post(
+        reverse("submission_upload"), {"benchmark": "ale-robotics", "bundle": SimpleUploadedFile("e.age", b"")}
+    )
+    assert response.status_code == 400
+    assert "the uploaded file is empty (0 bytes)" in response.content.decode()
+    assert Submission.objects.count() == 0
+
+
+def test_the_daily_limit_applies_to_browser_uploads(client, benchmark, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    benchmark.daily_submission_limit = 1
+    benchmark.save()
+    client.force_login(make_user())
+    assert upload(client, b"first bundle").status_code == 201
+    response = upload(client, b"second bundle")
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "daily_limit_reached"
+
+
+def test_the_status_json_is_the_owners_only(client, release):
+    owner = make_user()
+    run = make_run(release, submitter=owner)
+    url = reverse("submission_status", args=[run.submission.pk])
+    assert client.get(url).status_code == 404
+    client.force_login(make_user())
+    assert client.get(url).status_code == 404
+    client.force_login(owner)
+    data = client.get(url).json()
+    assert (data["status"], data["verdict"], data["done"]) == ("done", "validated", True)
+    assert data["run_url"] == reverse("run_detail", args=[run.pk])
+
+
+def test_the_status_json_carries_the_error_and_diff_of_a_mismatch(client, release):
+    owner = make_user()
+    run = make_run(release, submitter=owner)
+    submission = run.submission
+    diff = [{"path": "aggregates.overall", "claimed": 0.9, "recomputed": 0.8, "status": "diff"}]
+    Submission.objects.filter(pk=submission.pk).update(
+        verdict="mismatch", error_code="score_mismatch", error_message="1 field differs", diff=diff
+    )
+    client.force_login(owner)
+    data = client.get(reverse("submission_status", args=[submission.pk])).json()
+    assert (data["error_code"], data["error_message"], data["diff"]) == ("score_mismatch", "1 field differs", diff)
+    assert data["run_url"] is None
+
+
+def test_the_submission_page_is_a_404_for_others(client, release):
+    owner = make_user()
+    run = make_run(release, submitter=owner)
+    url = reverse("submission_detail", args=[run.submission.pk])
+    client.force_login(make_user())
+    assert client.get(url).status_code == 404
+    client.force_login(owner)
+    assert run.submission.sha256 in client.get(url).content.decode()
+
+
+def test_my_submissions_lists_own_private_and_failed_ones_and_nobody_elses(client, release):
+    owner = make_user()
+    make_run(release, agent_name="Public", submitter=owner)
+    private = make_run(release, agent_name="Hidden", submitter=owner, is_private=True)
+    failed = make_run(release, agent_name="Failed", submitter=owner)
+    Submission.objects.filter(pk=failed.submission.pk).update(verdict="rejected", error_code="bad_signature")
+    theirs = make_run(release, agent_name="Theirs")
+    client.force_login(owner)
+    html = client.get(reverse("my_submissions")).content.decode()
+    assert html.count('<th scope="row"><a href="/submissions/') == 3
+    assert private.submission.original_name in html
+    assert "bad_signature" in html
+    assert theirs.submission.original_name not in html

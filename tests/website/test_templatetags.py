@@ -1,0 +1,40 @@
+"""Display filters: scores are ratios, never percentages; pass rates may be."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderboard.badges import badge_svg
+from leaderboard.markdown import render_markdown
+from leaderboard.templatetags.podium import duration, percent, ratio, tokens
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(0.83, "0.83"), (1.125, "1.12"), (1.5, "1.50"), (None, "—"), (float("nan"), "—")]
+)
+def test_a_score_is_a_ratio_with_two_decimals(value, text):
+    assert ratio(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(0.97, "97%"), (0.975, "97.5%"), (1.0, "100%"), (None, "—")])
+def test_a_pass_rate_is_a_percentage(value, text):
+    assert percent(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(42, "42s"), (125, "2m 05s"), (3725, "1h 02m"), (None, "—")])
+def test_runtime_is_compact(value, text):
+    assert duration(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(950, "950"), (45_200, "45.2k"), (1_234_000, "1.23M")])
+def test_token_counts_are_compact(value, text):
+    assert tokens(value) == text
+
+
+def test_markdown_escapes_raw_html():
+    assert render_markdown("<b>x</b> *y*") == "<p>&lt;b&gt;x&lt;/b&gt; <em>y</em></p>\n"
+
+
+def test_a_badge_escapes_its_text():
+    svg = badge_svg(label="a<b", value="#1 · 0.83")
+    assert "a&lt;b" in svg and "a<b" not in svg
