@@ -19,6 +19,9 @@ class ScorecardLevel(models.Model):
         ordering = ["release", "level_id"]
         constraints = [models.UniqueConstraint(fields=["release", "level_id"], name="scorecard_level_unique")]
 
+    def __str__(self) -> str:
+        return f"{self.level_id} (optimal {self.optimal_len})"
+
 
 class Validator(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
@@ -73,6 +76,9 @@ class ScorecardStanding(models.Model):
             models.UniqueConstraint(fields=["release", "agent"], name="scorecard_standing_unique_agent"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.release} #{self.rank}"
+
 
 class RaceResult(models.Model):
     """One agent version's raw result in one race (seed 002 layers 2 and 3).
@@ -94,6 +100,9 @@ class RaceResult(models.Model):
         ordering = ["race", "rank"]
         constraints = [models.UniqueConstraint(fields=["race", "agent_version"], name="race_result_unique")]
 
+    def __str__(self) -> str:
+        return f"{self.race} #{self.rank}"
+
 
 class OverallStanding(models.Model):
     """The three-race Overall of one agent version as of one (anchor) race.
@@ -114,3 +123,6 @@ class OverallStanding(models.Model):
     class Meta:
         ordering = ["race", "rank"]
         constraints = [models.UniqueConstraint(fields=["race", "agent_version"], name="overall_standing_unique")]
+
+    def __str__(self) -> str:
+        return f"Overall after {self.race} #{self.rank}"

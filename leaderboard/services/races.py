@@ -53,9 +53,9 @@ def _locked(race: Race) -> Race:
 def _step(race: Race, *, expected: str, target: str, verb: str) -> Race:
     current = _locked(race)
     if current.status != expected:
+        article = "an" if expected[0] in "aeiou" else "a"
         raise RaceTransitionError(
-            "race_wrong_state",
-            f"{current} is {current.status}; only a {expected} race can be {verb}",
+            "race_wrong_state", f"{current} is {current.status}; only {article} {expected} race can be {verb}"
         )
     current.status = target
     return current

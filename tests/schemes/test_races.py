@@ -310,7 +310,7 @@ def test_lifecycle_steps_out_of_order_are_refused(race_benchmark, race_release):
     with pytest.raises(RaceTransitionError) as error:
         lifecycle.race_release(race=race)
     assert error.value.code == "race_wrong_state"
-    assert str(error.value) == "shop-race race 1 is scheduled; only a embargoed race can be released"
+    assert str(error.value) == "shop-race race 1 is scheduled; only an embargoed race can be released"
     race.refresh_from_db()
     assert race.status == Race.Status.SCHEDULED
 

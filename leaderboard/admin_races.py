@@ -1,0 +1,125 @@
+"""Race lifecycle in the admin (seed 002): schedule, start, close (reveal embargo), release.
+
+The registry's RaceAdmin shows races read-only; this module replaces it with a
+subclass that adds the lifecycle actions and a scheduling form, every one of
+which goes through leaderboard.services.races (the Race row is the state
+machine; the admin never writes a status itself). Imported once, at the end
+of leaderboard/admin.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from leaderboard.admin import RaceAdmin as RegistryRaceAdmin
+from leaderboard.models import Benchmark, Race
+from leaderboard.services.races import RaceTransitionError, race_close, race_release, race_schedule, race_start
+
+
+class RaceScheduleForm(forms.ModelForm):
+    """Schedule a race: its number and its hidden task set, pinned from now on."""
+
+    task_ids_text = forms.CharField(
+        label="Hidden task ids",
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="One task id per line (or a JSON list). Never shown to visitors before the race is released.",
+    )
+
+    class Meta:
+        model = Race
+        fields = ["benchmark", "release", "number", "name", "is_launch", "challenge_margin"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["benchmark"].queryset = Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE)
+
+    def clean_challenge_margin(self) -> float:
+        margin = self.cleaned_data["challenge_margin"]
+        if not 0 <= margin <= 1:
+            raise forms.ValidationError(f"expected a margin between 0 and 1, got {margin}")
+        return margin
+
+    def clean_task_ids_text(self) -> list[str]:
+        text = self.cleaned_data["task_ids_text"].strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise forms.ValidationError(f"not a JSON list of task ids: {exc.msg} at position {exc.pos}") from exc
+        else:
+            value = [line.strip() for line in text.splitlines() if line.strip()]
+        if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):
+            raise forms.ValidationError("expected a non-empty list of non-empty task ids")
+        if len(set(value)) != len(value):
+            raise forms.ValidationError("a task id is listed twice")
+        return value
+
+
+admin.site.unregister(Race)
+
+
+@admin.register(Race)
+class RaceAdmin(RegistryRaceAdmin):
+    actions = ["start_races", "close_races", "release_races"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_staff and request.user.has_perm("leaderboard.add_race"))
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is None:
+            kwargs["form"] = RaceScheduleForm
+            kwargs["fields"] = [*RaceScheduleForm.Meta.fields, "task_ids_text"]
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [] if obj is None else super().get_readonly_fields(request, obj)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        if obj is None:
+            return [*RaceScheduleForm.Meta.fields, "task_ids_text"]
+        return super().get_fields(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Race, form: Any, change: bool) -> None:
+        if change:
+            return  # every field is read-only once scheduled
+        data = form.cleaned_data
+        created = race_schedule(
+            benchmark=data["benchmark"],
+            number=data["number"],
+            task_ids=data["task_ids_text"],
+            user=request.user,
+            name=data.get("name") or "",
+            is_launch=bool(data.get("is_launch")),
+            challenge_margin=data["challenge_margin"],
+            release=data.get("release"),
+        )
+        obj.pk = created.pk
+        obj.refresh_from_db()
+
+    def _apply(self, request: HttpRequest, queryset: QuerySet[Race], step: Callable[..., Race], done: str) -> None:
+        for race in queryset.order_by("benchmark", "number"):
+            try:
+                step(race=race, user=request.user)
+            except RaceTransitionError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            else:
+                self.message_user(request, f"{race}: {done}", messages.SUCCESS)
+
+    @admin.action(description="Start selected races (scheduled → running)")
+    def start_races(self, request: HttpRequest, queryset: QuerySet[Race]) -> None:
+        self._apply(request, queryset, race_start, "started")
+
+    @admin.action(description="Close selected races and begin the reveal embargo (running → embargoed)")
+    def close_races(self, request: HttpRequest, queryset: QuerySet[Race]) -> None:
+        self._apply(request, queryset, race_close, "closed; results are under the reveal embargo")
+
+    @admin.action(description="Release selected race results (embargoed → released)")
+    def release_races(self, request: HttpRequest, queryset: QuerySet[Race]) -> None:
+        self._apply(request, queryset, race_release, "released; raw results and failure categories are public")

@@ -1,0 +1,74 @@
+"""Race lifecycle through the admin: every step goes through leaderboard.services.races."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from leaderboard.models import Race
+from leaderboard.services.races import race_close, race_schedule, race_start
+
+
+def staff_client(client):
+    admin_user = get_user_model().objects.create_superuser("boss", "boss@example.org", "a-long-test-password-123")
+    client.force_login(admin_user)
+    return client
+
+
+def test_an_admin_schedules_a_race_with_its_hidden_task_set(client, race_benchmark, race_release):
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_add"),
+        {
+            "benchmark": race_benchmark.pk,
+            "release": race_release.pk,
+            "number": 3,
+            "name": "Week 3",
+            "challenge_margin": "0.05",
+            "task_ids_text": "t-1\nt-2\nt-3\n",
+        },
+    )
+    assert response.status_code == 302
+    race = Race.objects.get()
+    assert (race.number, race.status, race.task_ids, race.challenge_margin) == (
+        3,
+        "scheduled",
+        ["t-1", "t-2", "t-3"],
+        0.05,
+    )
+
+
+def test_a_repeated_hidden_task_is_refused_by_the_schedule_form(client, race_benchmark):
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_add"),
+        {"benchmark": race_benchmark.pk, "number": 1, "challenge_margin": "0.02", "task_ids_text": "t-1\nt-1"},
+    )
+    assert response.status_code == 200
+    assert "a task id is listed twice" in response.content.decode()
+    assert not Race.objects.exists()
+
+
+def test_the_release_action_releases_an_embargoed_race(client, race_benchmark):
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=["t-1"])
+    race_start(race=race)
+    race_close(race=race)
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_changelist"), {"action": "release_races", "_selected_action": [race.pk]}
+    )
+    assert response.status_code == 302
+    race.refresh_from_db()
+    assert race.status == "released"
+    assert race.released_at is not None
+
+
+def test_the_release_action_refuses_a_running_race_and_says_why(client, race_benchmark):
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=["t-1"])
+    race_start(race=race)
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_changelist"),
+        {"action": "release_races", "_selected_action": [race.pk]},
+        follow=True,
+    )
+    # The admin capitalizes the first letter of a message.
+    assert "Shop-race race 1 is running; only an embargoed race can be released" in response.content.decode()
+    race.refresh_from_db()
+    assert race.status == "running"
