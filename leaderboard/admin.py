@@ -303,3 +303,7 @@ class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+# Race lifecycle actions and scheduling (the schemes engineer's module; replaces RaceAdmin above).
+from leaderboard import admin_races  # noqa: E402, F401
