@@ -20,12 +20,15 @@ __all__ = ["JSONObject", "parse_json"]
 class JSONObject(dict):  # type: ignore[type-arg]
     """A parsed JSON object that remembers keys that appeared twice.
 
-    Duplicates are reported by the schema layer, which knows whether the
-    object was a task map (``duplicate_task``) or anything else
-    (``invalid_json``).
+    Only built when an object has a repeated key (plain dicts otherwise, for
+    speed); the top-level object of such a document is one too, with
+    ``nested_duplicates`` set.  Duplicates are reported by the schema layer,
+    which knows whether the object was a task map (``duplicate_task``) or
+    anything else (``invalid_json``).
     """
 
     duplicates: tuple[str, ...] = ()
+    nested_duplicates: bool = False
 
 
 class _NonFinite(ValueError):
@@ -34,15 +37,14 @@ class _NonFinite(ValueError):
         self.text = text
 
 
-def _object(pairs: list[tuple[str, Any]]) -> JSONObject:
+def _duplicates_object(pairs: list[tuple[str, Any]]) -> JSONObject:
     obj = JSONObject()
     dups: list[str] = []
     for key, value in pairs:
         if key in obj:
             dups.append(key)
         obj[key] = value
-    if dups:
-        obj.duplicates = tuple(dups)
+    obj.duplicates = tuple(dups)
     return obj
 
 
@@ -69,8 +71,17 @@ def parse_json(data: bytes, *, member: str) -> Any:
         raise BundleError("invalid_json", f"{member}: not valid UTF-8 (byte {exc.start})") from None
     if text.startswith("\ufeff"):
         raise BundleError("invalid_json", f"{member}: starts with a byte-order mark; write plain UTF-8")
+    found: list[bool] = []
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        found.append(True)
+        return _duplicates_object(pairs)
+
     try:
-        return json.loads(text, object_pairs_hook=_object, parse_constant=_constant, parse_float=_float)
+        value = json.loads(text, object_pairs_hook=hook, parse_constant=_constant, parse_float=_float)
     except _NonFinite as exc:
         raise BundleError(
             "non_finite_number",
@@ -83,3 +94,8 @@ def parse_json(data: bytes, *, member: str) -> Any:
     except (ValueError, RecursionError) as exc:
         # int() digit limit, absurd nesting: still bad JSON, never a traceback.
         raise BundleError("invalid_json", f"{member}: invalid JSON: {exc}") from None
+    if found and isinstance(value, dict):
+        if not isinstance(value, JSONObject):
+            value = JSONObject(value)
+        value.nested_duplicates = True
+    return value
