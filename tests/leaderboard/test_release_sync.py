@@ -1,0 +1,391 @@
+"""leaderboard.services.releases and leaderboard.selectors.releases against the database."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.forms.models import model_to_dict
+
+from leaderboard.manifest import ManifestError, load_manifest
+from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
+from leaderboard.selectors.releases import (
+    release_list_for_benchmark,
+    release_previous,
+    release_spec,
+    version_key,
+)
+from leaderboard.services import releases as releases_service
+from leaderboard.services.releases import (
+    ReleaseGateError,
+    release_diff,
+    release_publish,
+    release_sign_off_all,
+    release_sync,
+    release_task_calibrate_faithfulness,
+    release_task_sign_off_anchor,
+)
+from scoring.errors import ScoringError
+
+pytestmark = pytest.mark.django_db
+
+WITHHELD = ["0.96", "0.86", "0.12", "9.8", "0.81", "47.3", "0.18", "0.72", "0.55"]
+
+
+def snapshot() -> dict[str, list[dict]]:
+    """Every registry row, every field: equal snapshots mean nothing was written."""
+    models = (Benchmark, Evaluator, Task, Release, ReleaseTask, ScorecardLevel)
+    return {
+        model.__name__: [
+            {**model_to_dict(row), "_times": [str(getattr(row, f.name)) for f in model._meta.fields]}
+            for row in model.objects.order_by("pk")
+        ]
+        for model in models
+    }
+
+
+def sync_problems(path: Path, user=None) -> list[str]:
+    with pytest.raises(ManifestError) as caught:
+        release_sync(manifest=path, user=user)
+    return [str(problem) for problem in caught.value.problems]
+
+
+def test_a_first_sync_creates_the_benchmark_evaluators_tasks_and_release(demo_dir: Path, staff) -> None:
+    result = release_sync(manifest=demo_dir, user=staff)
+    assert result.status == "created"
+    release = result.release
+    assert Benchmark.objects.get().scheme == "paper_gap"
+    assert sorted(Evaluator.objects.values_list("simulator", flat=True)) == [
+        "carla",
+        "isaacgym-legged",
+        "pybullet-drones",
+        "robosuite+robomimic",
+    ]
+    assert Task.objects.count() == 11
+    assert release.release_tasks.count() == 11
+    assert release.required_task_set_hash == load_manifest(demo_dir).required_task_set_hash
+    assert release.manifest_sha256 == load_manifest(demo_dir).sha256
+    assert release.synced_by == staff
+    assert release.budgets == {"wall_clock_hours": 12, "gpu_hours": 8, "llm_tokens": 20000000, "llm_usd": 150}
+    assert release.published is False
+    lift = Task.objects.get(slug="robomimic_lift_bc_rnn")
+    assert lift.simulator.simulator == "robosuite+robomimic"
+    assert "paper_value" not in lift.contract["metric"]
+    assert lift.sandbox_dockerfile.startswith("# Offline agent workspace")
+    door = ReleaseTask.objects.get(release=release, task__slug="robosuite_door_open")
+    assert (door.paper_value, door.anchor_published, door.penalties) == (
+        0.78,
+        True,
+        [{"metric": "joint_limit_violation_rate", "limit": 0.05}],
+    )
+
+
+def test_a_published_manifest_syncs_unpublished_and_says_what_waits(demo_04_dir: Path, staff) -> None:
+    result = release_sync(manifest=demo_04_dir, user=staff)
+    assert result.release.published is False
+    assert result.notes == [
+        "release.yaml says published: true, but the release stays unpublished until its human gates pass: "
+        "anchor sign-off missing for robomimic_lift_bc_rnn, robosuite_square_diffusion_policy, robosuite_door_open, "
+        "drones_hover_ppo, drones_gate_racing, carla_transfuser_longest6, carla_lane_keeping, "
+        "anymal_rough_terrain_walk, a1_stairs_climb; faithfulness calibration missing for robomimic_lift_bc_rnn, "
+        "robosuite_square_diffusion_policy, drones_hover_ppo, carla_transfuser_longest6, anymal_rough_terrain_walk"
+    ]
+
+
+def test_syncing_the_same_manifest_twice_changes_nothing(demo_dir: Path, staff) -> None:
+    release_sync(manifest=demo_dir, user=staff)
+    before = snapshot()
+    again = release_sync(manifest=demo_dir, user=staff)
+    assert (again.status, again.changes) == ("unchanged", [])
+    assert snapshot() == before
+
+
+def test_the_path_or_manifest_alias_and_a_loaded_manifest_are_accepted(demo_dir: Path, staff) -> None:
+    release_sync(path_or_manifest=demo_dir, user=staff)
+    assert release_sync(manifest=load_manifest(demo_dir), user=staff).status == "unchanged"
+
+
+def test_an_error_in_task_eleven_leaves_the_database_untouched(demo_dir: Path, edit, staff) -> None:
+    release_sync(manifest=demo_dir, user=staff)
+    edit(demo_dir, "release.yaml", 'version: "0.5"', 'version: "0.6"')
+    edit(demo_dir, "tasks/drones_hover_ppo/brief.md", "Train a PPO", "Train a PPO (new wording)")
+    edit(demo_dir, "tasks/go1_energy_efficient_gait/task.yaml", "genre: open", "genre: unknown")
+    before = snapshot()
+    assert sync_problems(demo_dir, staff) == [
+        "tasks/go1_energy_efficient_gait/task.yaml:6: genre: expected one of reproduction, open, got 'unknown'"
+    ]
+    assert snapshot() == before
+
+
+def test_a_database_failure_midway_rolls_the_whole_sync_back(
+    demo_dir: Path, staff, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created = []
+    original = ReleaseTask.objects.create
+
+    def failing_create(**kwargs):
+        created.append(kwargs["task"].slug)
+        if len(created) == 11:
+            raise RuntimeError("disk full")
+        return original(**kwargs)
+
+    monkeypatch.setattr(ReleaseTask.objects, "create", failing_create)
+    with pytest.raises(RuntimeError):
+        release_sync(manifest=demo_dir, user=staff)
+    assert snapshot() == {name: [] for name in snapshot()}
+
+
+def test_a_changed_manifest_for_a_published_release_is_refused(demo_dir: Path, edit, staff) -> None:
+    release = release_sign_off_all(release=release_sync(manifest=demo_dir, user=staff).release, user=staff)
+    assert release.published is True
+    edit(demo_dir, "release.yaml", "    paper_value: 0.72\n", "    paper_value: 0.74\n")
+    before = snapshot()
+    problems = sync_problems(demo_dir, staff)
+    assert problems == [
+        "release.yaml:11: version: release ale-robotics 0.5 is published and cannot change; "
+        "bump the version to release a changed manifest"
+    ]
+    assert snapshot() == before
+
+
+def test_a_bumped_version_of_a_published_release_syncs_as_a_new_release(demo_dir: Path, edit, staff) -> None:
+    release_sign_off_all(release=release_sync(manifest=demo_dir, user=staff).release, user=staff)
+    edit(demo_dir, "release.yaml", 'version: "0.5"', 'version: "0.6"')
+    edit(demo_dir, "release.yaml", "published: true\npublished_at: 2026-06-01T00:00:00Z\n", "published: false\n")
+    result = release_sync(manifest=demo_dir, user=staff)
+    assert result.status == "created"
+    assert list(Release.objects.order_by("version").values_list("version", "published")) == [
+        ("0.5", True),
+        ("0.6", False),
+    ]
+
+
+def test_a_resync_of_an_unpublished_release_clears_the_sign_off_of_a_changed_anchor(
+    demo_dir: Path, edit, staff
+) -> None:
+    release = release_sync(manifest=demo_dir, user=staff).release
+    row = ReleaseTask.objects.get(release=release, task__slug="a1_stairs_climb")
+    release_task_sign_off_anchor(release_task=row, user=staff)
+    edit(demo_dir, "release.yaml", "    paper_value: 0.72\n", "    paper_value: 0.74\n")
+    result = release_sync(manifest=demo_dir, user=staff)
+    assert result.status == "updated"
+    assert result.changes == [
+        "release ale-robotics 0.5: updated (task contents)",
+        "release task a1_stairs_climb: anchor changed, anchor sign-off cleared",
+    ]
+    row.refresh_from_db()
+    assert (row.paper_value, row.anchor_signed_off_at, row.anchor_signed_off_by) == (0.74, None, None)
+
+
+def test_a_resync_with_a_new_paper_clears_the_faithfulness_calibration(demo_dir: Path, edit, staff) -> None:
+    release = release_sync(manifest=demo_dir, user=staff).release
+    row = ReleaseTask.objects.get(release=release, task__slug="drones_hover_ppo")
+    release_task_calibrate_faithfulness(release_task=row, user=staff)
+    edit(demo_dir, "tasks/drones_hover_ppo/paper.md", "As a first learning result", "As its first learning result")
+    result = release_sync(manifest=demo_dir, user=staff)
+    assert result.changes == [
+        "task drones_hover_ppo: paper_md updated",
+        "release ale-robotics 0.5: updated (task contents)",
+        "release task drones_hover_ppo: faithfulness calibration cleared",
+    ]
+    row.refresh_from_db()
+    assert row.faithfulness_calibrated_at is None
+
+
+def test_a_removed_task_leaves_the_unpublished_release(demo_dir: Path, edit, staff) -> None:
+    release_sync(manifest=demo_dir, user=staff)
+    edit(
+        demo_dir,
+        "release.yaml",
+        "  - slug: go1_energy_efficient_gait\n    paper_value: 0.55\n    anchor_published: false\n",
+        "",
+    )
+    shutil.rmtree(demo_dir / "tasks/go1_energy_efficient_gait")
+    result = release_sync(manifest=demo_dir, user=staff)
+    assert "release task go1_energy_efficient_gait: removed" in result.changes
+    assert ReleaseTask.objects.count() == 10
+    assert Task.objects.filter(slug="go1_energy_efficient_gait").exists()
+
+
+def test_a_benchmark_cannot_change_its_scheme(demo_dir: Path, edit, staff) -> None:
+    release_sync(manifest=demo_dir, user=staff)
+    edit(demo_dir, "release.yaml", 'version: "0.5"', 'version: "0.6"')
+    edit(demo_dir, "release.yaml", "scheme: paper_gap", "scheme: race")
+    assert sync_problems(demo_dir, staff) == [
+        "release.yaml:6: benchmark.scheme: expected paper_gap (benchmark 'ale-robotics' already uses it; "
+        "a release cannot change its benchmark's scheme), got 'race'"
+    ]
+
+
+def test_a_simulator_neither_declared_nor_registered_is_refused(demo_dir: Path, edit, staff) -> None:
+    edit(demo_dir, "tasks/a1_stairs_climb/task.yaml", "simulator: isaacgym-legged", "simulator: raisim")
+    assert sync_problems(demo_dir, staff) == [
+        "tasks/a1_stairs_climb/task.yaml:5: simulator: expected a registered evaluator (carla, isaacgym-legged, "
+        "pybullet-drones, robosuite+robomimic), got 'raisim'; declare it under evaluators in release.yaml or "
+        "register it in the admin"
+    ]
+    assert Benchmark.objects.count() == 0
+
+
+def test_a_pre_registered_evaluator_is_accepted(demo_dir: Path, edit, staff) -> None:
+    Evaluator.objects.create(simulator="raisim", name="RaiSim")
+    edit(demo_dir, "tasks/a1_stairs_climb/task.yaml", "simulator: isaacgym-legged", "simulator: raisim")
+    release_sync(manifest=demo_dir, user=staff)
+    assert Task.objects.get(slug="a1_stairs_climb").simulator.name == "RaiSim"
+
+
+def test_a_user_who_is_not_staff_cannot_sync(demo_dir: Path, visitor) -> None:
+    with pytest.raises(PermissionDenied):
+        release_sync(manifest=demo_dir, user=visitor)
+    assert Benchmark.objects.count() == 0
+
+
+def test_publish_is_refused_while_tasks_are_unsigned_naming_them(demo_04_dir: Path, staff) -> None:
+    release = release_sync(manifest=demo_04_dir, user=staff).release
+    for row in release.release_tasks.exclude(task__slug__in=["a1_stairs_climb", "drones_hover_ppo"]):
+        release_task_sign_off_anchor(release_task=row, user=staff)
+        if row.genre == "reproduction":
+            release_task_calibrate_faithfulness(release_task=row, user=staff)
+    with pytest.raises(ReleaseGateError) as caught:
+        release_publish(release=release, user=staff)
+    assert str(caught.value) == (
+        "release ale-robotics 0.4 cannot be published: anchor sign-off missing for drones_hover_ppo, a1_stairs_climb; "
+        "faithfulness calibration missing for drones_hover_ppo"
+    )
+    release.refresh_from_db()
+    assert release.published is False
+
+
+def test_sign_off_records_who_and_when_and_publish_uses_the_manifest_date(demo_04_dir: Path, staff) -> None:
+    release = release_sync(manifest=demo_04_dir, user=staff).release
+    row = ReleaseTask.objects.get(release=release, task__slug="drones_hover_ppo")
+    signed = release_task_sign_off_anchor(release_task=row, user=staff)
+    assert signed.anchor_signed_off_by == staff and signed.anchor_signed_off_at is not None
+    published = release_sign_off_all(release=release, user=staff)
+    assert published.published is True
+    assert published.published_at.isoformat() == "2026-02-01T00:00:00+00:00"
+    assert ReleaseTask.objects.filter(release=release, anchor_signed_off_at__isnull=True).count() == 0
+
+
+def test_an_open_task_has_no_faithfulness_gate(demo_04_dir: Path, staff) -> None:
+    release = release_sync(manifest=demo_04_dir, user=staff).release
+    row = ReleaseTask.objects.get(release=release, task__slug="a1_stairs_climb")
+    with pytest.raises(ReleaseGateError) as caught:
+        release_task_calibrate_faithfulness(release_task=row, user=staff)
+    assert str(caught.value) == (
+        "task a1_stairs_climb is open genre: the faithfulness gate applies to reproduction tasks only"
+    )
+
+
+def test_a_task_without_an_anchor_cannot_be_signed_off(demo_04_dir: Path, edit, staff) -> None:
+    edit(demo_04_dir, "release.yaml", "    paper_value: 0.72\n", "    paper_value: null\n")
+    release = release_sync(manifest=demo_04_dir, user=staff).release
+    row = ReleaseTask.objects.get(release=release, task__slug="a1_stairs_climb")
+    with pytest.raises(ReleaseGateError) as caught:
+        release_task_sign_off_anchor(release_task=row, user=staff)
+    assert str(caught.value) == (
+        "task a1_stairs_climb of ale-robotics 0.4 has no anchor (paper_value is null); "
+        "give one in release.yaml and sync before signing off"
+    )
+
+
+def test_a_visitor_cannot_sign_off(demo_04_dir: Path, staff, visitor) -> None:
+    release = release_sync(manifest=demo_04_dir, user=staff).release
+    row = release.release_tasks.first()
+    with pytest.raises(PermissionDenied):
+        release_task_sign_off_anchor(release_task=row, user=visitor)
+    row.refresh_from_db()
+    assert row.anchor_signed_off_at is None
+
+
+def test_a_script_may_sign_off_without_a_user(demo_04_dir: Path) -> None:
+    release = release_sync(manifest=demo_04_dir, user=None).release
+    assert release_sign_off_all(release=release, user=None).published is True
+
+
+def test_the_diff_between_versions_shows_added_tasks_and_the_changed_anchor(
+    demo_dir: Path, demo_04_dir: Path, staff
+) -> None:
+    old = release_sync(manifest=demo_04_dir, user=staff).release
+    new = release_sync(manifest=demo_dir, user=staff).release
+    diff = release_diff(old, new)
+    assert diff.lines() == [
+        "task added: drones_ego_planner",
+        "task added: go1_energy_efficient_gait",
+        "anchor changed: robomimic_lift_bc_rnn",
+    ]
+    assert diff.lines(show_anchors=True)[-1] == "anchor changed: robomimic_lift_bc_rnn: 0.94 -> 0.96"
+    assert release_diff(new, old).removed == ["drones_ego_planner", "go1_energy_efficient_gait"]
+
+
+def test_no_sync_output_carries_a_withheld_anchor(demo_dir: Path, demo_04_dir: Path, edit, staff) -> None:
+    outputs = release_sync(manifest=demo_04_dir, user=staff).lines()
+    outputs += release_sync(manifest=demo_dir, user=staff).lines()
+    edit(demo_dir, "release.yaml", "    paper_value: 0.96\n", "    paper_value: 0.97\n")
+    outputs += release_sync(manifest=demo_dir, user=staff).lines()
+    text = "\n".join(outputs)
+    for value in [*WITHHELD, "0.97", "0.94"]:
+        assert value not in text
+
+
+def test_release_spec_reads_the_rows_in_one_query(demo_dir: Path, staff, django_assert_num_queries) -> None:
+    release = release_sync(manifest=demo_dir, user=staff).release
+    with django_assert_num_queries(1):
+        spec = release_spec(release)
+    assert spec == load_manifest(demo_dir).to_release_spec()
+
+
+def test_release_spec_refuses_a_task_without_an_anchor(demo_dir: Path, edit, staff) -> None:
+    edit(demo_dir, "release.yaml", "    paper_value: 0.72\n", "    paper_value: null\n")
+    release = release_sync(manifest=demo_dir, user=staff).release
+    with pytest.raises(ScoringError) as caught:
+        release_spec(release)
+    assert str(caught.value) == f"release {release.pk}: tasks without an anchor cannot be scored: a1_stairs_climb"
+
+
+def test_versions_sort_naturally() -> None:
+    assert sorted(["0.10", "0.5", "1.0", "0.4", "0.5-rc1"], key=version_key) == ["0.4", "0.5", "0.5-rc1", "0.10", "1.0"]
+
+
+def test_previous_release_and_the_benchmark_list_follow_version_order(
+    demo_dir: Path, demo_04_dir: Path, edit, staff
+) -> None:
+    old = release_sync(manifest=demo_04_dir, user=staff).release
+    new = release_sync(manifest=demo_dir, user=staff).release
+    edit(demo_dir, "release.yaml", 'version: "0.5"', 'version: "0.10"')
+    newest = release_sync(manifest=demo_dir, user=staff).release
+    assert release_previous(newest) == new
+    assert release_previous(new) == old
+    assert release_previous(old) is None
+    release_sign_off_all(release=old, user=staff)
+    benchmark = old.benchmark
+    assert release_list_for_benchmark(benchmark) == [old]
+    assert release_list_for_benchmark(benchmark, published_only=False) == [newest, new, old]
+
+
+def test_a_scorecard_release_writes_its_levels(tmp_path: Path, staff) -> None:
+    (tmp_path / "release.yaml").write_text(
+        "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\nversion: '1'\npublished: true\n"
+        "tasks: []\nepisode_set:\n  size: 2\n  levels:\n    - {id: l1, optimal_len: 12}\n"
+        "    - {id: l2, optimal_len: 40}\n"
+    )
+    result = release_sync(manifest=tmp_path, user=staff)
+    assert result.release.episode_set_size == 2
+    assert result.release.published is True
+    assert list(ScorecardLevel.objects.values_list("level_id", "optimal_len")) == [("l1", 12), ("l2", 40)]
+
+
+def test_a_race_release_stores_its_qualifying_task_ids(tmp_path: Path, staff) -> None:
+    (tmp_path / "release.yaml").write_text(
+        "format: 1\nbenchmark: {slug: oro, name: ORO Bench, scheme: race}\nversion: '1'\npublished: false\n"
+        "tasks: []\nqualifying:\n  task_ids: [shop-1, shop-2]\n"
+    )
+    release = release_sync(manifest=tmp_path, user=staff).release
+    assert release.qualifying_task_ids == ["shop-1", "shop-2"]
+
+
+def test_release_sync_needs_a_manifest() -> None:
+    with pytest.raises(TypeError):
+        releases_service.release_sync(user=None)
