@@ -259,7 +259,7 @@ def _fast_episode(item: object, seeds: set[int]) -> Episode | None:
         elif type(metric) is not float:
             return None
     for name, rate in rates.items():
-        if not (0 < len(name) <= _MAX_TEXT) or type(rate) not in (float, int) or rate < 0:
+        if not (0 < len(name) <= 100) or type(rate) not in (float, int) or rate < 0:
             return None
     if any(type(rate) is int for rate in rates.values()):
         rates = {name: float(rate) for name, rate in rates.items()}
