@@ -32,6 +32,9 @@ __all__ = [
 ]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# zstd skippable frame: magic 0x184D2A50 (little-endian) + 4-byte length + payload.
+_SKIPPABLE_MAGIC = (0x184D2A50).to_bytes(4, "little")
+_SKIPPABLE_HEADER = 8
 _READ_CHUNK = 64 * 1024
 _MiB = 1024 * 1024
 
@@ -167,9 +170,11 @@ def iter_members(
     source: IO[bytes]
     if magic == ZSTD_MAGIC:
         counter = _CountingReader(payload)
-        # read_across_frames=False: one frame, then stop -- trailing zero
-        # padding (added by `seal`, see envelope._payload_failure) is ignored.
-        source = zstandard.ZstdDecompressor().stream_reader(io.BufferedReader(counter, _READ_CHUNK))  # type: ignore[assignment]
+        # Across frames: multi-frame writers (pzstd) work, and the skippable
+        # frame `seal` pads with (see write_archive) is skipped by zstd itself.
+        source = zstandard.ZstdDecompressor().stream_reader(  # type: ignore[assignment]
+            io.BufferedReader(counter, _READ_CHUNK), read_across_frames=True
+        )
     else:
         source = payload
     stream = io.BufferedReader(_LimitedStream(source, counter, limits, name), _READ_CHUNK)
@@ -199,7 +204,9 @@ def iter_members(
                 )
             if info.isdir():
                 continue
-            if not info.isfile():
+            if not info.isfile() or info.issparse():
+                # A sparse member expands holes to zeros locally, outside the
+                # byte-count limits: refused like any special file.
                 raise BundleError(
                     "special_member",
                     f"{name}: member {info.name!r} is not a regular file (device, FIFO or other special file)",
@@ -275,9 +282,10 @@ def write_archive(
 
     Values are bytes or paths of files to stream in.  Names are sorted,
     mtime/uid/gid are 0, mode 0644, so sealing the same directory twice gives
-    the same plaintext.  A zstd payload is padded with zeros to a multiple of
-    512 bytes (ignored by readers, it lets a cut-short file be told apart
-    from an altered one).
+    the same plaintext.  A zstd payload is padded to a multiple of 512 bytes
+    with a zstd skippable frame (ignored by every zstd reader; it lets a
+    cut-short file be told apart from an altered one, see
+    envelope._payload_failure).
     """
     with open(dest, "wb") as raw:
         if compress:
@@ -305,4 +313,8 @@ def write_archive(
             writer.flush(zstandard.FLUSH_FRAME)
             writer.close()
             pad = -raw.tell() % 512
-            raw.write(b"\x00" * pad)
+            if pad:
+                if pad < _SKIPPABLE_HEADER:
+                    pad += 512
+                body = pad - _SKIPPABLE_HEADER
+                raw.write(_SKIPPABLE_MAGIC + body.to_bytes(4, "little") + b"\x00" * body)

@@ -25,7 +25,7 @@ ERROR_CODES: dict[str, str] = {
     "too_many_members": "the archive has more members than allowed",
     "unsafe_path": "a member name is absolute, contains '..' or is otherwise unsafe",
     "link_member": "a member is a symbolic or hard link",
-    "special_member": "a member is a device, FIFO or other non-regular file",
+    "special_member": "a member is a device, FIFO, sparse or other non-regular file",
     "duplicate_member": "two archive members have the same name",
     "decompression_bomb": "the compressed payload expands beyond the allowed ratio or total size",
     # members

@@ -176,3 +176,35 @@ def test_it_hashes_artifacts_without_keeping_them(seal_bytes, tar_bytes):
     assert members["artifacts/a.bin"].data is None
     assert members["artifacts/a.bin"].sha256 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert members["manifest.json"].data == b"{}"
+
+
+def _sparse(info: tarfile.TarInfo) -> None:
+    info.type = tarfile.GNUTYPE_SPARSE
+
+
+def test_it_rejects_a_sparse_member(seal_bytes, site_identity, tar_bytes):
+    path = seal_bytes(tar_bytes([("artifacts/holes.bin", _sparse)]))
+    err = _error(path, site_identity[0])
+    assert err.code == "special_member"
+    assert err.message == (
+        "bundle: member 'artifacts/holes.bin' is not a regular file (device, FIFO or other special file)"
+    )
+
+
+def test_it_reads_a_multi_frame_zstd_payload(seal_bytes, site_identity, tar_bytes, manifest_for):
+    members = {"artifacts/a.bin": b"a" * 70_000}
+    data = tar_bytes([("manifest.json", manifest_for(members)), *members.items()])
+    compressor = zstandard.ZstdCompressor()
+    half = len(data) // 2
+    stream = io.BytesIO(compressor.compress(data[:half]) + compressor.compress(data[half:]))
+    assert [m.name for m in iter_members(stream)] == ["manifest.json", "artifacts/a.bin"]
+
+
+def test_sealed_zstd_payloads_are_padded_to_whole_blocks_with_a_skippable_frame(tmp_path):
+    from submissions.bundle.archive import write_archive
+
+    dest = tmp_path / "x.tar.zst"
+    write_archive({"manifest.json": b"{}" * 123}, dest)
+    data = dest.read_bytes()
+    assert len(data) % 512 == 0
+    assert [m.name for m in iter_members(io.BytesIO(data))] == ["manifest.json"]

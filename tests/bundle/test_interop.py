@@ -67,3 +67,14 @@ def test_a_zstd_bundle_sealed_by_our_tool_decrypts_with_age_d(tmp_path, site_ide
     plain = subprocess.run([AGE, "-d", "-i", str(identity), str(sealed)], check=True, capture_output=True).stdout
     assert plain[:4] == b"\x28\xb5\x2f\xfd"
     assert b"manifest.json" in zstandard.ZstdDecompressor().decompressobj().decompress(plain)
+
+
+@pytest.mark.skipif(not shutil.which("zstd"), reason="the zstd command-line tool is missing (apt-get install zstd)")
+def test_a_tar_zst_made_by_the_tar_and_zstd_tools_opens(tmp_path, site_identity):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=10)
+    archive = tmp_path / "run.tar"
+    subprocess.run(["tar", "-C", str(directory), "-cf", str(archive), "."], check=True)
+    subprocess.run(["zstd", "-q", "-19", str(archive), "-o", str(tmp_path / "run.tar.zst")], check=True)
+    sealed = tmp_path / "run.age"
+    subprocess.run([AGE, "-r", site_identity[1], "-o", str(sealed), str(tmp_path / "run.tar.zst")], check=True)
+    assert len(open_bundle(sealed, [site_identity[0]]).results) == 11
