@@ -35,6 +35,7 @@ __all__ = [
 
 AGE_MAGIC = b"age-encryption.org/v1\n"
 AGE_ARMOR_MAGIC = b"-----BEGIN AGE ENCRYPTED FILE-----"
+AGE_ARMOR_END = b"-----END AGE ENCRYPTED FILE-----"
 # age STREAM: a 16-byte nonce, then 64 KiB plaintext chunks each followed by a
 # 16-byte Poly1305 tag (https://age-encryption.org/v1, "payload").
 _NONCE = 16
@@ -107,6 +108,8 @@ def _payload_failure(path: Path, size: int, plaintext_written: int, name: str) -
     """
     with open(path, "rb") as f:
         head = f.read(64 * 1024)
+        f.seek(max(0, size - 128))
+        tail = f.read()
     header = _header_length(head)
     truncated = BundleError(
         "truncated",
@@ -117,6 +120,9 @@ def _payload_failure(path: Path, size: int, plaintext_written: int, name: str) -
         f"{name}: the encrypted payload failed authentication at byte {plaintext_written} of the plaintext: "
         "the file was altered after sealing",
     )
+    if head.startswith(AGE_ARMOR_MAGIC):
+        # ASCII armor: a complete file ends with the END line.
+        return corrupted if tail.rstrip().endswith(AGE_ARMOR_END) else truncated
     if header is None:
         return corrupted
     body = size - header - _NONCE

@@ -162,3 +162,36 @@ def test_it_names_the_file_in_messages(tmp_path, site_identity):
 def test_it_refuses_to_run_without_an_identity(sealed_demo):
     with pytest.raises(ValueError, match="no age identity given"):
         open_bundle(sealed_demo(), [])
+
+
+@pytest.mark.parametrize("armored", [False, True])
+def test_every_truncation_and_every_payload_flip_gets_its_own_code(sealed_demo, site_identity, tmp_path, armored):
+    import random
+
+    import pyrage
+    from pyrage import x25519
+
+    sealed = sealed_demo(artifact_bytes=150_000).read_bytes()
+    if armored:
+        identity = x25519.Identity.from_str(site_identity[0])
+        sealed = pyrage.encrypt(pyrage.decrypt(sealed, [identity]), [identity.to_public()], armored=True)
+    start = sealed.index(b"\n", sealed.index(b"\n---" if not armored else b"\n", 40) + 1) + 1
+    rng = random.Random(4)
+    path = tmp_path / "fuzz.age"
+    seen = set()
+    for _ in range(25):
+        cut = rng.randrange(1, len(sealed))
+        path.write_bytes(sealed[:cut])
+        with pytest.raises(BundleError) as err:
+            _open(path, site_identity[0])
+        seen.add(("cut", err.value.code))
+        data = bytearray(sealed)
+        position = rng.randrange(start, len(data) - 40)
+        if armored and data[position : position + 1] in (b"\n", b"="):
+            continue
+        data[position] ^= 0x04 if armored else 0x10  # armored: stay inside the base64 alphabet
+        path.write_bytes(bytes(data))
+        with pytest.raises(BundleError) as err:
+            _open(path, site_identity[0])
+        seen.add(("flip", err.value.code))
+    assert seen == {("cut", "truncated"), ("flip", "corrupted")}
