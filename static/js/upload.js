@@ -35,14 +35,22 @@
     if (status) status.textContent = data.status_label;
     var verdict = panel.querySelector("[data-field=verdict]");
     if (verdict) {
-      verdict.textContent = data.verdict ? ": " + data.verdict : "";
+      verdict.textContent = data.verdict || "";
       verdict.className = data.verdict ? "verdict verdict--" + data.verdict : "";
     }
+    // Refusals (mismatch, rejected) and transient errors show their message as an error;
+    // a passing verdict's message is shown as a plain note.
+    var failed = data.verdict === "mismatch" || data.verdict === "rejected" || data.status === "error";
     var errorBox = panel.querySelector("[data-field=error]");
     if (errorBox) {
-      errorBox.hidden = !data.error_message;
+      errorBox.hidden = !(failed && data.error_message);
       panel.querySelector("[data-field=error-code]").textContent = data.error_code || "";
       panel.querySelector("[data-field=error-message]").textContent = data.error_message || "";
+    }
+    var note = panel.querySelector("[data-field=note]");
+    if (note) {
+      note.hidden = failed || !data.error_message;
+      note.textContent = failed ? "" : data.error_message || "";
     }
     var runLink = panel.querySelector("[data-field=run-link]");
     if (runLink) {
@@ -139,7 +147,7 @@
       var body = null;
       try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
       if (xhr.status >= 200 && xhr.status < 300 && body) {
-        bar.value = 100; pct.textContent = "Uploaded";
+        bar.value = 100; pct.textContent = "100%, uploaded";
         var slot = document.querySelector("[data-status-slot]");
         var panel = document.getElementById("status-template").content.firstElementChild.cloneNode(true);
         slot.textContent = "";

@@ -147,3 +147,94 @@ def test_a_submitter_signs_in_and_sees_only_their_submissions(live_server: Any, 
     shoot(page, "my-submissions")
     page.get_by_role("link", name="Submit", exact=True).click()
     shoot(page, "upload")
+
+
+@pytest.fixture
+def demo_site(settings: Any, tmp_path: Path) -> dict[str, Any]:
+    """The demo release synced and published, and a fresh site age key (no file on disk)."""
+    import pyrage
+
+    from leaderboard.manifest import load_manifest
+    from leaderboard.services.releases import release_sign_off_all, release_sync
+
+    identity = pyrage.x25519.Identity.generate()
+    settings.PODIUM_SITE_KEYS = str(identity)
+    settings.MEDIA_ROOT = tmp_path / "media"
+    path = Path(settings.BASE_DIR) / "examples" / "demo-release"
+    release = release_sign_off_all(release=release_sync(manifest=path, user=None).release, user=None)
+    assert release.published
+    return {"manifest": load_manifest(path), "release": release, "recipient": str(identity.to_public())}
+
+
+def test_a_submitter_uploads_a_sealed_bundle_and_watches_it_validate(
+    live_server: Any, page: Any, demo_site: dict[str, Any], tmp_path: Path
+) -> None:
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+
+    manifest, release = demo_site["manifest"], demo_site["release"]
+    open_slugs = sorted(task.slug for task in manifest.tasks if task.genre == "open")
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "browser-bot",
+        release_manifest=manifest,
+        agent_name="Browser Bot",
+        agent_version="1.0",
+        skill=0.95,
+        seed=77,
+        tasks=open_slugs,
+    )
+    sealed = seal_dir(directory, demo_site["recipient"])
+    make_user("submitter")
+    base = live_server.url
+
+    sign_in(page, base, "submitter")
+    page.get_by_role("link", name="Submit", exact=True).click()
+    assert demo_site["recipient"] in page.locator("[data-site-key]").inner_text()
+    page.set_input_files("#id_bundle", str(sealed))
+    shoot(page, "upload-chosen")
+    page.get_by_role("button", name="Upload and verify").click()
+    page.wait_for_selector(".status-panel[data-verdict=validated]", timeout=60_000)
+    assert page.locator("[data-progress-bar]").get_attribute("value") == "100"
+    assert "validated" in page.locator(".status-panel .status-line").inner_text()
+    shoot(page, "upload-validated")
+
+    page.locator("[data-field=run-href]").click()
+    page.wait_for_selector("h1")
+    assert "Browser Bot" in page.locator("h1").inner_text()
+    assert page.get_by_text("Not published").count() >= 1
+    shoot(page, "run-uploaded")
+
+    board = f"{base}/benchmarks/{release.benchmark.slug}/{release.version}/"
+    page.goto(board)
+    assert page.locator("table.board").get_by_text("Browser Bot").count() == 1
+    page.get_by_role("link", name="Reproduction").click()
+    page.wait_for_url("**tab=reproduction**")
+    assert page.locator("table.board").get_by_text("Browser Bot").count() == 0
+    page.get_by_role("link", name="Open-ended").click()
+    page.wait_for_url("**tab=open**")
+    assert page.locator("table.board").get_by_text("Browser Bot").count() == 1
+    assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_mismatching_bundle_shows_its_error_and_diff_live(
+    live_server: Any, page: Any, demo_site: dict[str, Any], tmp_path: Path
+) -> None:
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "tampered",
+        release_manifest=demo_site["manifest"],
+        agent_name="Fibber",
+        agent_version="0.1",
+        seed=78,
+        tamper="claimed_score",
+    )
+    sealed = seal_dir(directory, demo_site["recipient"])
+    make_user("fibber")
+    sign_in(page, live_server.url, "fibber")
+    page.goto(f"{live_server.url}/submit/")
+    page.set_input_files("#id_bundle", str(sealed))
+    page.get_by_role("button", name="Upload and verify").click()
+    page.wait_for_selector(".status-panel[data-verdict=mismatch]", timeout=60_000)
+    assert page.locator(".status-panel [data-field=error]").is_visible()
+    assert page.locator(".status-panel tr.row--diff").count() >= 1
+    shoot(page, "upload-mismatch")
