@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -118,6 +119,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     )
 
 
+@csrf_exempt  # nothing to protect, and a CSRF failure here would answer HTML instead of JSON
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Catch-all for unknown paths under /api/: JSON, not the HTML 404 page."""
     return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}."), status=404)

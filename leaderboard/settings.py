@@ -159,6 +159,8 @@ PODIUM_STUCK_AFTER_SECONDS = env_int("PODIUM_STUCK_AFTER_SECONDS", 600, minimum=
 PODIUM_SWEEP_EVERY_SECONDS = env_int("PODIUM_SWEEP_EVERY_SECONDS", 60, minimum=1)
 # A bundle that kills its worker this many times ends as rejected instead of looping.
 PODIUM_MAX_ATTEMPTS = env_int("PODIUM_MAX_ATTEMPTS", 3, minimum=1)
+# Bootstrap resamples for a run's confidence intervals (scoring.uncertainty); 0 skips the CIs.
+PODIUM_BOOTSTRAP_RESAMPLES = env_int("PODIUM_BOOTSTRAP_RESAMPLES", 1000)
 # FOR TESTS ONLY: a verification sleeps this many seconds after claiming its submission,
 # so the worker-kill test can kill -9 a worker that is verifying. Leave at 0.
 PODIUM_VERIFY_DELAY_SECONDS = env_int("PODIUM_VERIFY_DELAY_SECONDS", 0)
@@ -214,7 +216,7 @@ USE_TZ = True
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "leaderboard.api.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 50,
     # Scripts send `Authorization: Api-Key <key>`; the browser uses its session (with CSRF).
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -271,3 +273,12 @@ LOGGING = {
 # guessing keys is not cheap even though each check is constant-time.
 PODIUM_API_KEY_FAILURE_LIMIT = env_int("PODIUM_API_KEY_FAILURE_LIMIT", 20, minimum=1)
 PODIUM_API_KEY_FAILURE_WINDOW = env_int("PODIUM_API_KEY_FAILURE_WINDOW", 600, minimum=1)
+# Every API operation documents the common error answers (400/401/403/404/405/406/415/429).
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",
+    "leaderboard.api.schema_hooks.add_common_error_responses",
+]
+SPECTACULAR_SETTINGS["DESCRIPTION"] = (
+    "Podium's REST API: public leaderboards and registry, submitter uploads, admin actions. "
+    "Errors are always {\"error\": {\"code\", \"message\"}}. See docs/api.md."
+)

@@ -169,13 +169,16 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
             headers=headers,
         )
 
-    @extend_schema(summary="Your submissions, newest first", responses={200: SubmissionSerializer, **ERRORS})
+    @extend_schema(
+        summary="Your submissions, newest first",
+        responses={200: SubmissionSerializer(many=True), 304: OpenApiResponse(description="Not modified"), **ERRORS},
+    )
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().list(request, *args, **kwargs)
 
     @extend_schema(
         summary="One of your submissions: status, verdict, error code, message and diff",
-        responses={200: SubmissionSerializer, **ERRORS},
+        responses={200: SubmissionSerializer, 304: OpenApiResponse(description="Not modified"), **ERRORS},
     )
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().retrieve(request, *args, **kwargs)

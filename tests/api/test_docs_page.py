@@ -1,0 +1,75 @@
+"""The API docs page works under the site's strict CSP (no inline script or style)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.staticfiles import finders
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def test_the_docs_page_has_no_inline_script_or_style_and_local_assets(client: Any, db: Any) -> None:
+    response = client.get("/api/v1/docs/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "unsafe-inline" not in response["Content-Security-Policy"]
+    assert "<style" not in html
+    scripts = re.findall(r"<script([^>]*)>", html)
+    assert scripts and all("src=" in attrs for attrs in scripts)
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', html)
+    assert len(assets) >= 3
+    for url in assets:
+        assert finders.find(url.removeprefix("/static/")), f"{url} is not a local static file"
+    assert "//" not in "".join(re.findall(r'(?:src|href)="([^"]+)"', html)).replace("http://", "")
+
+
+def test_the_docs_init_script_is_served_as_javascript(client: Any, db: Any) -> None:
+    response = client.get("/api/v1/docs/", {"script": ""})
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/javascript")
+    assert b"/api/v1/schema/" in response.content
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_swagger_ui_renders_the_api_without_csp_violations(live_server: Any, browser: Any) -> None:
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        page.goto(f"{live_server.url}/api/v1/docs/")
+        page.wait_for_selector("text=/api/v1/submissions/", timeout=15000)
+        assert page.locator(".opblock").count() >= 10
+    finally:
+        page.close()
+    assert errors == []

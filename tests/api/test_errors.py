@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_an_unknown_api_path_is_a_json_404(api: Any) -> None:
+    response = api.get("/api/v1/no-such-thing/")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": "No API endpoint at /api/v1/no-such-thing/."}}
+
+
+def test_a_missing_object_is_a_json_404(world: Any, api: Any) -> None:
+    response = api.get("/api/v1/runs/999999/")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": "Not found."}}
+
+
+def test_a_wrong_method_is_a_json_405(world: Any, api: Any) -> None:
+    response = api.delete("/api/v1/benchmarks/")
+    assert response.status_code == 405
+    assert response.json() == {"error": {"code": "method_not_allowed", "message": 'Method "DELETE" not allowed.'}}
+
+
+def test_malformed_json_is_a_json_400(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/", data="{not json", content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "malformed_request"
+
+
+def test_an_unexpected_failure_is_a_bare_500_without_internals(world: Any, api: Any, monkeypatch: Any) -> None:
+    from leaderboard.api import selectors
+
+    def explode(user: Any) -> Any:
+        raise RuntimeError(f"database password is {settings.SECRET_KEY}")
+
+    monkeypatch.setattr(selectors, "benchmark_list", explode)
+    response = api.get("/api/v1/benchmarks/")
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": {"code": "server_error", "message": "The server failed to handle this request; it has been logged."}
+    }
+    body = response.content.decode()
+    assert settings.SECRET_KEY not in body and "Traceback" not in body and "RuntimeError" not in body
+
+
+def _production_env(**extra: str) -> dict[str, str]:
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; a deployment never has it.
+    dropped = {"DATABASE_URL", "CELERY_BROKER_URL", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env.update({"DJANGO_ENV": "production", "ALLOWED_HOSTS": "podium.example", **extra})
+    return env
+
+
+def test_production_settings_pass_check_deploy_at_warning_level() -> None:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=_production_env(SECRET_KEY="x" * 20 + "K9#vQ2$mL8@pR5!tW3&zY7^bN4*cF6%hJ1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key() -> None:
+    env = _production_env()
+    env.pop("SECRET_KEY", None)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set to a random string of at least 50 characters in production" in result.stderr
+
+
+def test_production_cookies_are_secure_and_hsts_is_on() -> None:
+    script = (
+        "from django.conf import settings as s;"
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, s.X_FRAME_OPTIONS, s.DEBUG)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", f"import django;django.setup();{script}"],
+        cwd=ROOT,
+        env={**_production_env(SECRET_KEY="s" * 60), "DJANGO_SETTINGS_MODULE": "leaderboard.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.stdout.split() == ["True", "True", "True", "DENY", "False"], result.stderr
