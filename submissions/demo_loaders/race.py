@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import random
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from leaderboard.models import Benchmark, Race, Release, Validator
 from scoring.race import TaskOutcome
@@ -33,7 +34,9 @@ BENCHMARK_SLUG = "shopping-race"
 BENCHMARK_NAME = "Shopping race"
 RELEASE_VERSION = "q-2026.1"
 DEMO_USERNAME = "demo-validators"
+# examples/demo-race/release.yaml lists the same public frozen set (a test keeps them equal).
 QUALIFYING_TASKS = [f"public-{index:02d}" for index in range(12)]
+EXAMPLE_DIR = Path(settings.BASE_DIR) / "examples" / "demo-race"
 VALIDATORS = (("validator-north", "Validator North"), ("validator-south", "Validator South"))
 TASKS_PER_RACE = 10
 
@@ -100,30 +103,12 @@ def infrastructure_failure(tasks: list[str]) -> list[TaskOutcome]:
 @transaction.atomic
 def race_benchmark_ensure(*, user: Any) -> tuple[Benchmark, Release, dict[str, Validator]]:
     """The benchmark, its qualifying release, its validators and their registered keys."""
+    from leaderboard.services.releases import release_sync
     from submissions.bundle.signatures import public_key_b64
     from submissions.services.signing_keys import signing_key_register
 
-    benchmark, _ = Benchmark.objects.get_or_create(
-        slug=BENCHMARK_SLUG,
-        defaults={
-            "name": BENCHMARK_NAME,
-            "scheme": Benchmark.Scheme.RACE,
-            "description": "Agents fill shopping requests; validators grade every order. "
-            "The top agent is decided by a three-race Overall score.",
-        },
-    )
-    release, _ = Release.objects.get_or_create(
-        benchmark=benchmark,
-        version=RELEASE_VERSION,
-        defaults={
-            "title": "Qualifying set 2026.1",
-            "required_task_set_hash": hashlib.sha256("\n".join(sorted(QUALIFYING_TASKS)).encode()).hexdigest(),
-            "manifest": {"scheme": "race", "qualifying": {"task_ids": QUALIFYING_TASKS}},
-            "manifest_sha256": hashlib.sha256(b"demo shopping race qualifying 2026.1").hexdigest(),
-            "published": True,
-            "published_at": timezone.now(),
-        },
-    )
+    release = release_sync(manifest=EXAMPLE_DIR).release
+    benchmark = release.benchmark
     validators = {}
     for slug, name in VALIDATORS:
         validator, _ = Validator.objects.get_or_create(slug=slug, defaults={"name": name})

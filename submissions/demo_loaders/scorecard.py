@@ -11,17 +11,14 @@ is not submitted again.
 
 from __future__ import annotations
 
-import hashlib
-import json
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
-from django.utils import timezone
 
-from leaderboard.models import Benchmark, Release, ScorecardLevel
+from leaderboard.models import Release
 from scoring import scorecard as scorecard_scoring
-from scoring.gap import required_task_set_hash
 from submissions.demo_loaders.scheme_bundles import scorecard_members, seal_members, submit_sealed
 
 BENCHMARK_SLUG = "sokoban-hidden"
@@ -29,16 +26,19 @@ BENCHMARK_NAME = "Sokoban hidden set"
 RELEASE_VERSION = "2026.1"
 EPISODE_SET_SIZE = 100
 DEMO_USERNAME = "demo-scorecards"
+# The release manifest (docs/manifest.md) with the hidden level set in levels.yaml.
+EXAMPLE_DIR = Path(settings.BASE_DIR) / "examples" / "demo-scorecard"
 
 Episode = scorecard_scoring.ScorecardEpisode
 
 
 def demo_level_set() -> dict[str, int]:
-    """The hidden set: level id -> BFS optimal length (server data, never in a bundle).
+    """The hidden set: level id -> BFS optimal length (server data, never in a bundle);
+    examples/demo-scorecard/levels.yaml lists exactly these (a test keeps them equal).
 
     Levels 0-59 are mid-difficulty (optimal 20-22); 60-99 climb the ramp from short
     levels under the 30-step floor to long ones (up to 40 moves)."""
-    levels = {}
+    levels: dict[str, int] = {}
     for index in range(EPISODE_SET_SIZE):
         optimal = 20 + index % 3 if index < 60 else 6 + (index * 7) % 35
         levels[f"level-{index:03d}"] = optimal
@@ -113,41 +113,12 @@ def demo_cards(levels: dict[str, int]) -> list[tuple[str, str, str, list[Episode
     ]
 
 
-@transaction.atomic
-def scorecard_release_ensure(*, levels: dict[str, int] | None = None) -> Release:
-    """The demo benchmark, its published release and its hidden level set (idempotent)."""
-    levels = levels or demo_level_set()
-    benchmark, _ = Benchmark.objects.get_or_create(
-        slug=BENCHMARK_SLUG,
-        defaults={
-            "name": BENCHMARK_NAME,
-            "scheme": Benchmark.Scheme.SCORECARD,
-            "description": "Push every crate onto a goal. Cards are scored over a hidden set of 100 levels.",
-            "daily_submission_limit": 20,
-        },
-    )
-    listed = [{"id": level_id, "optimal_len": optimal} for level_id, optimal in levels.items()]
-    manifest = {"episode_set": {"size": len(levels), "levels": listed}}
-    release, _ = Release.objects.get_or_create(
-        benchmark=benchmark,
-        version=RELEASE_VERSION,
-        defaults={
-            "title": "Hidden set A",
-            "required_task_set_hash": required_task_set_hash(sorted(levels)),
-            "manifest": {"scheme": "scorecard", "episode_set": {"size": len(levels)}},
-            "manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
-            "episode_set_size": len(levels),
-            "published": True,
-            "published_at": timezone.now(),
-        },
-    )
-    existing = set(release.scorecard_levels.values_list("level_id", flat=True))
-    ScorecardLevel.objects.bulk_create(
-        ScorecardLevel(release=release, level_id=level_id, optimal_len=optimal)
-        for level_id, optimal in levels.items()
-        if level_id not in existing
-    )
-    return release
+def scorecard_release_ensure() -> Release:
+    """The demo benchmark, its published release and hidden level set, synced from
+    examples/demo-scorecard through the registry's release_sync (idempotent)."""
+    from leaderboard.services.releases import release_sync
+
+    return release_sync(manifest=EXAMPLE_DIR).release
 
 
 def demo_user(username: str) -> Any:
@@ -163,8 +134,8 @@ def load_scorecard_demo(*, stdout: Any) -> None:
     from submissions.models import Submission
     from submissions.site_keys import current_public_key
 
-    levels = demo_level_set()
-    release = scorecard_release_ensure(levels=levels)
+    release = scorecard_release_ensure()
+    levels = dict(release.scorecard_levels.values_list("level_id", "optimal_len"))
     user = demo_user(DEMO_USERNAME)
     _, recipient = current_public_key()
     for name, agent, version, episodes in demo_cards(levels):

@@ -92,14 +92,11 @@ def race_run_claim_from_bundle(bundle: Any) -> RaceRunClaim:
 
 def expected_task_ids(*, release: Release, race: Race | None) -> list[str]:
     """The race's pinned hidden set, or the qualifying release's public frozen set
-    (the synced manifest's ``qualifying.task_ids``, else the release's task slugs)."""
+    (Release.qualifying_task_ids as synced from the manifest, else the release's task slugs)."""
     if race is not None:
         return list(race.task_ids)
-    manifest = release.manifest if isinstance(release.manifest, dict) else {}
-    qualifying = manifest.get("qualifying") or {}
-    task_ids = qualifying.get("task_ids") if isinstance(qualifying, dict) else None
-    if task_ids:
-        return [str(task_id) for task_id in task_ids]
+    if release.qualifying_task_ids:
+        return [str(task_id) for task_id in release.qualifying_task_ids]
     return list(release.release_tasks.order_by("position", "task__slug").values_list("task__slug", flat=True))
 
 

@@ -56,8 +56,8 @@ def levels() -> dict[str, int]:
 
 
 @pytest.fixture
-def scorecard_release(db, levels) -> Release:
-    return scorecard_release_ensure(levels=levels)
+def scorecard_release(db) -> Release:
+    return scorecard_release_ensure()
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def race_release(race_benchmark) -> Release:
         benchmark=race_benchmark,
         version="q1",
         required_task_set_hash="0" * 64,
-        manifest={"qualifying": {"task_ids": QUALIFYING_TASKS}},
+        qualifying_task_ids=QUALIFYING_TASKS,
         manifest_sha256="0" * 64,
         published=True,
     )

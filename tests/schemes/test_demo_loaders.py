@@ -37,3 +37,12 @@ def test_the_race_demo_loads_four_or_more_races_with_one_live(db, client):
     assert OverallStanding.objects.filter(race__number=5).exists()
     page = client.get(reverse("race_overall", args=["shopping-race"])).content.decode()
     assert "race 5" in page and "running" in page
+
+
+def test_the_example_manifests_list_the_demo_level_set_and_qualifying_tasks():
+    from leaderboard.manifest import load_manifest
+    from submissions.demo_loaders import race, scorecard
+
+    levels = load_manifest(scorecard.EXAMPLE_DIR).episode_set.levels
+    assert dict(levels) == scorecard.demo_level_set()
+    assert list(load_manifest(race.EXAMPLE_DIR).qualifying_task_ids) == race.QUALIFYING_TASKS
