@@ -260,6 +260,7 @@ def _paper_gap(manifest: Manifest, members: dict[str, Member], sizes: dict[str, 
             )
     breakdown_doc = _json(_require(members, BREAKDOWN, "the claimed scores are compared with the recomputation"))
     claimed = parse_breakdown(breakdown_doc)
+    check_no_duplicate_keys(breakdown_doc, where=BREAKDOWN)
     faithfulness = {}
     if FAITHFULNESS in members:
         doc = _json(members[FAITHFULNESS])

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from submissions.bundle.errors import BundleError
-from submissions.bundle.strict_json import JSONObject
 
 __all__ = [
     "FORMAT",
@@ -542,9 +541,10 @@ def check_no_duplicate_keys(value: object, *, where: str, path: str = "the docum
     """
     if path == "the document" and not getattr(value, "nested_duplicates", False):
         return
-    if isinstance(value, JSONObject):
-        if value.duplicates:
-            raise BundleError("invalid_json", f"{where}: {path} has the key {value.duplicates[0]!r} twice")
+    if isinstance(value, dict):
+        duplicates = getattr(value, "duplicates", ())
+        if duplicates:
+            raise BundleError("invalid_json", f"{where}: {path} has the key {duplicates[0]!r} twice")
         for key, item in value.items():
             check_no_duplicate_keys(item, where=where, path=f"{path}.{key}" if path != "the document" else key)
     elif isinstance(value, list):

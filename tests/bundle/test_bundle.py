@@ -228,3 +228,14 @@ def test_it_rejects_a_member_that_does_not_belong_to_the_kind(demo_dir, site_ide
 def test_it_keeps_artifacts_out_of_memory(sealed_demo, site_identity):
     bundle = open_bundle(sealed_demo(artifact_bytes=100_000), [site_identity[0]])
     assert bundle.member_sizes["artifacts/trajectory.bin"] == 100_000
+
+
+def test_it_rejects_a_duplicate_key_inside_a_claimed_task(demo_dir, site_identity):
+    directory = demo_dir()
+    path = directory / "score_breakdown.json"
+    path.write_text(path.read_text().replace('"final": ', '"final": 1.5, "final": ', 1))
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "invalid_json",
+        "score_breakdown.json: tasks.act-aloha-transfer has the key 'final' twice",
+    )
