@@ -51,7 +51,8 @@ def scorecard_standings_refresh(*, release: Release) -> int:
     success desc, efficiency desc, deadlock asc (scoring.scorecard.rank_key).
     Returns the number of ranked agents."""
     runs = (
-        ScorecardRun.objects.filter(release=release, level__in=LEADERBOARD_LEVELS)
+        # A private submission's card stays off the public board (its submitter still sees its page).
+        ScorecardRun.objects.filter(release=release, level__in=LEADERBOARD_LEVELS, submission__is_private=False)
         .select_related("agent_version")
         .order_by("created_at", "id")
     )

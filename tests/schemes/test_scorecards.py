@@ -176,3 +176,22 @@ def test_cards_over_the_daily_limit_are_rejected(submitter, scorecard_release, l
     assert (second.verdict, second.error_code) == ("rejected", "daily_limit_exceeded")
     assert second.error_message.startswith("Daily submission limit reached: 1 per day for scorecard:sokoban-hidden.")
     assert ScorecardRun.objects.count() == 1
+
+
+def test_a_private_card_stays_off_the_board_but_its_submitter_sees_it(
+    client, make_user, submitter, scorecard_release, levels, submit
+):
+    submission = submit(submitter, card_members(seed_example_episodes(levels), levels))
+    submission.is_private = True
+    submission.save()
+    from leaderboard.services.scheme_standings import scorecard_standings_refresh
+
+    scorecard_standings_refresh(release=scorecard_release)
+    assert not ScorecardStanding.objects.exists()
+    card = ScorecardRun.objects.get(submission=submission)
+    url = reverse("scorecard_detail", args=[card.pk])
+    assert client.get(url).status_code == 404
+    client.force_login(make_user("stranger"))
+    assert client.get(url).status_code == 404
+    client.force_login(submitter)
+    assert client.get(url).status_code == 200
