@@ -73,14 +73,16 @@ def standings_refresh(*, release: Release) -> int:
     keys include it). A constant number of queries whatever the run count;
     the release row is locked first so concurrent refreshes serialize.
     """
-    Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
+    generation = Release.objects.select_for_update().filter(pk=release.pk).values_list("generation", flat=True).get()
     runs = list(
         Run.objects.filter(
             release=release,
             level__in=LEADERBOARD_LEVELS,
             is_private=False,
             submission__is_private=False,
-        ).select_related("agent_version__agent")
+        )
+        .select_related("agent_version__agent")
+        .defer("breakdown")  # the per-task breakdown is large and not shown on a board
     )
     rows: list[Standing] = []
     for tab in TABS:
@@ -118,5 +120,5 @@ def standings_refresh(*, release: Release) -> int:
     Standing.objects.filter(release=release).delete()
     Standing.objects.bulk_create(rows)
     Release.objects.filter(pk=release.pk).update(generation=F("generation") + 1)
-    release.refresh_from_db(fields=["generation"])
+    release.generation = generation + 1  # we hold the row lock: nobody else bumped it
     return len(rows)

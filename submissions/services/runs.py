@@ -35,10 +35,11 @@ class RunError(Exception):
     """A maintainer action on a run that cannot be done as asked."""
 
 
-def agent_version_for(*, name: str, version: str, owner: Any) -> AgentVersion:
-    """The agent (by slug of its name) and version a bundle names, created on first sight."""
+def agent_version_for(*, name: str, version: str, owner_id: Any) -> AgentVersion:
+    """The agent (by slug of its name) and version a bundle names, created on first sight
+    (the first submitter to name an agent becomes its owner)."""
     slug = slugify(name)[:100] or "agent"
-    agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:200], "owner": owner})
+    agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:200], "owner_id": owner_id})
     agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:100])
     return agent_version
 
@@ -56,34 +57,31 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
     aggregates = breakdown["aggregates"]
     coverage = aggregates["coverage"]
     agent_version = agent_version_for(
-        name=outcome.agent_name, version=outcome.agent_version, owner=submission.submitter
+        name=outcome.agent_name, version=outcome.agent_version, owner_id=submission.submitter_id
     )
     level = Run.Level(outcome.verdict)
-    run, created = Run.objects.get_or_create(
+    # The caller holds the submission row lock and we checked above: no concurrent Run can appear.
+    run = Run.objects.create(
         submission=submission,
-        defaults={
-            "release": release,
-            "agent_version": agent_version,
-            "level": level,
-            "overall": aggregates["overall"],
-            "reproduction": aggregates["reproduction"],
-            "open": aggregates["open"],
-            "pass_rate": aggregates["pass_rate"],
-            "confidence": run_confidence(outcome.confidence),
-            "covered": coverage["covered"],
-            "required": coverage["required"],
-            "complete": coverage["complete"],
-            "runtime_seconds": outcome.runtime_seconds,
-            "tokens_in": outcome.tokens_input,
-            "tokens_out": outcome.tokens_output,
-            "effort_tier": (outcome.effort_tier or "")[:50],
-            "breakdown": breakdown,
-            "is_private": submission.is_private,
-        },
+        release=release,
+        agent_version=agent_version,
+        level=level,
+        overall=aggregates["overall"],
+        reproduction=aggregates["reproduction"],
+        open=aggregates["open"],
+        pass_rate=aggregates["pass_rate"],
+        confidence=run_confidence(outcome.confidence),
+        covered=coverage["covered"],
+        required=coverage["required"],
+        complete=coverage["complete"],
+        runtime_seconds=outcome.runtime_seconds,
+        tokens_in=outcome.tokens_input,
+        tokens_out=outcome.tokens_output,
+        effort_tier=(outcome.effort_tier or "")[:50],
+        breakdown=breakdown,
+        is_private=submission.is_private,
     )
-    if not created:
-        return run
-    release_tasks = {rt.task.slug: rt for rt in ReleaseTask.objects.filter(release=release).select_related("task")}
+    release_task_ids = dict(ReleaseTask.objects.filter(release=release).values_list("task__slug", "pk"))
     checks = {check.slug: check for check in outcome.tasks}
     valid_key_ids = {check.key_id for check in outcome.tasks if check.signature == "valid" and check.key_id}
     keys = {key.key_id: key for key in SigningKey.objects.filter(key_id__in=valid_key_ids)}
@@ -93,7 +91,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
         rows.append(
             TaskResult(
                 run=run,
-                release_task=release_tasks[slug],
+                release_task_id=release_task_ids[slug],
                 measured=entry["measured"],
                 gap=entry["gap"],
                 factors=entry["penalties"],

@@ -275,6 +275,7 @@ def _verify_paper_gap(submission: Submission, bundle: Any) -> Submission:
         release_spec=spec,
         required_task_set_hash=release.required_task_set_hash,
         signing_keys=evaluator_public_keys(),
+        bootstrap_resamples=settings.PODIUM_BOOTSTRAP_RESAMPLES,
     )
     verdict = str(outcome.verdict)
     if verdict == Submission.Verdict.REJECTED:

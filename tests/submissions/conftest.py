@@ -159,3 +159,9 @@ def seal(tmp_path, site_identity):
         return seal_dir(directory, str(site_identity.to_public())).read_bytes()
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _fewer_bootstrap_resamples(settings):
+    """CIs are computed on every verification; 50 resamples keep these tests fast (the value is not asserted)."""
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 50

@@ -151,9 +151,11 @@ def test_a_bundle_for_an_unknown_release_is_rejected(demo_release, seal, submit)
 
 @pytest.mark.django_db
 def test_a_bundle_for_an_unpublished_release_is_rejected(release_from_spec, seal, submit):
-    from submissions.bundle.demo import demo_release_spec
+    from submissions.bundle.demo import DEMO_RELEASE, demo_release_spec
 
-    release_from_spec(demo_release_spec()[0], benchmark="ale-robotics", version="v0.5", published=False)
+    release_from_spec(demo_release_spec()[0], benchmark="ale-robotics", version=DEMO_RELEASE, published=False)
     submission = submit(seal())
     assert (submission.verdict, submission.error_code) == ("rejected", "unknown_release")
-    assert submission.error_message == "manifest.json: benchmark 'ale-robotics' release 'v0.5' is not published"
+    assert submission.error_message == (
+        f"manifest.json: benchmark 'ale-robotics' release {DEMO_RELEASE!r} is not published"
+    )
