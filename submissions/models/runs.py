@@ -40,6 +40,9 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.level})"
+
 
 class TaskResult(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="task_results")
@@ -63,6 +66,9 @@ class TaskResult(models.Model):
         ordering = ["run", "release_task__position"]
         constraints = [models.UniqueConstraint(fields=["run", "release_task"], name="task_result_unique")]
 
+    def __str__(self) -> str:
+        return f"run {self.run_id} task result {self.release_task_id}"
+
 
 class VerificationEvent(models.Model):
     """Append-only log of verification levels granted (e.g. an official re-run)."""
@@ -78,17 +84,16 @@ class VerificationEvent(models.Model):
     class Meta:
         ordering = ["created_at"]
 
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.level} by {self.method}"
+
 
 class ScorecardRun(models.Model):
     """A closed scorecard (seed 001), padded to the release's hidden set."""
 
-    submission = models.OneToOneField(
-        "submissions.Submission", on_delete=models.PROTECT, related_name="scorecard"
-    )
+    submission = models.OneToOneField("submissions.Submission", on_delete=models.PROTECT, related_name="scorecard")
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="scorecards")
-    agent_version = models.ForeignKey(
-        "leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="scorecards"
-    )
+    agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="scorecards")
     level = models.CharField(max_length=16, choices=Run.Level.choices)
     episodes = models.PositiveIntegerField()
     solved = models.PositiveIntegerField()
@@ -99,6 +104,9 @@ class ScorecardRun(models.Model):
     total_actions = models.PositiveIntegerField()
     confidence = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"scorecard run {self.pk} ({self.level})"
 
 
 class RaceRun(models.Model):
@@ -123,6 +131,9 @@ class RaceRun(models.Model):
         "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"race run {self.pk}"
 
     @property
     def status(self) -> str:
@@ -151,3 +162,6 @@ class RaceTaskOutcome(models.Model):
 
     class Meta:
         ordering = ["run", "task_id"]
+
+    def __str__(self) -> str:
+        return f"race run {self.run_id} task {self.task_id}"
