@@ -1,0 +1,103 @@
+"""The submissions admin: read-only verdicts, re-verify, append-only attestations, key registration."""
+
+import io
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from leaderboard.models import Evaluator
+from submissions.bundle.signatures import public_key_b64
+from submissions.models import Run, SigningKey, Submission, VerificationEvent
+from submissions.services.submissions import submission_create
+from submissions.services.verification import submission_verify
+
+
+@pytest.fixture
+def admin_client(client, db):
+    user = get_user_model().objects.create_superuser(username="root", password="a-long-test-password-123")
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+@pytest.fixture
+def run(demo_release, seal, owner):
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    submission_verify(submission_id=submission.pk)
+    return Run.objects.get(submission=submission)
+
+
+@pytest.mark.django_db
+def test_the_submission_page_shows_the_verdict_read_only(admin_client, run):
+    url = reverse("admin:submissions_submission_change", args=[run.submission_id])
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert b"validated" in response.content
+    assert b'name="verdict"' not in response.content  # no editable field
+
+
+@pytest.mark.django_db
+def test_re_verify_queues_unfinished_submissions_and_skips_finished_ones(admin_client, run, owner, site_identity):
+    pending, _ = submission_create(user=owner, uploaded_file=io.BytesIO(b"not an age file" * 8))
+    response = admin_client.post(
+        reverse("admin:submissions_submission_changelist"),
+        {"action": "reverify", "index": 0, "_selected_action": [str(pending.pk), str(run.submission_id)]},
+        follow=True,
+    )
+    assert "Queued 1 submission(s); skipped 1 already finished" in response.content.decode()
+    pending.refresh_from_db()
+    assert (pending.status, pending.error_code) == ("done", "not_age_file")  # tasks run in-process in tests
+
+
+@pytest.mark.django_db
+def test_an_admin_records_a_verified_attestation_as_a_new_event(admin_client, run):
+    response = admin_client.post(
+        reverse("admin:submissions_verificationevent_add"),
+        {"run": run.pk, "method": "official re-run", "evidence_sha256": "cd" * 32, "note": ""},
+    )
+    assert response.status_code == 302
+    event = VerificationEvent.objects.get(run=run, level="verified")
+    assert (event.actor, event.method) == (admin_client.user, "official re-run")
+    run.refresh_from_db()
+    assert run.level == "verified"
+
+
+@pytest.mark.django_db
+def test_verification_events_can_be_neither_changed_nor_deleted(admin_client, run):
+    event = VerificationEvent.objects.get(run=run)
+    change = admin_client.post(
+        reverse("admin:submissions_verificationevent_change", args=[event.pk]),
+        {"run": run.pk, "method": "edited", "evidence_sha256": "00" * 32},
+    )
+    delete = admin_client.post(reverse("admin:submissions_verificationevent_delete", args=[event.pk]), {"post": "yes"})
+    assert change.status_code == 403
+    assert delete.status_code == 403
+    event.refresh_from_db()
+    assert event.method.startswith("server recomputation")
+
+
+@pytest.mark.django_db
+def test_an_admin_registers_an_evaluator_signing_key(admin_client):
+    evaluator = Evaluator.objects.create(simulator="carla")
+    key = public_key_b64(Ed25519PrivateKey.generate())
+    response = admin_client.post(
+        reverse("admin:submissions_signingkey_add"), {"evaluator": evaluator.pk, "validator": "", "public_key_b64": key}
+    )
+    assert response.status_code == 302
+    assert SigningKey.objects.get().public_key == key
+    assert SigningKey.objects.get().registered_by == admin_client.user
+
+
+@pytest.mark.django_db
+def test_a_malformed_signing_key_is_refused_with_the_reason(admin_client):
+    evaluator = Evaluator.objects.create(simulator="carla")
+    response = admin_client.post(
+        reverse("admin:submissions_signingkey_add"),
+        {"evaluator": evaluator.pk, "validator": "", "public_key_b64": "abc"},
+    )
+    assert response.status_code == 200
+    assert "public key: not valid base64" in response.content.decode()
+    assert SigningKey.objects.count() == 0
+    assert Submission.objects.count() == 0
