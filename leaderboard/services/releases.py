@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from leaderboard import review
@@ -150,8 +150,15 @@ def release_sync(
         raise TypeError("release_sync() needs manifest= (a ReleaseManifest, a ManifestSource or a directory path)")
     actor = _actor(user)
     loaded = _resolve(given)
-    with transaction.atomic():
-        return _sync(loaded, actor)
+    try:
+        with transaction.atomic():
+            return _sync(loaded, actor)
+    except IntegrityError:
+        # Two first syncs of the same benchmark/version raced on a unique constraint; the
+        # loser wrote nothing (its transaction rolled back) and a retry sees the winner's rows.
+        raise ManifestError(
+            [Problem(RELEASE_FILE, None, "", "another sync of this release ran at the same time; sync again")]
+        ) from None
 
 
 def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:

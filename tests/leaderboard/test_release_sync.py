@@ -389,3 +389,18 @@ def test_a_race_release_stores_its_qualifying_task_ids(tmp_path: Path, staff) ->
 def test_release_sync_needs_a_manifest() -> None:
     with pytest.raises(TypeError):
         releases_service.release_sync(user=None)
+
+
+def test_a_sync_that_loses_a_race_on_a_unique_row_asks_to_sync_again(
+    demo_dir: Path, staff, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import IntegrityError
+
+    def collide(*args, **kwargs):
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(Benchmark.objects, "create", collide)
+    assert sync_problems(demo_dir, staff) == [
+        "release.yaml: another sync of this release ran at the same time; sync again"
+    ]
+    assert Evaluator.objects.count() == 0
