@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from submissions.bundle import BundleError, check_signature, key_id_for, sign_object, signed_payload
 from submissions.bundle.canonical_json import CanonicalJSONError, canonical_json, format_number
@@ -124,3 +126,15 @@ def test_private_keys_load_from_pem_and_raw_base64():
     raw = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
     assert public_key_b64(load_private_key(private_key_pem(key))) == public_key_b64(key)
     assert public_key_b64(load_private_key(base64.b64encode(raw))) == public_key_b64(key)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_canonical_numbers_round_trip_exactly(value):
+    assert float(format_number(value)) == value
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False).filter(lambda v: v != 0))
+def test_canonical_numbers_use_the_shortest_digits(value):
+    text = format_number(value)
+    mantissa = text.lstrip("-").split("e")[0].replace(".", "").strip("0")
+    assert len(mantissa) == len(repr(abs(value)).split("e")[0].replace(".", "").strip("0"))
