@@ -50,6 +50,9 @@ def scorecard_standings_refresh(*, release: Release) -> int:
     """Rewrite a scorecard release's board: each agent's best card, ranked
     success desc, efficiency desc, deadlock asc (scoring.scorecard.rank_key).
     Returns the number of ranked agents."""
+    # Serialize refreshes of one release: two verifications finishing together would
+    # otherwise both delete and both re-insert the same rows.
+    Release.objects.select_for_update().filter(pk=release.pk).first()
     runs = (
         # A private submission's card stays off the public board (its submitter still sees its page).
         ScorecardRun.objects.filter(release=release, level__in=LEADERBOARD_LEVELS, submission__is_private=False)
@@ -137,6 +140,8 @@ def race_standings_refresh(*, benchmark: Benchmark) -> None:
     The top spot passes from race to race and changes hands only when a
     challenger beats the holder by more than that race's challenge_margin.
     """
+    # One refresh per benchmark at a time (see scorecard_standings_refresh).
+    Benchmark.objects.select_for_update().filter(pk=benchmark.pk).first()
     races = list(Race.objects.filter(benchmark=benchmark, status__in=STARTED_STATUSES).order_by("number"))
     RaceResult.objects.filter(race__benchmark=benchmark).delete()
     OverallStanding.objects.filter(race__benchmark=benchmark).delete()
