@@ -9,9 +9,11 @@ and related rows come through select_related/prefetch_related. Anchors
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Count, F, Prefetch, Q, QuerySet
 from django.http import Http404, QueryDict
 
@@ -105,6 +107,33 @@ def release_get(*, benchmark_slug: str, version: str, staff: bool = False) -> Re
     if release is None:
         raise Http404("No such release")
     return release
+
+
+# How long an anonymous board request trusts a cached (release id, generation) pair.
+# standings_refresh bumps the generation in the database; a visitor sees the new
+# standings at most this many seconds later, and a busy board costs one small
+# query per worker per interval instead of one per request.
+RELEASE_POINTER_SECONDS = 2
+
+
+def release_pointer_key(*, benchmark_slug: str, version: str) -> str:
+    digest = hashlib.sha256(f"{benchmark_slug}\n{version}".encode()).hexdigest()[:32]
+    return f"podium:release-pointer:{digest}"
+
+
+def release_pointer(*, benchmark_slug: str, version: str) -> tuple[int, int] | None:
+    """(id, generation) of a published release, cached for RELEASE_POINTER_SECONDS; None if there is none."""
+    key = release_pointer_key(benchmark_slug=benchmark_slug, version=version)
+    pointer = cache.get(key)
+    if pointer is None:
+        row = (
+            Release.objects.filter(benchmark__slug=benchmark_slug, version=version, published=True)
+            .values_list("pk", "generation")
+            .first()
+        )
+        pointer = tuple(row) if row else (0, 0)
+        cache.set(key, pointer, RELEASE_POINTER_SECONDS)
+    return pointer if pointer[0] else None
 
 
 def release_current(*, benchmark_slug: str, staff: bool = False) -> Release:

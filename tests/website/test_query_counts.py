@@ -9,14 +9,15 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from leaderboard.selectors.pages import release_pointer_key
 from tests.website.conftest import make_release, make_run, make_user
 
 # (name, url builder, pinned query count for an anonymous visitor)
 PAGES = [
     ("home", lambda run: reverse("home"), 4),
-    # release, count, rows, siblings, chart rows
-    ("board", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]), 5),
-    ("board-sorted", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?sort=tokens&page=2", 5),
+    # uncached: release pointer (generation), release, count, rows, siblings, chart rows
+    ("board", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]), 6),
+    ("board-sorted", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?sort=tokens&page=2", 6),
     ("board-csv", lambda run: reverse("board_csv", args=["ale-robotics", "v0.5"]), 2),
     ("board-json", lambda run: reverse("board_json", args=["ale-robotics", "v0.5"]), 2),
     ("chart", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50", 2),
@@ -82,3 +83,38 @@ def test_the_chart_data_is_cached_until_the_release_generation_changes(client, b
     release.save()
     rows = client.get(url).json()["rows"]
     assert [row["label"] for row in rows] == ["Alpha 1.0", "Bravo 1.0"]
+
+
+def test_an_anonymous_board_page_is_served_from_the_cache_without_a_query(client, benchmark, django_assert_num_queries):
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha")
+    url = reverse("release_board", args=["ale-robotics", "v0.5"])
+    client.get(url)
+    with django_assert_num_queries(0):
+        cached = client.get(url)
+    assert "Alpha" in cached.content.decode()
+
+
+def test_a_cached_board_page_is_replaced_once_the_generation_changes(client, benchmark, monkeypatch):
+    from django.core.cache import cache
+
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha")
+    url = reverse("release_board", args=["ale-robotics", "v0.5"])
+    client.get(url)
+    make_run(release, agent_name="Bravo", tabs=("overall",))
+    assert "Bravo" not in client.get(url).content.decode()
+    release.generation += 1  # what standings_refresh does
+    release.save()
+    assert "Bravo" not in client.get(url).content.decode()  # the pointer is still cached
+    cache.delete(release_pointer_key(benchmark_slug="ale-robotics", version="v0.5"))  # its 2 seconds are up
+    assert "Bravo" in client.get(url).content.decode()
+
+
+def test_a_signed_in_visitor_never_gets_the_anonymous_cached_page(client, benchmark):
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha")
+    url = reverse("release_board", args=["ale-robotics", "v0.5"])
+    client.get(url)
+    client.force_login(make_user("carol"))
+    assert "Sign out" in client.get(url).content.decode()
