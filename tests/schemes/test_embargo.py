@@ -142,3 +142,20 @@ def test_the_outcome_selector_shows_qualifying_categories(race_world):
     assert sorted(view.failure_category for view in views if view.failure_category) == sorted(
         category.code for category in FAILURE_CATEGORIES
     )
+
+
+def test_a_race_runs_stored_diff_carries_no_failure_category(race_world):
+    submission = race_world["run"].submission
+    assert submission.diff != []
+    assert not any(row["path"].endswith("failure_category") for row in submission.diff)
+    assert [text for text in CATEGORY_STRINGS if text in str(submission.diff)] == []
+
+
+def test_a_qualifying_runs_stored_diff_keeps_its_categories(race_world):
+    diff = race_world["qualifying_run"].submission.diff
+    assert {
+        "path": "tasks.q06.failure_category",
+        "claimed": "rejected_order",
+        "recomputed": "rejected_order",
+        "status": "match",
+    } in diff
