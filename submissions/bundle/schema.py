@@ -43,7 +43,7 @@ KINDS = (PAPER_GAP, SCORECARD, RACE_RUN)
 GENRES = ("reproduction", "open")
 VERDICT_STATUSES = ("accepted", "rejected")
 
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,99}$")
+_SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _KEY_ID = re.compile(r"^[0-9a-f]{16}$")
 _MEMBER_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}$")
@@ -94,7 +94,7 @@ def _text(where: str, path: str, value: object, *, max_len: int = _MAX_TEXT, emp
 
 def _slug(where: str, path: str, value: object) -> str:
     if not isinstance(value, str) or not _SLUG.match(value):
-        raise _fail(where, path, "a task slug (lower-case letters, digits, '_', '-', '.')", value)
+        raise _fail(where, path, "a slug (letters, digits, '_', '-', '.'; at most 100 characters)", value)
     return value
 
 

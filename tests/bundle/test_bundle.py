@@ -239,3 +239,13 @@ def test_it_rejects_a_duplicate_key_inside_a_claimed_task(demo_dir, site_identit
         "invalid_json",
         "score_breakdown.json: tasks.act-aloha-transfer has the key 'final' twice",
     )
+
+
+def test_it_rejects_a_task_slug_with_spaces(seal_bytes, site_identity, tar_bytes, manifest_for):
+    manifest = manifest_for({}, tasks={"bad slug": {"genre": "open"}})
+    err = _error(seal_bytes(tar_bytes([("manifest.json", manifest)])), site_identity[0])
+    assert (err.code, err.message) == (
+        "schema_error",
+        "manifest.json: tasks key 'bad slug' must be a slug (letters, digits, '_', '-', '.'; at most 100 characters), "
+        "got 'bad slug'",
+    )
