@@ -1,6 +1,8 @@
 """Paper-gap bundles through the real path: submission_create + submission_verify, in-process."""
 
 import io
+import shutil
+import subprocess
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -159,3 +161,28 @@ def test_a_bundle_for_an_unpublished_release_is_rejected(release_from_spec, seal
     assert submission.error_message == (
         f"manifest.json: benchmark 'ale-robotics' release {DEMO_RELEASE!r} is not published"
     )
+
+
+@pytest.mark.skipif(shutil.which("age") is None, reason="Debian's age package is not installed")
+@pytest.mark.django_db
+def test_a_bundle_sealed_by_the_age_command_line_tool_is_validated(demo_release, site_identity, tmp_path, submit):
+    from submissions.bundle.archive import write_archive
+    from submissions.bundle.demo import write_paper_gap_bundle_dir
+    from submissions.bundle.seal import directory_members
+
+    directory = write_paper_gap_bundle_dir(tmp_path / "bundle")
+    write_archive(directory_members(directory), tmp_path / "bundle.tar.zst")
+    subprocess.run(
+        [
+            "age",
+            "-r",
+            str(site_identity.to_public()),
+            "-o",
+            str(tmp_path / "bundle.age"),
+            str(tmp_path / "bundle.tar.zst"),
+        ],
+        check=True,
+    )
+    submission = submit((tmp_path / "bundle.age").read_bytes())
+    assert (submission.verdict, submission.error_code) == ("validated", "")
+    assert Run.objects.filter(submission=submission).count() == 1
