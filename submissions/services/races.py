@@ -133,10 +133,15 @@ def _validator_key(claim: RaceRunClaim) -> SigningKey:
 def _race_for(claim: RaceRunClaim, release: Release, agent_version_id: int | None) -> Race | None:
     if claim.race is None:
         return None
-    race = Race.objects.filter(benchmark=release.benchmark, number=claim.race).first()
+    race = Race.objects.select_related("release").filter(benchmark=release.benchmark, number=claim.race).first()
     if race is None:
         raise SchemeRejection(
             "unknown_race", f"race run: benchmark {release.benchmark.slug!r} has no race number {claim.race}"
+        )
+    if race.release_id is not None and race.release_id != release.pk:
+        raise SchemeRejection(
+            "race_release_mismatch",
+            f"race run: {race} belongs to release {race.release.version!r}, not {release.version!r}",
         )
     if race.status == Race.Status.RUNNING:
         return race
