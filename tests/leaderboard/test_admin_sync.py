@@ -9,15 +9,23 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import base as management_base
 from django.core.management import call_command, execute_from_command_line
 from django.urls import reverse
 
 from leaderboard.models import Benchmark, Release, ReleaseTask
 from leaderboard.services.releases import release_sign_off_all, release_sync
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_db_connection")]
 
 UPLOAD = "admin:leaderboard_release_upload"
+
+
+@pytest.fixture
+def keep_db_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    # run_from_argv closes every connection when the command ends, which would drop the test
+    # database's connection (and its transaction) on PostgreSQL.
+    monkeypatch.setattr(management_base.connections, "close_all", lambda: None)
 
 
 def run_command(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
