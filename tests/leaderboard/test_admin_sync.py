@@ -262,3 +262,12 @@ def test_every_registry_changelist_renders(client, admin_user, demo_04_dir: Path
     release_sync(manifest=demo_04_dir, user=admin_user)
     client.force_login(admin_user)
     assert client.get(reverse(f"admin:leaderboard_{name}_changelist")).status_code == 200
+
+
+def test_the_release_changelist_links_to_the_upload_form(client, admin_user) -> None:
+    client.force_login(admin_user)
+    changelist = client.get(reverse("admin:leaderboard_release_changelist")).content.decode()
+    assert f'<a href="{reverse(UPLOAD)}" class="addlink">Upload manifest</a>' in changelist
+    form = client.get(reverse(UPLOAD))
+    assert form.status_code == 200
+    assert '<input type="file" name="archive"' in form.content.decode()
