@@ -137,6 +137,13 @@ def _check_episodes(claim: ScorecardClaim, optimal: Mapping[str, int], size: int
                 f"scorecard episode {index}: level {episode.level_id!r} was already played; each level counts once",
             )
         seen.add(episode.level_id)
+        if episode.solved and isinstance(episode.steps, int) and episode.steps < optimal[episode.level_id]:
+            # Said without the optimal length: the hidden set's lengths never leave the server.
+            raise SchemeRejection(
+                "scorecard_invalid",
+                f"scorecard episode {index}: level {episode.level_id!r} is marked solved in {episode.steps} steps, "
+                "fewer than its shortest solution; the episode record is inconsistent",
+            )
 
 
 def _diff_rows(diffs: Sequence[compare_scoring.FieldDiff]) -> list[dict[str, Any]]:

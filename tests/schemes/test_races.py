@@ -327,3 +327,34 @@ def test_rejected_orders_pay_zero(run_race):
     outcomes = RaceTaskOutcome.objects.filter(run__race=race)
     assert sorted(set(outcomes.values_list("failure_category", "paid_reward"))) == [("", 1.0), ("rejected_order", 0.0)]
     assert rejected("x").order_placed
+
+
+def test_outcomes_altered_after_signing_are_rejected(race_release, submitter, submit, validators):
+    import json
+
+    from submissions.bundle.signatures import sign_object
+    from submissions.demo_loaders.scheme_bundles import bundle_members, outcome_document
+
+    (validator, key), _ = validators
+    tasks = [f"q{i:02d}" for i in range(10)]
+    document = {
+        "validator": validator.slug,
+        "race": None,
+        "agent": {"name": "Shopper", "version": "1"},
+        "outcomes": [outcome_document(outcome) for outcome in scoring_outcomes(0.5, tasks)],
+        "claimed": {"status": "ok", "run_score": 0.5},
+    }
+    signed = sign_object(document, key)
+    signed["outcomes"][9] = outcome_document(accepted("q09"))  # a rejected order turned into a full reward
+    signed["claimed"]["run_score"] = 0.6
+    members = bundle_members(
+        kind="race_run",
+        benchmark="shop-race",
+        release="q1",
+        agent="Shopper",
+        version="1",
+        payload={"race_run.json": json.dumps(signed).encode()},
+    )
+    submission = submit(submitter, members)
+    assert (submission.verdict, submission.error_code) == ("rejected", "bad_signature")
+    assert not RaceRun.objects.exists()

@@ -195,3 +195,15 @@ def test_a_private_card_stays_off_the_board_but_its_submitter_sees_it(
     assert client.get(url).status_code == 404
     client.force_login(submitter)
     assert client.get(url).status_code == 200
+
+
+def test_a_solve_shorter_than_the_optimal_path_is_rejected(submitter, scorecard_release, levels, submit):
+    episodes = [Episode("level-001", 5, True, False, 5)]
+    submission = submit(submitter, card_members(episodes, levels, claimed={"episodes": 100}))
+    assert (submission.verdict, submission.error_code) == ("rejected", "scorecard_invalid")
+    # The message never states the level's optimal length (hidden server data).
+    assert submission.error_message == (
+        "scorecard episode 0: level 'level-001' is marked solved in 5 steps, fewer than its shortest solution; "
+        "the episode record is inconsistent"
+    )
+    assert not ScorecardRun.objects.exists()
