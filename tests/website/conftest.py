@@ -232,8 +232,9 @@ def fast_password_hashing(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
-def empty_cache() -> None:
-    # Chart data and daily quota counters live in the cache; each test starts clean.
-    from django.core.cache import cache
-
-    cache.clear()
+def private_cache(settings: Any) -> None:
+    # Chart data, board pages and daily quota counters live in the cache. Each test gets
+    # its own empty process-local cache, never clearing the shared Redis (the broker's too).
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": f"website-{next(_counter)}"}
+    }

@@ -13,13 +13,16 @@ from tests.website.conftest import PUBLISHED_ANCHOR, WITHHELD_ANCHORS, make_rele
 
 def textual_forms(value: float) -> set[str]:
     forms = {repr(value), f"{value:g}", f"{value:.4g}", f"{value:.3g}", f"{value:.2f}", f"{value:.3f}", f"{value:e}"}
-    forms |= {f"{value * 100:.1f}%", f"{value * 100:.2f}%", f"{value * 100:g}%"}
+    forms |= {f"{value * 100:.2f}%", f"{value * 100:g}%"}
     return {form for form in forms if len(form.rstrip("%")) >= 4 or "." in form}
 
 
-def leaks(body: str, value: float) -> list[str]:
+def leaks(body: str, value: float, *, min_digits: int = 0) -> list[str]:
+    """The textual forms of ``value`` found in ``body`` (forms with at least min_digits digits)."""
     found = []
     for form in textual_forms(value):
+        if sum(c.isdigit() for c in form.split("e")[0]) < min_digits:
+            continue
         if re.search(rf"(?<![\d.]){re.escape(form)}(?!\d)", body):
             found.append(form)
     return found
