@@ -7,11 +7,14 @@ exercised too. No response may be a 5xx or disagree with the schema.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -44,7 +47,22 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", get_wsgi_
 
 
 @pytest.fixture
-def staff_key(world: Any, media: Any, settings: Any) -> str:
+def in_process_wsgi() -> Iterator[None]:
+    """Keep the test's database connection open across WSGI requests.
+
+    The WSGI handler closes "old" connections at the start and end of every request;
+    inside the test's transaction that would close it (PostgreSQL). Django's own test
+    client disconnects the same handlers.
+    """
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def staff_key(world: Any, media: Any, settings: Any, in_process_wsgi: None) -> str:
     import pyrage
 
     settings.PODIUM_SITE_KEYS = str(pyrage.x25519.Identity.generate())
