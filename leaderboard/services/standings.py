@@ -19,6 +19,24 @@ from submissions.models import Run
 # Verification levels that enter a leaderboard; mismatch and rejected never do.
 LEADERBOARD_LEVELS = (Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED)
 TABS = (Standing.Tab.OVERALL, Standing.Tab.REPRODUCTION, Standing.Tab.OPEN)
+RUN_FIELDS = (
+    "id",
+    "agent_version",
+    "level",
+    "overall",
+    "reproduction",
+    "open",
+    "pass_rate",
+    "confidence",
+    "covered",
+    "required",
+    "complete",
+    "runtime_seconds",
+    "tokens_in",
+    "tokens_out",
+    "effort_tier",
+    "created_at",
+)
 
 
 def _tab_score(run: Run, tab: str) -> float | None:
@@ -82,7 +100,8 @@ def standings_refresh(*, release: Release) -> int:
             submission__is_private=False,
         )
         .select_related("agent_version__agent")
-        .defer("breakdown")  # the per-task breakdown is large and not shown on a board
+        # Only what a standing row shows: the per-task breakdown is large and never on a board.
+        .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
     )
     rows: list[Standing] = []
     for tab in TABS:
