@@ -652,7 +652,7 @@ class _Checker:
         max_len: int = 200,
         default: str = "",
     ) -> str | None:
-        if key not in data:
+        if key not in data or (not required and data[key] is None):
             if required:
                 self.problem(path, f"missing required field {key!r}")
                 return None

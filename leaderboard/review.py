@@ -20,7 +20,8 @@ standalone number in the text equals the anchor (0.7 = 0.70 = .7), or as a
 percentage equals 100 x anchor (70%, 70 %, 70 percent), or is the anchor
 rounded to the decimals written (0.734 -> "0.73", "73%") when that rounding
 keeps at least two significant digits. Numbers right after Table/Figure/
-Section/Eq./Appendix or inside [..] citations are references, not values.
+Section/Eq./Appendix or inside [..] citations are references, not values, and image tags
+(base:0.5) and version pins (pkg==0.5) are versions.
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ _CITATION_BEFORE = re.compile(
     r"\balgorithm|\balg\.|\bref\.|§|\[|\bchapter|\bline)\s*$",
     re.IGNORECASE,
 )
+# Image tags (base:0.5) and version pins (pkg==0.5, >=0.5) are versions, not values;
+# a plain assignment (ENV TARGET=0.96) is still a value.
+_VERSION_BEFORE = re.compile(r"(?:[\w\]]:|[=<>~!]=)$")
 _URL = re.compile(r"https?://\S+")
 _REFERENCE_PATH = re.compile(r"(?<![\w-])reference/")
 
@@ -128,7 +132,7 @@ def mentions_anchor(line: str, anchor: float) -> bool:
     text = _URL.sub(" ", line)
     for match in _NUMBER.finditer(text):
         before = text[max(0, match.start() - 16) : match.start()]
-        if _CITATION_BEFORE.search(before):
+        if _CITATION_BEFORE.search(before) or _VERSION_BEFORE.search(before):
             continue
         if _number_matches(match.group("number"), bool(match.group("percent")), anchor):
             return True

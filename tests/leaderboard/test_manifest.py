@@ -200,6 +200,11 @@ def test_it_accepts_a_task_yaml_anchor_equal_to_release_yaml(demo_dir: Path, edi
     assert load_manifest(demo_dir).task("a1_stairs_climb").paper_value == 0.72
 
 
+def test_an_optional_text_field_may_be_null(demo_dir: Path, edit) -> None:
+    edit(demo_dir, "release.yaml", 'title: "ALE Robotics v0.5"', "title: null")
+    assert load_manifest(demo_dir).title == ""
+
+
 def test_it_rejects_a_slug_that_differs_from_its_directory(demo_dir: Path, edit) -> None:
     edit(demo_dir, TASK, "slug: a1_stairs_climb", "slug: a1_stairs")
     assert problems_of(demo_dir) == [

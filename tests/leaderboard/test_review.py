@@ -163,6 +163,8 @@ def test_an_eval_config_outside_read_from_task_config_is_inconsistent(demo_dir: 
         ("planning takes 1,200 ms", 1200.0),
         ("a lap of 9.8 s.", 9.8),
         ("ends with 12", 12.0),
+        ("ENV TARGET_SUCCESS=0.5", 0.5),
+        ("scored 0.5: the best", 0.5),
     ],
 )
 def test_an_anchor_is_found_in_its_textual_forms(line: str, anchor: float) -> None:
@@ -181,6 +183,8 @@ def test_an_anchor_is_found_in_its_textual_forms(line: str, anchor: float) -> No
         ("roughly 0.7 of the runs", 0.734),
         ("https://example.org/results/0.7", 0.7),
         ("about 7% of the time", 0.7),
+        ("FROM ghcr.io/ale-robotics/sandbox-base:0.5", 0.5),
+        ("RUN pip install gymnasium==0.29 mujoco>=2.3", 0.29),
     ],
 )
 def test_other_numbers_are_not_taken_for_the_anchor(line: str, anchor: float) -> None:
