@@ -8,7 +8,8 @@ Invariants:
 * Syncing a manifest whose canonical hash equals the release's stored
   ``manifest_sha256`` writes nothing ("unchanged").
 * A published release never changes: a different manifest for its version is
-  refused with a message that says to bump the version.
+  refused with a message that says to bump the version. So does an unpublished
+  release that already has runs, whose scores rest on its current anchors.
 * Anchor sign-off and faithfulness calibration are human gates recorded per
   ReleaseTask (who, when). A release is published only when every task's anchor
   is signed off and every reproduction-genre task is calibrated. A manifest that
@@ -193,6 +194,18 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
                 )
             ]
         )
+    if release is not None and _has_scored_runs(release):
+        raise ManifestError(
+            [
+                Problem(
+                    RELEASE_FILE,
+                    m.lines.get("version"),
+                    "version",
+                    f"release {m.benchmark.slug} {m.version} already has runs scored against it and cannot change; "
+                    "bump the version to release a changed manifest",
+                )
+            ]
+        )
 
     benchmark = _upsert_benchmark(benchmark, m, changes)
     evaluators = _upsert_evaluators(m, changes)
@@ -212,6 +225,16 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
             release.save(update_fields=["published", "published_at"])
             changes.append("release published")
     return SyncResult("created" if created else "updated", release, changes, notes)
+
+
+def _has_scored_runs(release: Release) -> bool:
+    """Runs of any scheme exist for ``release``: their scores rest on its current contents."""
+    # Reverse accessors of submissions' Run, ScorecardRun and RaceRun (release FKs, PROTECT).
+    for accessor in ("runs", "scorecards", "race_runs"):
+        related = getattr(release, accessor, None)
+        if related is not None and related.exists():
+            return True
+    return False
 
 
 def _publish_notes(release: Release, m: ReleaseManifest) -> list[str]:

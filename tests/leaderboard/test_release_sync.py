@@ -404,3 +404,30 @@ def test_a_sync_that_loses_a_race_on_a_unique_row_asks_to_sync_again(
         "release.yaml: another sync of this release ran at the same time; sync again"
     ]
     assert Evaluator.objects.count() == 0
+
+
+def test_an_unpublished_release_with_runs_is_frozen_too(demo_dir: Path, edit, staff) -> None:
+    from leaderboard.models import Agent, AgentVersion
+    from submissions.models import Run, Submission
+
+    release = release_sync(manifest=demo_dir, user=staff).release
+    agent = Agent.objects.create(slug="a", name="A", owner=staff)
+    submission = Submission.objects.create(
+        submitter=staff, release=release, file="bundles/x.age", sha256="0" * 64, size=1
+    )
+    Run.objects.create(
+        submission=submission,
+        release=release,
+        agent_version=AgentVersion.objects.create(agent=agent, version="1"),
+        level="validated",
+        covered=11,
+        required=11,
+        complete=True,
+    )
+    edit(demo_dir, "release.yaml", "    paper_value: 0.72\n", "    paper_value: 0.74\n")
+    before = snapshot()
+    assert sync_problems(demo_dir, staff) == [
+        "release.yaml:11: version: release ale-robotics 0.5 already has runs scored against it and cannot change; "
+        "bump the version to release a changed manifest"
+    ]
+    assert snapshot() == before
