@@ -14,7 +14,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Prefetch, Q, QuerySet
 
-from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
+from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Task
 from submissions.models import Run, TaskResult
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -52,11 +52,6 @@ def task_list(user: AnyUser) -> QuerySet[Task]:
 
 def agent_list() -> QuerySet[Agent]:
     return Agent.objects.prefetch_related("versions").order_by("slug")
-
-
-def standings_for(release: Release, tab: str) -> QuerySet[Standing]:
-    # Private runs never rank publicly, whatever the rewrite that produced the rows did.
-    return Standing.objects.filter(release=release, tab=tab).exclude(run__is_private=True)
 
 
 def runs_visible(user: AnyUser) -> QuerySet[Run]:

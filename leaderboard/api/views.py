@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any
+from urllib.parse import urlencode
 
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
+from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -27,12 +29,14 @@ from leaderboard.api.serializers import (
 )
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Standing, Task
+from leaderboard.selectors.pages import SORTS, BoardQueryError, board_query_from_params, board_rows_all
 from submissions.api.serializers import ErrorSerializer
 
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid query"),
     404: OpenApiResponse(ErrorSerializer, description="Not found"),
 }
+VERIFICATION_LEVELS = ("validated", "attested", "verified")
 NOT_MODIFIED = {304: OpenApiResponse(description="Not modified (If-None-Match matched the ETag)")}
 
 
@@ -178,20 +182,12 @@ class RunViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
         return queryset
 
 
-# The sort keys the leaderboard page offers; rank is the precomputed order.
-LEADERBOARD_ORDERINGS = {
-    "rank": ["rank"],
-    "score": [F("score").desc(nulls_last=True), "rank"],
-    "pass_rate": [F("pass_rate").desc(nulls_last=True), "rank"],
-    "agent": ["agent_name", "rank"],
-    "runtime": [F("runtime_seconds").asc(nulls_last=True), "rank"],
-    "tokens": [F("tokens").asc(nulls_last=True), "rank"],
-    "verified_at": ["-verified_at", "rank"],
-}
-
-
 class LeaderboardView(generics.ListAPIView):
-    """Precomputed standings of one release and tab: the columns of the leaderboard page."""
+    """Precomputed standings of one release and tab: the columns, sorting and filtering of the page.
+
+    The query is parsed and ordered by the page's own selector (leaderboard.selectors.pages),
+    so the API and the page can never disagree on what a sort key or the complete filter means.
+    """
 
     permission_classes = [permissions.AllowAny]
     serializer_class = StandingSerializer
@@ -202,11 +198,15 @@ class LeaderboardView(generics.ListAPIView):
             OpenApiParameter("tab", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(Standing.Tab.values)),
             OpenApiParameter(
                 "complete",
-                OpenApiTypes.BOOL,
-                description="true: only runs with complete coverage of the required task set (the page's filter)",
+                OpenApiTypes.STR,
+                enum=["1", "0", "true", "false"],
+                description="1/true: only runs with complete coverage of the required task set (the page's filter)",
             ),
-            OpenApiParameter("verification", OpenApiTypes.STR, enum=["validated", "attested", "verified"]),
-            OpenApiParameter("ordering", OpenApiTypes.STR, enum=list(LEADERBOARD_ORDERINGS)),
+            OpenApiParameter("sort", OpenApiTypes.STR, enum=list(SORTS), description="The page's sort keys"),
+            OpenApiParameter(
+                "dir", OpenApiTypes.STR, enum=["asc", "desc"], description="Default: the column's natural direction"
+            ),
+            OpenApiParameter("verification", OpenApiTypes.STR, enum=list(VERIFICATION_LEVELS)),
         ],
         responses={200: StandingSerializer(many=True), **ERRORS, **NOT_MODIFIED},
     )
@@ -219,7 +219,15 @@ class LeaderboardView(generics.ListAPIView):
                 message=f"No leaderboard tab {tab[:30]!r}; expected one of {', '.join(Standing.Tab.values)}.",
                 status_code=404,
             )
-        self.release, self.tab = release, tab
+        params = {"tab": tab, "sort": request.query_params.get("sort", ""), "dir": request.query_params.get("dir", "")}
+        complete = request.query_params.get("complete", "")
+        params["complete"] = {"true": "1", "false": "0"}.get(complete.lower(), complete)
+        try:
+            self.board_query = board_query_from_params(QueryDict(urlencode(params)))
+        except BoardQueryError as exc:
+            raise ApiError(code="invalid_query", message=f"{exc}.") from None
+        self.verification = _choice_param(request, "verification", list(VERIFICATION_LEVELS))
+        self.release = release
         # Standings only change when their rewrite bumps the generation, so the ETag needs no query of them.
         query = "&".join(sorted(f"{k}={v}" for k, v in request.query_params.items()))
         digest = hashlib.sha256(f"{tab}?{query}".encode()).hexdigest()[:16]
@@ -232,12 +240,9 @@ class LeaderboardView(generics.ListAPIView):
         return response
 
     def get_queryset(self) -> QuerySet[Any]:
-        queryset = selectors.standings_for(self.release, self.tab)
-        complete = _bool_param(self.request, "complete")
-        if complete is not None:
-            queryset = queryset.filter(complete=complete)
-        verification = _choice_param(self.request, "verification", ["validated", "attested", "verified"])
-        if verification:
-            queryset = queryset.filter(verification=verification)
-        ordering = _choice_param(self.request, "ordering", list(LEADERBOARD_ORDERINGS)) or "rank"
-        return queryset.order_by(*LEADERBOARD_ORDERINGS[ordering])
+        rows = board_rows_all(release=self.release, query=self.board_query)
+        # Private runs never rank publicly, whatever the rewrite that produced the rows did.
+        rows = rows.exclude(run__is_private=True)
+        if self.verification:
+            rows = rows.filter(verification=self.verification)
+        return rows

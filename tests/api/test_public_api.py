@@ -78,6 +78,27 @@ def test_the_leaderboard_filters_to_complete_coverage(world: Any, api: Any) -> N
     url = f"/api/v1/releases/{world.release.pk}/leaderboard/open/"
     assert [r["complete"] for r in api.get(url).json()["results"]] == [False]
     assert api.get(url, {"complete": "true"}).json()["results"] == []
+    assert api.get(url, {"complete": "1"}).json()["results"] == []
+
+
+def test_the_leaderboard_sorts_by_the_pages_keys(world: Any, api: Any) -> None:
+    world.private_run.is_private = False
+    world.private_run.save()
+    Standing.objects.filter(run=world.private_run).update(score=1.2, rank=2)
+    url = f"/api/v1/releases/{world.release.pk}/leaderboard/overall/"
+    by_rank = [r["run"] for r in api.get(url).json()["results"]]
+    by_score = [r["run"] for r in api.get(url, {"sort": "score"}).json()["results"]]
+    ascending = [r["run"] for r in api.get(url, {"sort": "score", "dir": "asc"}).json()["results"]]
+    assert by_rank == [world.public_run.pk, world.private_run.pk]
+    assert by_score == [world.private_run.pk, world.public_run.pk]
+    assert ascending == by_rank
+
+
+def test_an_unknown_sort_key_is_a_clear_400(world: Any, api: Any) -> None:
+    response = api.get(f"/api/v1/releases/{world.release.pk}/leaderboard/overall/", {"sort": "luck"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_query"
+    assert response.json()["error"]["message"].startswith("sort='luck' is not a sortable column: expected one of rank")
 
 
 def test_an_unknown_tab_is_a_json_404(world: Any, api: Any) -> None:
