@@ -85,8 +85,8 @@ def _claim(submission_id: Any) -> Submission | None:
             if submission.status == Submission.Status.ERROR:
                 code = "verification_failed"
                 message = (
-                    f"verification hit a fault {submission.attempts} times and was given up "
-                    f"(last: {submission.error_message or 'unknown'}); the site's maintainers have been told"
+                    f"verification was interrupted by a fault on the server {submission.attempts} times and "
+                    "has been given up; the site's maintainers have been told (the bundle is kept)"
                 )
             else:
                 code = "worker_crashed"
@@ -129,7 +129,12 @@ def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> Non
     )
 
 
-def _mark_error(submission_id: Any, message: str) -> None:
+# What a submitter sees while a transient fault is being retried. The fault itself is
+# logged, never shown: it may name hosts, paths or internals.
+RETRYING_MESSAGE = "verification was interrupted by a temporary fault on the server; it will be retried automatically"
+
+
+def _mark_error(submission_id: Any, message: str = RETRYING_MESSAGE) -> None:
     """Record a transient fault; best effort (the database itself may be the fault)."""
     try:
         with transaction.atomic():
@@ -190,14 +195,14 @@ def submission_verify(*, submission_id: Any) -> Submission | None:
                 return _conclude(submission, Verdict(Submission.Verdict.REJECTED, exc.code, exc.message), None)
             return _dispatch(submission, bundle)
     except TRANSIENT_ERRORS as exc:
-        logger.warning("transient fault verifying submission %s: %s", submission.pk, exc)
-        _mark_error(submission.pk, f"{type(exc).__name__}: {exc}")
+        logger.warning("transient fault verifying submission %s: %s: %s", submission.pk, type(exc).__name__, exc)
+        _mark_error(submission.pk)
         raise
-    except Exception as exc:
+    except Exception:
         # A bug of ours, not the submitter's: keep the bundle, record a neutral message
         # (never a stack trace for the user), and let the bounded attempts end it.
         logger.exception("unexpected failure verifying submission %s", submission.pk)
-        _mark_error(submission.pk, f"internal error ({type(exc).__name__}); the maintainers have been told")
+        _mark_error(submission.pk)
         raise
 
 
