@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -14,8 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.admin import UPLOAD_LIMITS
 from leaderboard.api_errors import ApiError
-from leaderboard.manifest import ManifestError, ZipLimits, read_manifest_zip
+from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race
 from leaderboard.services.releases import ReleaseGateError, release_sync
 from submissions.api.serializers import (
@@ -25,6 +25,9 @@ from submissions.api.serializers import (
     RaceStatusSerializer,
 )
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
+
+# A zip never needs to be larger than what it may unpack to (the admin form's limits).
+MANIFEST_MAX_BYTES = UPLOAD_LIMITS.max_total_bytes
 
 STAFF_ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid request"),
@@ -42,9 +45,7 @@ class ManifestSyncView(APIView):
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         if request.method == "POST":
-            self.upload_guard: SizeLimitUploadHandler = install_size_limit(
-                request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES
-            )
+            self.upload_guard: SizeLimitUploadHandler = install_size_limit(request, max_bytes=MANIFEST_MAX_BYTES)
         return super().initialize_request(request, *args, **kwargs)
 
     @extend_schema(
@@ -60,7 +61,7 @@ class ManifestSyncView(APIView):
         guard = getattr(self, "upload_guard", None)
         too_large = ApiError(
             code="too_large",
-            message=f"The manifest zip is larger than the limit of {settings.PODIUM_MAX_BUNDLE_BYTES} bytes.",
+            message=f"The manifest zip is larger than the limit of {MANIFEST_MAX_BYTES} bytes.",
             status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
         if guard is not None and guard.too_large:
@@ -75,7 +76,7 @@ class ManifestSyncView(APIView):
         try:
             # The registry's safe reader (no paths from the zip touch the disk) and the sync service
             # `manage.py sync_manifest` and the admin form use.
-            source = read_manifest_zip(stream, limits=ZipLimits(), label="manifest.zip")
+            source = read_manifest_zip(stream, limits=UPLOAD_LIMITS, label="manifest.zip")
             result = release_sync(manifest=source, user=request.user)
         except ManifestError as exc:
             raise ApiError(

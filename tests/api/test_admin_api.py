@@ -152,3 +152,17 @@ def test_a_race_that_is_still_running_cannot_be_released(world: Any, client_for:
     assert response.status_code == 409
     world.race.refresh_from_db()
     assert world.race.status == "running"
+
+
+def test_an_oversized_manifest_zip_is_a_413(world: Any, client_for: Any, monkeypatch: Any) -> None:
+    from leaderboard.api import admin_views
+
+    monkeypatch.setattr(admin_views, "MANIFEST_MAX_BYTES", 1024)
+    response = client_for(world.staff).post(
+        "/api/v1/admin/releases/sync/", {"manifest": SimpleUploadedFile("m.zip", b"z" * 4096)}, format="multipart"
+    )
+    assert response.status_code == 413
+    assert response.json()["error"] == {
+        "code": "too_large",
+        "message": "The manifest zip is larger than the limit of 1024 bytes.",
+    }
