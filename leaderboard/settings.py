@@ -237,6 +237,10 @@ REST_FRAMEWORK = {
         "user": env_str("PODIUM_API_USER_RATE", "1200/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # Client address for throttles: REMOTE_ADDR, unless this many trusted proxies append to
+    # X-Forwarded-For (DRF's default of None would trust a client-sent header and let a
+    # key guesser rotate addresses at will).
+    "NUM_PROXIES": env_int("PODIUM_NUM_PROXIES", 0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Podium API",

@@ -139,3 +139,16 @@ def test_session_posts_need_a_csrf_token(world: Any) -> None:
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "permission_denied"
     assert "CSRF" in response.json()["error"]["message"]
+
+
+def test_a_forged_forwarded_for_header_does_not_reset_the_failure_count(
+    world: Any, api: Any, owner_key: str, settings: Any
+) -> None:
+    settings.PODIUM_API_KEY_FAILURE_LIMIT = 3
+    for n in range(3):
+        guess = f"pdm_{'0' * 12}_{'x' * 40}{n}"
+        api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {guess}", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}")
+    response = api.get(
+        "/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}", HTTP_X_FORWARDED_FOR="198.51.100.7"
+    )
+    assert response.status_code == 429
