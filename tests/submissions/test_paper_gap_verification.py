@@ -186,3 +186,15 @@ def test_a_bundle_sealed_by_the_age_command_line_tool_is_validated(demo_release,
     submission = submit((tmp_path / "bundle.age").read_bytes())
     assert (submission.verdict, submission.error_code) == ("validated", "")
     assert Run.objects.filter(submission=submission).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_bundle_sealed_to_the_key_before_a_rotation_still_verifies(
+    demo_release, site_identity, settings, seal, submit
+):
+    import pyrage
+
+    bundle = seal()  # sealed to the current key ...
+    settings.PODIUM_SITE_KEYS = f"{site_identity}\n{pyrage.x25519.Identity.generate()}"  # ... which a rotation retires
+    submission = submit(bundle)
+    assert (submission.verdict, submission.error_code) == ("validated", "")
