@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 from django.conf import settings
@@ -27,9 +28,9 @@ BOARD_CACHE_SECONDS = 60
 BOARD_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("rank", "Rank", ""),
     ("agent", "Agent", ""),
-    ("score", "Score", "ratio to paper, 95% CI"),
-    ("pass_rate", "Pass rate", "episodes completed"),
-    ("coverage", "Coverage", "tasks covered"),
+    ("score", "Score", "ratio, 95% CI"),
+    ("pass_rate", "Pass rate", "episodes"),
+    ("coverage", "Coverage", "tasks"),
     ("runtime", "Runtime", "harness-recorded"),
     ("tokens", "Tokens", "harness-recorded"),
     ("effort", "Effort tier", "submitter-declared"),
@@ -249,10 +250,34 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
     )
 
 
+def comparison_rows(breakdown: Any, diff: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every compared field of a run: the recomputed breakdown's leaves, each marked match or diff.
+
+    The verifier records only the fields that differ (with both values); every other
+    leaf matched its claimed value within the comparison tolerance, so its claimed
+    value is shown as matching rather than repeated.
+    """
+    differing = {str(item.get("path")): item for item in diff if isinstance(item, dict)}
+    rows: list[dict[str, Any]] = []
+
+    def walk(path: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key in value:
+                walk(f"{path}.{key}" if path else str(key), value[key])
+        elif path in differing:
+            rows.append(differing.pop(path))
+        else:
+            rows.append({"path": path, "claimed": None, "recomputed": value, "status": "match"})
+
+    walk("", breakdown or {})
+    rows.extend(differing.values())  # missing/unexpected fields outside the breakdown
+    return rows
+
+
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(run_id=run_id, user=request.user)
-    diff = run.submission.diff or []
+    diff = comparison_rows(run.breakdown, run.submission.diff or [])
     return render(
         request,
         "leaderboard/run.html",

@@ -238,3 +238,45 @@ def test_a_mismatching_bundle_shows_its_error_and_diff_live(
     assert page.locator(".status-panel [data-field=error]").is_visible()
     assert page.locator(".status-panel tr.row--diff").count() >= 1
     shoot(page, "upload-mismatch")
+
+
+def test_the_demo_site_in_a_browser(live_server: Any, page: Any, demo_site: dict[str, Any]) -> None:
+    """The demo data loaded through the real upload/verify path, page by page (screenshots for review)."""
+    import io
+
+    from django.core.management import call_command
+
+    call_command("load_demo", stdout=io.StringIO())
+    base = live_server.url
+    page.goto(f"{base}/")
+    shoot(page, "demo-home")
+    page.get_by_role("link", name="ALE Robotics").first.click()
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    assert page.locator("table.board .badge--attested").count() >= 1
+    shoot(page, "demo-board")
+    page.locator("#chart-n").select_option("5")
+    from playwright.sync_api import expect
+
+    expect(page.locator("[data-chart-rows] tr")).to_have_count(5)
+    page.get_by_role("link", name="Reproduction").click()
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    shoot(page, "demo-board-reproduction")
+    page.get_by_role("link", name="Overall").click()
+    page.locator("table.board tbody tr").first.get_by_role("link").first.click()
+    page.wait_for_selector("#provenance-heading")
+    shoot(page, "demo-run-top", full_page=False)
+    page.locator("summary", has_text="Every compared field").click()
+    shoot(page, "demo-run")
+    page.locator("h1 a").click()
+    shoot(page, "demo-agent")
+    page.goto(page.url.split("/agents/")[0] + "/")
+    page.get_by_role("link", name="ALE Robotics").first.click()
+    page.get_by_role("link", name="Tasks & changes").click()
+    shoot(page, "demo-release")
+    page.locator("table.data tbody th a").first.click()
+    shoot(page, "demo-task")
+    page.goto(f"{base}/accounts/login/")
+    shoot(page, "login")
+    page.goto(f"{base}/accounts/signup/")
+    shoot(page, "signup")
+    assert page.console_errors == []  # type: ignore[attr-defined]
