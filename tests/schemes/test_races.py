@@ -358,3 +358,26 @@ def test_outcomes_altered_after_signing_are_rejected(race_release, submitter, su
     submission = submit(submitter, members)
     assert (submission.verdict, submission.error_code) == ("rejected", "bad_signature")
     assert not RaceRun.objects.exists()
+
+
+def test_the_overall_view_anchors_to_the_running_race_else_the_latest_completed(run_race, race_benchmark, client):
+    from leaderboard.selectors.schemes import race_anchor
+
+    run_race(1, {("Alpha", "1"): 0.8, ("Bravo", "1"): 0.6}, is_launch=True)
+    live = run_race(2, {("Alpha", "1"): 0.5}, release=False)
+    race_schedule(benchmark=race_benchmark, number=3, task_ids=RACE_TASKS)
+    assert race_anchor(benchmark=race_benchmark).number == 2
+    page = client.get(reverse("race_overall", args=["shop-race"])).content.decode()
+    assert "Overall as of" in page and "race 2" in page and "running" in page
+    race_close(race=live)
+    assert race_anchor(benchmark=race_benchmark).number == 2  # embargoed: completed, still the latest
+    assert race_anchor(benchmark=race_benchmark).status == "embargoed"
+
+
+def test_between_races_the_overall_view_falls_back_to_the_last_completed_race(run_race, race_benchmark):
+    from leaderboard.selectors.schemes import race_anchor
+
+    run_race(1, {("Alpha", "1"): 0.8}, is_launch=True)
+    race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)
+    anchor = race_anchor(benchmark=race_benchmark)
+    assert (anchor.number, anchor.status) == (1, "released")
