@@ -138,17 +138,6 @@ def scorecard_reading(*, card: ScorecardRun) -> ScorecardReading:
     )
 
 
-def scorecard_agent_cards(*, release: Release, agent_slug: str) -> list[ScorecardRun]:
-    """Every public card of one agent on a release, newest first (the best one is on the board)."""
-    return list(
-        ScorecardRun.objects.filter(
-            release=release, agent_version__agent__slug=agent_slug, submission__is_private=False
-        )
-        .select_related("agent_version__agent")
-        .order_by("-created_at")
-    )
-
-
 # ---------------------------------------------------------------------- races
 
 
