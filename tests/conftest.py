@@ -152,8 +152,22 @@ class CeleryWorker:
         self.process = None
 
 
+@pytest.fixture(scope="session")
+def _test_queue_cleanup():
+    """At the end of the session, drop this session's queue and its bindings from Redis.
+
+    Only then: kombu caches "binding declared" per process, so deleting the binding
+    between tests would make the next publish (before a worker redeclares it) vanish.
+    """
+    yield
+    import redis
+
+    broker = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    broker.delete(TEST_QUEUE, f"_kombu.binding.{TEST_QUEUE}", f"_kombu.binding_permanent.{TEST_QUEUE}")
+
+
 @pytest.fixture
-def celery_worker_factory(tmp_path_factory: pytest.TempPathFactory, transactional_db):
+def celery_worker_factory(tmp_path_factory: pytest.TempPathFactory, transactional_db, _test_queue_cleanup):
     """Make real worker processes (`.start(**env)`, `.kill9()`, `.stop()`); all are stopped after the test.
 
     Tests using it need `@pytest.mark.django_db(transaction=True)` (the worker must see
@@ -169,15 +183,6 @@ def celery_worker_factory(tmp_path_factory: pytest.TempPathFactory, transactiona
     yield make
     for worker in workers:
         worker.stop()
-    _forget_test_queue()
-
-
-def _forget_test_queue() -> None:
-    """Drop this session's queue and its bindings from Redis, so killed workers' leftovers go too."""
-    import redis
-
-    broker = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
-    broker.delete(TEST_QUEUE, f"_kombu.binding.{TEST_QUEUE}", f"_kombu.binding_permanent.{TEST_QUEUE}")
 
 
 @pytest.fixture
