@@ -54,16 +54,18 @@ def agent_list() -> QuerySet[Agent]:
     return Agent.objects.prefetch_related("versions").order_by("slug")
 
 
-def runs_visible(user: AnyUser) -> QuerySet[Run]:
-    queryset = Run.objects.select_related("release__benchmark", "agent_version__agent", "submission").prefetch_related(
-        Prefetch(
-            "task_results",
-            queryset=TaskResult.objects.select_related(
-                "release_task__task", "release_task__release", "signing_key"
-            ).order_by("release_task__position", "release_task__task__slug"),
-        ),
-        "events",
-    )
+def runs_visible(user: AnyUser, *, with_breakdown: bool = False) -> QuerySet[Run]:
+    queryset = Run.objects.select_related("release__benchmark", "agent_version__agent", "submission")
+    if with_breakdown:
+        queryset = queryset.prefetch_related(
+            Prefetch(
+                "task_results",
+                queryset=TaskResult.objects.select_related(
+                    "release_task__task", "release_task__release", "signing_key"
+                ).order_by("release_task__position", "release_task__task__slug"),
+            ),
+            "events",
+        )
     if _is_staff(user):
         return queryset
     public = Q(is_private=False, release__published=True)

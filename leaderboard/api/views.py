@@ -165,7 +165,9 @@ class RunViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
     def get_queryset(self) -> QuerySet[Any]:
-        queryset = selectors.runs_visible(self.request.user).order_by("-created_at", "-id")
+        queryset = selectors.runs_visible(self.request.user, with_breakdown=self.action == "retrieve").order_by(
+            "-created_at", "-id"
+        )
         if self.action != "list":
             return queryset
         release = self.request.query_params.get("release")

@@ -19,7 +19,8 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -88,7 +89,27 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         queryset = Submission.objects.select_related("release__benchmark", "run")
         if self.action == "retrieve" and user.is_staff:
             return queryset
-        return queryset.filter(submitter=user)
+        queryset = queryset.filter(submitter=user)
+        if self.action == "list":
+            status_filter = self.request.query_params.get("status", "")
+            if status_filter:
+                if status_filter not in Submission.Status.values:
+                    raise ApiError(
+                        code="invalid_query",
+                        message=f"status: expected one of {', '.join(Submission.Status.values)}, "
+                        f"got {status_filter[:20]!r}.",
+                    )
+                queryset = queryset.filter(status=status_filter)
+            verdict = self.request.query_params.get("verdict", "")
+            if verdict:
+                allowed = [v for v in Submission.Verdict.values if v]
+                if verdict not in allowed:
+                    raise ApiError(
+                        code="invalid_query",
+                        message=f"verdict: expected one of {', '.join(allowed)}, got {verdict[:20]!r}.",
+                    )
+                queryset = queryset.filter(verdict=verdict)
+        return queryset
 
     @extend_schema(
         summary="Upload a sealed bundle",
@@ -171,6 +192,10 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
 
     @extend_schema(
         summary="Your submissions, newest first",
+        parameters=[
+            OpenApiParameter("status", OpenApiTypes.STR, enum=list(Submission.Status.values)),
+            OpenApiParameter("verdict", OpenApiTypes.STR, enum=[v for v in Submission.Verdict.values if v]),
+        ],
         responses={200: SubmissionSerializer(many=True), 304: OpenApiResponse(description="Not modified"), **ERRORS},
     )
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:

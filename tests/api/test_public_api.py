@@ -162,3 +162,29 @@ def test_lists_are_paginated_with_limit_and_offset(world: Any, client_for: Any) 
 def test_agents_list_their_versions(world: Any, api: Any) -> None:
     body = api.get("/api/v1/agents/robo-agent/").json()
     assert body["name"] == "Robo Agent" and [v["version"] for v in body["versions"]] == ["1.0"]
+
+
+def test_list_endpoints_use_a_constant_number_of_queries(world: Any, api: Any) -> None:
+    from leaderboard.models import Agent, AgentVersion
+
+    def counts() -> list[int]:
+        result = []
+        for path in ("/api/v1/runs/", "/api/v1/releases/", "/api/v1/benchmarks/", "/api/v1/agents/", "/api/v1/tasks/"):
+            with CaptureQueriesContext(connection) as queries:
+                assert api.get(path).status_code == 200
+            result.append(len(queries.captured_queries))
+        return result
+
+    from submissions.models import Run, Submission
+
+    before = counts()
+    for n in range(5):
+        agent = Agent.objects.create(slug=f"extra-{n}", name=f"Extra {n}")
+        version = AgentVersion.objects.create(agent=agent, version="1")
+        submission = Submission.objects.create(submitter=world.other, sha256=f"{100 + n:064x}", size=1, file="x.age")
+        Run.objects.create(
+            submission=submission, release=world.release, agent_version=version, level="validated",
+            covered=2, required=2, complete=True,
+        )  # fmt: skip
+    assert api.get("/api/v1/runs/").json()["count"] == 6
+    assert counts() == before

@@ -158,3 +158,15 @@ def test_a_missing_site_key_is_a_503_without_paths(db: Any, api: Any, settings: 
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "site_key_unavailable"
     assert str(tmp_path) not in response.content.decode()
+
+
+def test_submissions_can_be_filtered_by_verdict(world: Any, client_for: Any) -> None:
+    world.submission.verdict = "mismatch"
+    world.submission.save()
+    body = client_for(world.owner).get("/api/v1/submissions/", {"verdict": "mismatch"}).json()
+    assert [item["id"] for item in body["results"]] == [str(world.submission.pk)]
+    response = client_for(world.owner).get("/api/v1/submissions/", {"verdict": "maybe"})
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "verdict: expected one of rejected, mismatch, validated, attested, got 'maybe'."
+    )
