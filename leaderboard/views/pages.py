@@ -298,8 +298,12 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     agent_row = selectors.agent_get(slug=agent)
-    return render(
-        request,
-        "leaderboard/agent.html",
-        {"agent": agent_row, "runs": selectors.agent_runs(agent=agent_row, staff=_staff(request))},
-    )
+    runs = selectors.agent_runs(agent=agent_row, staff=_staff(request))
+    badges = []
+    for release in {run.release_id: run.release for run in runs if run.release.published}.values():
+        args = [release.benchmark.slug, release.version]
+        badge = request.build_absolute_uri(reverse("agent_badge", args=[*args, agent_row.slug]))
+        board = request.build_absolute_uri(reverse("release_board", args=args))
+        label = f"{release.benchmark.name} {release.version}"
+        badges.append({"label": label, "url": badge, "markdown": f"[![{label}]({badge})]({board})"})
+    return render(request, "leaderboard/agent.html", {"agent": agent_row, "runs": runs, "badges": badges})

@@ -245,3 +245,9 @@ def test_a_race_benchmarks_address_redirects_to_its_scheme_page(client, db):
     response = client.get(reverse("benchmark_detail", args=["shop"]))
     assert response.status_code == 302
     assert response["Location"] == reverse("race_benchmark", kwargs={"benchmark": "shop"})
+
+
+def test_the_agent_page_offers_a_badge_snippet_per_release(client, board):
+    html = client.get(reverse("agent_detail", args=["alpha"])).content.decode()
+    assert '<img src="http://testserver/badges/ale-robotics/v0.5/alpha.svg"' in html
+    assert "[![ALE Robotics v0.5](http://testserver/badges/ale-robotics/v0.5/alpha.svg)]" in html
