@@ -83,3 +83,16 @@ def staff_key(world: Any, media: Any, settings: Any, in_process_wsgi: None) -> s
 )
 def test_the_api_conforms_to_its_schema(case: Any, staff_key: str) -> None:
     case.call_and_validate(headers={"Authorization": f"Api-Key {staff_key}"}, checks=CHECKS)
+
+
+@pytest.mark.django_db
+@schema.parametrize()
+@settings(
+    max_examples=10,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_the_api_conforms_to_its_schema_for_anonymous_visitors(case: Any, staff_key: str) -> None:
+    # Same world, no credentials: the 401/403 answers must conform too.
+    case.call_and_validate(checks=CHECKS)
