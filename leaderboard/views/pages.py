@@ -13,6 +13,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from leaderboard.markdown import render_markdown
@@ -53,6 +55,49 @@ class BoardCells:
     tokens: str
     verified_iso: str
     verified_day: str
+
+    def html(self, run_url_prefix: str) -> SafeString:
+        """The row's <tr>; every value passes through format_html's escaping."""
+        s = self.standing
+        tie = (
+            mark_safe(
+                ' <abbr class="tie" title="Confidence interval overlaps the row above: '
+                'statistically indistinguishable">\u2248</abbr>'
+            )
+            if self.overlaps_above
+            else ""
+        )
+        partial = mark_safe('<span class="tag tag--warn">not comparable to a full run</span>') if not s.complete else ""
+        return format_html(
+            '<tr{}><td class="num rank">{}{}</td>'
+            '<th scope="row" class="agent"><a href="{}{}/">{}</a> <span class="version-chip">{}</span></th>'
+            '<td class="num score"><strong>{}</strong>{}</td>'
+            '<td class="num">{}</td>'
+            '<td class="num coverage">{}/{}{}</td>'
+            '<td class="num">{}</td><td class="num">{}</td><td>{}</td>'
+            '<td><span class="badge badge--{}">{}</span></td>'
+            '<td class="date"><time datetime="{}">{}</time></td></tr>\n',
+            mark_safe(' class="row--partial"') if not s.complete else "",
+            s.rank,
+            tie,
+            run_url_prefix,
+            s.run_id,
+            s.agent_name,
+            s.version,
+            self.score,
+            format_html('<span class="ci">{}</span>', self.ci) if self.ci else "",
+            self.pass_rate,
+            s.covered,
+            s.required,
+            partial,
+            self.runtime,
+            self.tokens,
+            s.effort_tier or "\u2014",
+            s.verification,
+            s.verification,
+            self.verified_iso,
+            self.verified_day,
+        )
 
     @classmethod
     def of(cls, row: BoardRow) -> BoardCells:
@@ -141,6 +186,7 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
     staff = _staff(request)
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
     page = selectors.board_page(release=release, query=query)
+    run_url_prefix = reverse("run_detail", args=[0])[:-2]  # "/runs/": one reverse() per page, not per row
     chart_n = selectors.CHART_DEFAULT_N
     chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n)
     columns = [
@@ -176,8 +222,9 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
             "tabs": tabs,
             "columns": columns,
             "page": page,
-            "rows": [BoardCells.of(row) for row in page.rows],
-            "run_url_prefix": reverse("run_detail", args=[0])[:-2],
+            "rows_html": mark_safe(  # noqa: S308 - each row is built with format_html
+                "".join(BoardCells.of(row).html(run_url_prefix) for row in page.rows)
+            ),
             "complete_params": query.params(complete="" if query.complete_only else "1", page=1),
             "prev_params": query.params(page=page.page - 1) if page.page > 1 else None,
             "next_params": query.params(page=page.page + 1) if page.page < page.pages else None,
