@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.staticfiles import finders
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-CHROMIUM = "/usr/bin/chromium"
 
 
 def test_the_docs_page_has_no_inline_script_or_style_and_local_assets(client: Any, db: Any) -> None:
@@ -36,27 +32,6 @@ def test_the_docs_init_script_is_served_as_javascript(client: Any, db: Any) -> N
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/javascript")
     assert b"/api/v1/schema/" in response.content
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        yield browser
-        browser.close()
 
 
 @pytest.mark.browser
