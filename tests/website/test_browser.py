@@ -91,7 +91,9 @@ def test_a_visitor_switches_tabs_toggles_the_chart_and_opens_a_run(live_server: 
         page.wait_for_selector(f"#board-chart[data-metric={value}]")
         shoot(page, f"chart-{value}", full_page=False)
 
-    page.get_by_role("link", name="Reproduction").click()
+    # The tabs are links: reachable and followed with the keyboard alone.
+    page.locator("nav.tabs a", has_text="Reproduction").focus()
+    page.keyboard.press("Enter")
     page.wait_for_url("**tab=reproduction**")
     assert page.locator("nav.tabs a[aria-current=page]").inner_text() == "Reproduction"
     assert page.locator("table.board").get_by_text("Open Only").count() == 0

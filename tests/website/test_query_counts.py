@@ -118,3 +118,16 @@ def test_a_signed_in_visitor_never_gets_the_anonymous_cached_page(client, benchm
     client.get(url)
     client.force_login(make_user("carol"))
     assert "Sign out" in client.get(url).content.decode()
+
+
+@pytest.mark.parametrize("count", [2, 50])
+@pytest.mark.parametrize("name", ["submission_detail", "submission_status"])
+def test_a_submission_page_issues_a_fixed_number_of_queries(client, benchmark, django_assert_num_queries, count, name):
+    release = make_release(benchmark)
+    owner = make_user()
+    runs = [make_run(release, agent_name=f"Mine {i}", submitter=owner) for i in range(count)]
+    client.force_login(owner)
+    # session, user, the submission (with release, benchmark and run joined)
+    with django_assert_num_queries(3):
+        response = client.get(reverse(name, args=[runs[-1].submission.pk]))
+    assert response.status_code == 200
