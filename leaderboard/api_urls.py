@@ -30,6 +30,7 @@ class DocsView(SpectacularSwaggerSplitView):
 
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("", public.ApiRootView.as_view(), name="api-root"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("site-key/", submitter.SiteKeyView.as_view(), name="api-site-key"),

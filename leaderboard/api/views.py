@@ -9,11 +9,13 @@ from urllib.parse import urlencode
 from django.db.models import QuerySet
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, permissions, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from leaderboard.api import selectors
 from leaderboard.api.conditional import ConditionalGetMixin, etag_matches, not_modified
@@ -59,6 +61,30 @@ def _choice_param(request: Request, name: str, choices: list[str]) -> str | None
     if raw not in choices:
         raise ApiError(code="invalid_query", message=f"{name}: expected one of {', '.join(choices)}, got {raw[:40]!r}.")
     return raw
+
+
+class ApiRootView(APIView):
+    """Where everything is: a starting point for people exploring with curl."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        summary="API index",
+        responses={200: {"type": "object", "additionalProperties": {"type": "string", "format": "uri"}}},
+    )
+    def get(self, request: Request) -> Response:
+        names = {
+            "benchmarks": "api-benchmark-list",
+            "releases": "api-release-list",
+            "tasks": "api-task-list",
+            "runs": "api-run-list",
+            "agents": "api-agent-list",
+            "submissions": "api-submission-list",
+            "site_key": "api-site-key",
+            "schema": "api-schema",
+            "docs": "api-docs",
+        }
+        return Response({key: request.build_absolute_uri(reverse(name)) for key, name in names.items()})
 
 
 class PublicReadMixin(ConditionalGetMixin):

@@ -188,3 +188,10 @@ def test_list_endpoints_use_a_constant_number_of_queries(world: Any, api: Any) -
         )  # fmt: skip
     assert api.get("/api/v1/runs/").json()["count"] == 6
     assert counts() == before
+
+
+def test_the_api_root_links_every_collection(db: Any, api: Any) -> None:
+    body = api.get("/api/v1/").json()
+    assert body["benchmarks"] == "http://testserver/api/v1/benchmarks/"
+    assert body["docs"] == "http://testserver/api/v1/docs/"
+    assert set(body) >= {"releases", "tasks", "runs", "agents", "submissions", "site_key", "schema"}
