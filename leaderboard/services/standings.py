@@ -7,11 +7,11 @@ always lands on the same rows. Pages read these rows and never aggregate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet, Window
+from django.db.models.functions import RowNumber
 
 from leaderboard.models import Release, Standing
 from submissions.models import Run
@@ -62,15 +62,29 @@ def standing_sort_key(run: Run, tab: str) -> tuple[Any, ...]:
     )
 
 
-def _best_per_agent_version(runs: Iterable[Run], tab: str) -> list[Run]:
-    best: dict[int, Run] = {}
-    for run in runs:
-        if _tab_score(run, tab) is None:
-            continue  # the run covers no task of this tab's genre
-        current = best.get(run.agent_version_id)
-        if current is None or standing_sort_key(run, tab) < standing_sort_key(current, tab):
-            best[run.agent_version_id] = run
-    return sorted(best.values(), key=lambda run: standing_sort_key(run, tab))
+def _best_runs(public: QuerySet[Run], tab: str) -> list[Run]:
+    """Each agent version's best run with a score in ``tab``, ranked by ``standing_sort_key``.
+
+    The database picks the best run per agent version (a window function with the
+    same order as ``standing_sort_key``), so a release with thousands of runs still
+    loads only one row per agent version; one query per tab.
+    """
+    order = [
+        F("complete").desc(),
+        F(tab).desc(),
+        F("pass_rate").desc(nulls_last=True),
+        F("created_at").asc(),
+        F("id").asc(),
+    ]
+    best = (
+        public.filter(**{f"{tab}__isnull": False})
+        .annotate(position=Window(RowNumber(), partition_by=[F("agent_version_id")], order_by=order))
+        .filter(position=1)
+        .select_related("agent_version__agent")
+        # Only what a standing row shows: the per-task breakdown is large and never on a board.
+        .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
+    )
+    return sorted(best, key=lambda run: standing_sort_key(run, tab))
 
 
 def _interval(run: Run, tab: str) -> tuple[float | None, float | None]:
@@ -92,20 +106,16 @@ def standings_refresh(*, release: Release) -> int:
     the release row is locked first so concurrent refreshes serialize.
     """
     generation = Release.objects.select_for_update().filter(pk=release.pk).values_list("generation", flat=True).get()
-    runs = list(
-        Run.objects.filter(
-            release=release,
-            level__in=LEADERBOARD_LEVELS,
-            is_private=False,
-            submission__is_private=False,
-        )
-        .select_related("agent_version__agent")
-        # Only what a standing row shows: the per-task breakdown is large and never on a board.
-        .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
+    public = Run.objects.filter(
+        release=release,
+        level__in=LEADERBOARD_LEVELS,
+        is_private=False,
+        submission__is_private=False,
     )
+    best_by_tab = {tab: _best_runs(public, tab) for tab in TABS}
     rows: list[Standing] = []
     for tab in TABS:
-        for rank, run in enumerate(_best_per_agent_version(runs, tab), start=1):
+        for rank, run in enumerate(best_by_tab[tab], start=1):
             low, high = _interval(run, tab)
             tokens = (
                 None
