@@ -159,3 +159,20 @@ def test_a_qualifying_runs_stored_diff_keeps_its_categories(race_world):
         "recomputed": "rejected_order",
         "status": "match",
     } in diff
+
+
+def test_the_submitters_own_views_of_a_race_run_show_no_category_during_the_race(client, submitter, race_world):
+    submission = race_world["run"].submission
+    client.force_login(submitter)
+    urls = [
+        reverse("my_submissions"),
+        reverse("submission_detail", args=[submission.pk]),
+        reverse("submission_status", args=[submission.pk]),
+        f"/api/v1/submissions/{submission.pk}/",
+    ]
+    # (The API's list also carries the qualifying run, whose categories are public at once.)
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        body = response.content.decode()
+        assert [text for text in CATEGORY_STRINGS if text in body] == [], url
