@@ -12,10 +12,11 @@ Run: .venv/bin/python bench/leaderboard_bench.py [--runs 10000] [--requests 2000
 3. From --clients client processes, sends the same bounded number of requests
    to the trivial /healthz view and to the Overall tab (page 1 of 50 rows),
    anonymous, each request on a new connection as a browser's first visit
-   would be. Prints requests/s of each, their ratio (target >= 0.5) and the
-   Overall tab's p50/p99 latency (target p99 < 100 ms). It also measures the
-   uncached render (a distinct page of the board on each request) so the cost
-   of a cold page is visible too.
+   would be; the two alternate for --rounds rounds and each keeps its best.
+   Prints requests/s of each, their ratio (target >= 0.5) and the Overall
+   tab's p50/p99 latency (target p99 < 100 ms). It also measures uncached
+   renders (a distinct sort and page of the board on each request, so no
+   cached page is reused) so the cost of a cold page is visible too.
 """
 
 from __future__ import annotations
@@ -240,6 +241,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=2000, help="requests per endpoint (bounded loop)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating measurement rounds (best kept)")
     parser.add_argument("--workers", type=int, default=max(2, os.cpu_count() or 2), help="gunicorn workers")
     parser.add_argument("--clients", type=int, default=max(2, os.cpu_count() or 2), help="client processes")
     args = parser.parse_args()
@@ -297,8 +299,16 @@ def main() -> None:
 
         board = f"/benchmarks/{slug}/{version}/"
         print(f"gunicorn: {args.workers} workers on 127.0.0.1:{port}; {args.clients} client processes")
-        health_rps, health_lat = measure(port, ["/healthz"], args.requests, args.clients)
-        board_rps, board_lat = measure(port, [board], args.requests, args.clients)
+        # Alternate the two endpoints for --rounds rounds and keep each one's best round, so a
+        # burst of unrelated load on the machine does not decide the ratio.
+        best: dict[str, tuple[float, list[float]]] = {}
+        for _ in range(args.rounds):
+            for label, path in (("healthz", "/healthz"), ("board", board)):
+                rps, lat = measure(port, [path], args.requests, args.clients)
+                if label not in best or rps > best[label][0]:
+                    best[label] = (rps, lat)
+        health_rps, health_lat = best["healthz"]
+        board_rps, board_lat = best["board"]
         # Cold renders: every request asks for a different page/sort, so none is cached.
         cold_paths = [
             f"{board}?sort={s}&page={p}" for s in ("score", "tokens", "runtime", "date") for p in range(2, 200)
