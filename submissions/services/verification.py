@@ -16,6 +16,9 @@ Invariants:
   submission (a one-to-one): running verification twice, concurrently or after
   a worker died mid-way, writes exactly one Run and changes nothing the second
   time. A finished submission is never re-verified.
+* A claim leaves alone a row another worker claimed less than
+  settings.PODIUM_STUCK_AFTER_SECONDS ago (a duplicate delivery); past that
+  limit its worker is presumed dead and the claim takes over (the sweeper).
 * A rejected or mismatched submission writes no run rows; the stored bundle is
   never deleted.
 * Transient faults (database unavailable, storage I/O) leave the row in
@@ -81,6 +84,11 @@ def _claim(submission_id: Any) -> Submission | None:
         if submission.status == Submission.Status.DONE:
             return None
         now = timezone.now()
+        if submission.status == Submission.Status.VERIFYING and _recent(submission.verifying_since, now):
+            # A live worker claimed it less than the stuck limit ago (a duplicate delivery):
+            # leave it alone. If that worker died, the sweeper brings it back after the limit.
+            logger.info("submission %s is being verified by another worker; skipped", submission.pk)
+            return None
         if submission.attempts >= settings.PODIUM_MAX_ATTEMPTS:
             if submission.status == Submission.Status.ERROR:
                 code = "verification_failed"
@@ -104,6 +112,10 @@ def _claim(submission_id: Any) -> Submission | None:
         submission.verifying_since = now
         submission.save(update_fields=["status", "attempts", "verifying_since", "updated_at"])
         return submission
+
+
+def _recent(moment: Any, now: Any) -> bool:
+    return moment is not None and now - moment < timedelta(seconds=settings.PODIUM_STUCK_AFTER_SECONDS)
 
 
 def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> None:

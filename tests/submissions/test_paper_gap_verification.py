@@ -3,9 +3,11 @@
 import io
 import shutil
 import subprocess
+from datetime import timedelta
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.utils import timezone
 
 from leaderboard.models import Agent, Release, Standing
 from submissions.bundle.signatures import public_key_b64
@@ -123,7 +125,9 @@ def test_a_private_run_is_stored_but_kept_off_the_public_standings(demo_release,
 def test_verifying_again_after_the_run_exists_writes_no_second_run(demo_release, seal, submit):
     submission = submit(seal())
     # As if a redelivered task found the row unfinished although its Run was written.
-    Submission.objects.filter(pk=submission.pk).update(status="verifying", verdict="")
+    Submission.objects.filter(pk=submission.pk).update(
+        status="verifying", verdict="", verifying_since=timezone.now() - timedelta(hours=1)
+    )
     again = submission_verify(submission_id=submission.pk)
     assert (again.status, again.verdict) == ("done", "validated")
     assert Run.objects.filter(submission=submission).count() == 1

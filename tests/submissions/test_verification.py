@@ -1,9 +1,11 @@
 """The verification state machine (submissions.services.verification), in-process."""
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.db import OperationalError
+from django.utils import timezone
 
 from submissions.models import Run, Submission
 from submissions.services import verification
@@ -41,9 +43,11 @@ def test_a_finished_submission_is_never_verified_again(garbage):
 @pytest.mark.django_db
 def test_a_bundle_that_keeps_killing_its_worker_ends_rejected_after_the_attempt_limit(garbage, settings):
     settings.PODIUM_MAX_ATTEMPTS = 3
+    settings.PODIUM_STUCK_AFTER_SECONDS = 1
     for _ in range(3):
-        verification._claim(garbage.pk)  # each claim is a worker that died before finishing
-    submission = submission_verify(submission_id=garbage.pk)
+        verification._claim(garbage.pk)  # each claim is a worker that died before finishing ...
+        Submission.objects.filter(pk=garbage.pk).update(verifying_since=timezone.now() - timedelta(seconds=2))
+    submission = submission_verify(submission_id=garbage.pk)  # ... as the sweeper finds it later
     assert (submission.status, submission.verdict, submission.error_code, submission.attempts) == (
         "done",
         "rejected",
@@ -102,13 +106,17 @@ def test_verifying_a_missing_submission_does_nothing(db):
 
 @pytest.mark.django_db
 def test_the_sweeper_lists_submissions_stuck_longer_than_the_limit(garbage, settings):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     settings.PODIUM_STUCK_AFTER_SECONDS = 60
     assert verification.stuck_submission_ids() == []
     later = timezone.now() + timedelta(seconds=61)
     assert verification.stuck_submission_ids(now=later) == [garbage.pk]
     submission_verify(submission_id=garbage.pk)
     assert verification.stuck_submission_ids(now=later) == []
+
+
+@pytest.mark.django_db
+def test_a_duplicate_delivery_leaves_a_submission_another_worker_is_verifying_alone(garbage):
+    verification._claim(garbage.pk)  # a live worker is on it
+    assert submission_verify(submission_id=garbage.pk).status == "verifying"
+    garbage.refresh_from_db()
+    assert (garbage.status, garbage.attempts) == ("verifying", 1)
