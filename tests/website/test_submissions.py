@@ -15,9 +15,9 @@ from tests.website.conftest import make_run, make_user
 pytestmark = pytest.mark.django_db
 
 
-def upload(client, content: bytes = b"age-encryption.org/v1 fake", **extra):
+def upload(client, content: bytes = b"age-encryption.org/v1 fake", headers=None, **extra):
     data = {"benchmark": "ale-robotics", "bundle": SimpleUploadedFile("run.age", content), **extra}
-    return client.post(reverse("submission_upload"), data, HTTP_ACCEPT="application/json")
+    return client.post(reverse("submission_upload"), data, HTTP_ACCEPT="application/json", **(headers or {}))
 
 
 def test_the_upload_page_requires_signing_in(client, benchmark):
@@ -135,3 +135,47 @@ def test_my_submissions_lists_own_private_and_failed_ones_and_nobody_elses(clien
     assert private.submission.original_name in html
     assert "bad_signature" in html
     assert theirs.submission.original_name not in html
+
+
+def test_an_upload_declared_larger_than_the_limit_is_refused_before_reading_it(client, benchmark, settings):
+    settings.PODIUM_MAX_BUNDLE_BYTES = 1024 * 1024
+    client.force_login(make_user())
+    response = client.generic(
+        "POST",
+        reverse("submission_upload"),
+        data=b"",
+        content_type="multipart/form-data; boundary=x",
+        HTTP_ACCEPT="application/json",
+        CONTENT_LENGTH=str(5 * 1024 * 1024),
+    )
+    assert response.status_code == 413
+    assert response.json()["error"] == {
+        "code": "too_large",
+        "message": "the bundle is larger than the limit of 1048576 bytes (1 MiB); "
+        "split the run or ask the site's maintainers",
+    }
+    assert Submission.objects.count() == 0
+
+
+def test_an_upload_without_a_csrf_token_is_refused(benchmark, settings, tmp_path):
+    from django.test import Client
+
+    settings.MEDIA_ROOT = tmp_path
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user())
+    response = upload(client)
+    assert response.status_code == 403
+    assert Submission.objects.count() == 0
+
+
+def test_an_upload_with_the_csrf_token_from_the_form_is_accepted(benchmark, settings, tmp_path):
+    from django.test import Client
+
+    settings.MEDIA_ROOT = tmp_path
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(make_user())
+    client.get(reverse("submission_upload"))
+    token = client.cookies["csrftoken"].value
+    response = upload(client, headers={"HTTP_X_CSRFTOKEN": token})
+    assert response.status_code == 201
+    assert Submission.objects.count() == 1
