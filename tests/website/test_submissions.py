@@ -179,3 +179,16 @@ def test_an_upload_with_the_csrf_token_from_the_form_is_accepted(benchmark, sett
     response = upload(client, headers={"HTTP_X_CSRFTOKEN": token})
     assert response.status_code == 201
     assert Submission.objects.count() == 1
+
+
+def test_without_javascript_an_upload_redirects_to_the_submission_page(client, benchmark, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    client.force_login(make_user())
+    response = client.post(
+        reverse("submission_upload"),
+        {"benchmark": "ale-robotics", "bundle": SimpleUploadedFile("plain.age", b"sealed bytes"), "private": "1"},
+    )
+    submission = Submission.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("submission_detail", args=[submission.pk])
+    assert submission.is_private is True
