@@ -36,6 +36,10 @@ class SigningKey(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        owner = self.evaluator if self.owner_kind == self.Owner.EVALUATOR else self.validator
+        return f"{self.owner_kind} {owner} key {self.key_id}"
+
 
 class ApiKey(models.Model):
     """A submitter's API key. Only a hash is stored; the key is shown once."""
@@ -50,3 +54,6 @@ class ApiKey(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix})"
