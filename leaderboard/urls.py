@@ -12,3 +12,6 @@ urlpatterns = [
     path("", include("leaderboard.scheme_urls")),
     path("", include("leaderboard.site_urls")),
 ]
+
+handler404 = "leaderboard.error_pages.page_not_found"
+handler500 = "leaderboard.error_pages.server_error"
