@@ -44,4 +44,13 @@ class Standing(models.Model):
     class Meta:
         ordering = ["release", "tab", "rank"]
         constraints = [models.UniqueConstraint(fields=["release", "tab", "run"], name="standing_unique_run")]
-        indexes = [models.Index(fields=["release", "tab", "rank"])]
+        # The board sorts by any column; an index per sortable column keeps a cold
+        # page on a 10,000-run release from sorting every row per request.
+        indexes = [
+            models.Index(fields=["release", "tab", "rank"]),
+            models.Index(fields=["release", "tab", "score"]),
+            models.Index(fields=["release", "tab", "pass_rate"]),
+            models.Index(fields=["release", "tab", "runtime_seconds"]),
+            models.Index(fields=["release", "tab", "tokens"]),
+            models.Index(fields=["release", "tab", "verified_at"]),
+        ]
