@@ -14,7 +14,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -189,3 +191,31 @@ def celery_worker_factory(tmp_path_factory: pytest.TempPathFactory, transactiona
 def celery_worker(celery_worker_factory) -> CeleryWorker:
     """One started real worker on this session's queue."""
     return celery_worker_factory().start()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium under Playwright; a missing browser fails, never skips."""
+    from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh desktop-sized page that records console errors and uncaught exceptions."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    new_page = context.new_page()
+    errors: list[str] = []
+    new_page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    new_page.on("pageerror", lambda error: errors.append(str(error)))
+    new_page.console_errors = errors
+    yield new_page
+    context.close()

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from submissions.api_keys import api_key_parse
+from tests.browser import shoot
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-SCREENSHOTS = Path(settings.BASE_DIR) / "test-output" / "screenshots"
-
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
@@ -35,8 +31,7 @@ def test_a_submitter_creates_uses_and_revokes_a_key(live_server: Any, browser: A
         page.get_by_role("button", name="Create key").click()
         plaintext = page.locator("#new-key").inner_text()
         assert api_key_parse(plaintext) is not None
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "api-keys-created.png"), full_page=True)
+        shoot(page, "api-keys-created")
 
         assert APIClient().get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {plaintext}").status_code == 200
 
@@ -44,7 +39,7 @@ def test_a_submitter_creates_uses_and_revokes_a_key(live_server: Any, browser: A
         assert plaintext not in page.content()
         page.get_by_role("button", name="Revoke laptop").click()
         page.wait_for_selector("text=revoked")
-        page.screenshot(path=str(SCREENSHOTS / "api-keys-revoked.png"), full_page=True)
+        shoot(page, "api-keys-revoked")
     finally:
         page.close()
     assert APIClient().get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {plaintext}").status_code == 401

@@ -5,13 +5,12 @@ test-output/screenshots/ (gitignored) for a human to look at."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 
+from tests.browser import shoot
 from tests.website.conftest import make_release, make_run, make_user
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the
@@ -19,47 +18,6 @@ from tests.website.conftest import make_release, make_run, make_user
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = Path(settings.BASE_DIR) / "test-output" / "screenshots"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.console_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
-
-
-def shoot(page: Any, name: str, *, full_page: bool = True) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
 
 
 def sign_in(page: Any, base: str, username: str) -> None:
