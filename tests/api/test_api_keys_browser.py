@@ -14,6 +14,7 @@ from tests.browser import shoot
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
+
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_submitter_creates_uses_and_revokes_a_key(live_server: Any, browser: Any) -> None:
