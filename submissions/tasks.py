@@ -1,4 +1,4 @@
-"""Celery tasks: load a row by id, call a service. Both are safe to run twice.
+"""Celery tasks: load a row by id, call a service. All are safe to run twice.
 
 Reliability (settings CELERY_*): tasks are acknowledged late and re-queued when
 their worker dies, one at a time per worker process. The verification service
@@ -14,6 +14,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from submissions.services.runs import run_confidence_compute
 from submissions.services.verification import TRANSIENT_ERRORS, stuck_submission_ids, submission_verify
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,21 @@ VERIFY_RETRY_BACKOFF_MAX_SECONDS = 300
 )
 def verify_submission(submission_id: str) -> None:
     submission_verify(submission_id=submission_id)
+
+
+@shared_task(
+    name="submissions.tasks.compute_run_confidence",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=VERIFY_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=VERIFY_MAX_RETRIES,
+)
+def compute_run_confidence(run_id: int) -> None:
+    """The bootstrap intervals of a freshly recorded run, off the verification path (idempotent)."""
+    run_confidence_compute(run_id=run_id)
 
 
 @shared_task(name="submissions.tasks.sweep_stuck_submissions", acks_late=True)

@@ -4,6 +4,15 @@ verification log maintainers add to.
 ``run_record_paper_gap`` is called by verification inside its row-locked
 transaction; it is idempotent (get_or_create on the submission's one-to-one),
 so a second verification of the same submission never writes a second Run.
+
+The bootstrap confidence intervals are not on the verification path: they cost
+several times the rest of verifying a bundle. ``run_record_paper_gap`` enqueues
+``submissions.tasks.compute_run_confidence`` on commit, which calls
+``run_confidence_compute``: it re-opens the stored bundle (never deleted, and
+the site keys still decrypt it after a rotation), recomputes the same seeded
+intervals from the evaluator's episodes, writes Run.confidence and refreshes the
+standings. Until then a run and its standings carry no interval (pages show the
+score without one).
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import logging
 import re
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -110,7 +120,65 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
         run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
     )
     standings_refresh(release=release)
+    if not run.confidence:
+        _enqueue_confidence(run.pk)
     return run
+
+
+def _enqueue_confidence(run_id: Any) -> None:
+    from submissions.tasks import compute_run_confidence  # tasks import the services: import late
+
+    transaction.on_commit(lambda: compute_run_confidence.delay(run_id))
+
+
+# Seed of the run intervals: fixed, so a run's interval is the same whoever recomputes it, and
+# equal to the one ``submissions.bundle.evaluate.evaluate_paper_gap`` reports for the same resamples.
+CONFIDENCE_SEED = 0
+
+
+def run_confidence_compute(*, run_id: Any) -> Run | None:
+    """Compute and store a paper-gap run's bootstrap intervals (settings.PODIUM_BOOTSTRAP_RESAMPLES
+    resamples, seed ``CONFIDENCE_SEED``), then refresh its release's standings.
+
+    Safe to run twice or concurrently: a run whose confidence is already set is returned
+    untouched (checked again under the row lock before writing). Returns None for a run that
+    does not exist (deleted since it was enqueued). With 0 resamples nothing is computed.
+    A stored bundle that no longer opens or scores (it did when it was verified) is logged
+    and the run is left without an interval rather than retried forever; transient faults
+    (database, storage I/O) propagate so the task retries.
+    """
+    from leaderboard.selectors.releases import release_spec
+    from scoring.errors import ScoringError
+    from scoring.uncertainty import run_intervals
+    from submissions.bundle.errors import BundleError
+    from submissions.bundle.evaluate import scoring_results
+    from submissions.services.verification import bundle_local_path, open_stored_bundle
+
+    run = Run.objects.select_related("submission", "release").filter(pk=run_id).first()
+    if run is None:
+        logger.warning("run %s does not exist; no confidence to compute", run_id)
+        return None
+    resamples = settings.PODIUM_BOOTSTRAP_RESAMPLES
+    if run.confidence or resamples <= 0:
+        return run
+    try:
+        spec = release_spec(run.release)
+        with bundle_local_path(run.submission.file.name) as path:
+            bundle = open_stored_bundle(path)
+        results = scoring_results(bundle)
+        intervals = run_intervals(spec, results, resamples=resamples, seed=CONFIDENCE_SEED).to_dict()
+    except (BundleError, ScoringError):
+        logger.exception("run %s: its stored bundle no longer opens or scores; left without an interval", run.pk)
+        return run
+    confidence = run_confidence(intervals)
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().select_related("release").get(pk=run.pk)
+        if locked.confidence or not confidence:
+            return locked
+        locked.confidence = confidence
+        locked.save(update_fields=["confidence"])
+        standings_refresh(release=locked.release)
+    return locked
 
 
 def run_confidence(confidence: dict[str, Any] | None) -> dict[str, list[float]]:

@@ -163,5 +163,5 @@ def seal(tmp_path, site_identity):
 
 @pytest.fixture(autouse=True)
 def _fewer_bootstrap_resamples(settings):
-    """CIs are computed on every verification; 50 resamples keep these tests fast (the value is not asserted)."""
+    """CIs are computed after every recorded run; 50 resamples keep these tests fast (the value is not asserted)."""
     settings.PODIUM_BOOTSTRAP_RESAMPLES = 50

@@ -1,0 +1,111 @@
+"""A run's bootstrap intervals, computed after commit (submissions.services.runs.run_confidence_compute
+and the submissions.tasks.compute_run_confidence task), off the verification path."""
+
+import io
+
+import pytest
+
+from leaderboard.models import Release, Standing
+from leaderboard.selectors.releases import release_spec
+from submissions.bundle.evaluate import evaluate_paper_gap
+from submissions.models import Run
+from submissions.services.runs import run_confidence_compute
+from submissions.services.submissions import submission_create
+from submissions.services.verification import bundle_local_path, open_stored_bundle, submission_verify
+from submissions.tasks import compute_run_confidence
+
+
+@pytest.fixture
+def verified_run(demo_release, seal, owner, django_capture_on_commit_callbacks):
+    """A validated run whose on-commit follow-ups were captured, not run: (run, callbacks)."""
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        submission_verify(submission_id=submission.pk)
+    return Run.objects.get(submission=submission), callbacks
+
+
+def expected_confidence(run: Run, resamples: int) -> dict[str, list[float]]:
+    """What the bundle tool itself reports for the run's stored bundle, as [low, high] per tab."""
+    with bundle_local_path(run.submission.file.name) as path:
+        bundle = open_stored_bundle(path)
+    outcome = evaluate_paper_gap(
+        bundle,
+        release_spec=release_spec(run.release),
+        required_task_set_hash=run.release.required_task_set_hash,
+        signing_keys={},
+        bootstrap_resamples=resamples,
+        bootstrap_seed=0,
+    )
+    return {tab: [interval["low"], interval["high"]] for tab, interval in outcome.confidence.items()}
+
+
+@pytest.mark.django_db
+def test_verification_records_the_run_without_intervals_and_its_standings_without_a_range(verified_run):
+    run, callbacks = verified_run
+    assert run.confidence == {}
+    assert len(callbacks) == 1
+    assert set(Standing.objects.filter(run=run).values_list("ci_low", "ci_high")) == {(None, None)}
+    assert Standing.objects.filter(run=run, score=run.overall, tab="overall").exists()
+
+
+@pytest.mark.django_db
+def test_the_follow_up_on_commit_computes_the_intervals_the_bundle_tool_reports(verified_run, settings):
+    run, callbacks = verified_run
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 120
+    callbacks[0]()  # in-process Celery: compute_run_confidence runs now
+    run.refresh_from_db()
+    assert run.confidence == expected_confidence(run, 120)
+    assert run.confidence["overall"][0] <= run.overall <= run.confidence["overall"][1]
+    overall = Standing.objects.get(run=run, tab="overall")
+    assert [overall.ci_low, overall.ci_high] == run.confidence["overall"]
+    assert Release.objects.get(pk=run.release_id).generation == 2
+
+
+@pytest.mark.django_db
+def test_computing_the_intervals_twice_changes_nothing_the_second_time(verified_run):
+    run, _ = verified_run
+    compute_run_confidence(run.pk)
+    run.refresh_from_db()
+    first = run.confidence
+    generation = Release.objects.get(pk=run.release_id).generation
+    compute_run_confidence(run.pk)
+    run.refresh_from_db()
+    assert first and run.confidence == first
+    assert Release.objects.get(pk=run.release_id).generation == generation
+
+
+@pytest.mark.django_db
+def test_a_run_that_no_longer_exists_is_skipped(db):
+    assert run_confidence_compute(run_id=987654) is None
+    compute_run_confidence(987654)  # the task does not raise either
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_zero_bootstrap_resamples_leave_the_run_without_intervals(verified_run, settings):
+    run, _ = verified_run
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 0
+    assert run_confidence_compute(run_id=run.pk).confidence == {}
+    run.refresh_from_db()
+    assert run.confidence == {}
+    assert Release.objects.get(pk=run.release_id).generation == 1
+
+
+@pytest.mark.django_db
+def test_a_stored_bundle_that_no_longer_decrypts_leaves_the_run_without_intervals(verified_run, settings):
+    import pyrage
+
+    run, _ = verified_run
+    settings.PODIUM_SITE_KEYS = str(pyrage.x25519.Identity.generate())  # the site lost its key
+    assert run_confidence_compute(run_id=run.pk).confidence == {}
+    run.refresh_from_db()
+    assert run.confidence == {}
+
+
+def test_the_confidence_task_is_acknowledged_late_and_retried_on_transient_faults():
+    from django.db import OperationalError
+
+    assert compute_run_confidence.acks_late is True
+    assert compute_run_confidence.reject_on_worker_lost is True
+    assert OperationalError in compute_run_confidence.autoretry_for
+    assert OSError in compute_run_confidence.autoretry_for
