@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, QuerySet, Window
+from django.db.models import F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from leaderboard.models import Release, Standing
@@ -62,29 +62,49 @@ def standing_sort_key(run: Run, tab: str) -> tuple[Any, ...]:
     )
 
 
-def _best_runs(public: QuerySet[Run], tab: str) -> list[Run]:
-    """Each agent version's best run with a score in ``tab``, ranked by ``standing_sort_key``.
-
-    The database picks the best run per agent version (a window function with the
-    same order as ``standing_sort_key``), so a release with thousands of runs still
-    loads only one row per agent version; one query per tab.
-    """
-    order = [
+def _tab_order(tab: str) -> list[Any]:
+    # The database side of ``standing_sort_key``; a run without a score in the tab sorts last.
+    return [
         F("complete").desc(),
-        F(tab).desc(),
+        F(tab).desc(nulls_last=True),
         F("pass_rate").desc(nulls_last=True),
         F("created_at").asc(),
         F("id").asc(),
     ]
-    best = (
-        public.filter(**{f"{tab}__isnull": False})
-        .annotate(position=Window(RowNumber(), partition_by=[F("agent_version_id")], order_by=order))
-        .filter(position=1)
+
+
+def _best_runs_by_tab(public: QuerySet[Run]) -> dict[str, list[Run]]:
+    """For each tab, each agent version's best run with a score in that tab, ranked by ``standing_sort_key``.
+
+    One query for the three tabs: a window per tab numbers each agent version's runs in
+    that tab's order (a run without a score in the tab last), and a run is loaded when it
+    is first in at least one tab. The first run of a partition has a score in the tab
+    whenever any run of that version does, so "first and scored" picks the same run as
+    filtering the scored runs first. A release with thousands of runs still loads at most
+    one row per agent version and tab.
+    """
+    positions = {
+        f"position_{tab}": Window(RowNumber(), partition_by=[F("agent_version_id")], order_by=_tab_order(tab))
+        for tab in TABS
+    }
+    first_anywhere = Q()
+    for name in positions:
+        first_anywhere |= Q(**{name: 1})
+    candidates = list(
+        public.filter(Q(overall__isnull=False) | Q(reproduction__isnull=False) | Q(open__isnull=False))
+        .annotate(**positions)
+        .filter(first_anywhere)
         .select_related("agent_version__agent")
         # Only what a standing row shows: the per-task breakdown is large and never on a board.
         .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
     )
-    return sorted(best, key=lambda run: standing_sort_key(run, tab))
+    return {
+        tab: sorted(
+            (run for run in candidates if getattr(run, f"position_{tab}") == 1 and _tab_score(run, tab) is not None),
+            key=lambda run, tab=tab: standing_sort_key(run, tab),
+        )
+        for tab in TABS
+    }
 
 
 def _interval(run: Run, tab: str) -> tuple[float | None, float | None]:
@@ -94,7 +114,9 @@ def _interval(run: Run, tab: str) -> tuple[float | None, float | None]:
     return bounds[0], bounds[1]
 
 
-@transaction.atomic
+# No savepoint when nested (callers hold a transaction: verification, attestations): a failure
+# here aborts the caller's whole transaction, which is what they want, for two fewer round trips.
+@transaction.atomic(savepoint=False)
 def standings_refresh(*, release: Release) -> int:
     """Rewrite the release's Standing rows; returns the number of rows written.
 
@@ -102,7 +124,7 @@ def standings_refresh(*, release: Release) -> int:
     attested or verified, not private) with a score in that tab, ranked 1..n by
     ``standing_sort_key``. A version shows once per tab, with its best run,
     so resubmitting cannot crowd the board. Bumps Release.generation (cache
-    keys include it). A constant number of queries whatever the run count;
+    keys include it). A constant number of queries whatever the run count (five);
     the release row is locked first so concurrent refreshes serialize.
     """
     generation = Release.objects.select_for_update().filter(pk=release.pk).values_list("generation", flat=True).get()
@@ -112,7 +134,7 @@ def standings_refresh(*, release: Release) -> int:
         is_private=False,
         submission__is_private=False,
     )
-    best_by_tab = {tab: _best_runs(public, tab) for tab in TABS}
+    best_by_tab = _best_runs_by_tab(public)
     rows: list[Standing] = []
     for tab in TABS:
         for rank, run in enumerate(best_by_tab[tab], start=1):

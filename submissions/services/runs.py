@@ -49,6 +49,10 @@ def agent_version_for(*, name: str, version: str, owner_id: Any) -> AgentVersion
     """The agent (by slug of its name) and version a bundle names, created on first sight
     (the first submitter to name an agent becomes its owner)."""
     slug = slugify(name)[:100] or "agent"
+    # One query for an agent version already seen (the common case), two or more the first time.
+    known = AgentVersion.objects.filter(agent__slug=slug, version=version[:100]).order_by("pk").first()
+    if known is not None:
+        return known
     agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:200], "owner_id": owner_id})
     agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:100])
     return agent_version

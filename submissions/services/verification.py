@@ -405,8 +405,9 @@ def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Su
                 if getattr(submission, field) and not getattr(locked, field):
                     setattr(locked, field, getattr(submission, field))
             if write is not None:
-                with transaction.atomic():  # a savepoint: a rejection inside discards partial rows
-                    verdict = write(locked)
+                # No savepoint needed: a rejection raised inside leaves this whole transaction
+                # (rolled back, partial rows and all) before the handler below records it.
+                verdict = write(locked)
             _finish(locked, verdict)
     except (BundleError, VerificationRejected) as exc:
         with transaction.atomic():

@@ -146,3 +146,35 @@ def test_the_number_of_queries_does_not_grow_with_the_number_of_runs(release, ma
         standings_refresh(release=release)
     assert len(many) == len(few)
     assert Standing.objects.filter(release=release, tab="overall").count() == 11
+
+
+@pytest.mark.django_db
+def test_each_tab_takes_the_versions_best_run_in_that_tab_even_when_another_run_leads_elsewhere(release, make_run):
+    leads_overall = make_run("alpha", overall=0.9, reproduction=None, open=0.2)
+    leads_reproduction = make_run("alpha", overall=0.5, reproduction=0.8, open=0.1)
+    leads_open = make_run("alpha", overall=0.4, reproduction=0.3, open=0.7)
+    standings_refresh(release=release)
+    assert {
+        tab: list(Standing.objects.filter(release=release, tab=tab).values_list("run_id", "score"))
+        for tab in ("overall", "reproduction", "open")
+    } == {
+        "overall": [(leads_overall.pk, 0.9)],
+        "reproduction": [(leads_reproduction.pk, 0.8)],
+        "open": [(leads_open.pk, 0.7)],
+    }
+
+
+@pytest.mark.django_db
+def test_a_refresh_costs_five_queries(release, make_run):
+    make_run("alpha")
+    make_run("beta", reproduction=None)
+    with CaptureQueriesContext(connection) as queries:
+        standings_refresh(release=release)
+    # lock and read the generation, the three tabs' best runs at once, delete, insert, bump the generation
+    assert [query["sql"].split()[0] for query in queries.captured_queries] == [
+        "SELECT",
+        "SELECT",
+        "DELETE",
+        "INSERT",
+        "UPDATE",
+    ]

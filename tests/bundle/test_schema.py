@@ -1,0 +1,97 @@
+"""submissions.bundle.schema: the two ways of reading evaluator episodes agree.
+
+``_plain_episodes`` reads a whole task's episodes column by column (the common,
+valid case); ``_checked_episodes`` reads them one by one and names the first bad
+field. Whatever the input, the fast reader either gives exactly what the careful
+one gives, or declines (None) and leaves the input to it.
+"""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from submissions.bundle.errors import BundleError
+from submissions.bundle.schema import Episode, _checked_episodes, _plain_episodes, parse_result
+
+WHERE = "results/pick.json"
+
+# Mostly valid episodes, with every kind of wrong value mixed in.
+numbers = st.one_of(
+    st.floats(min_value=-2, max_value=2, allow_nan=False),
+    st.integers(min_value=-3, max_value=3),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=2),
+)
+names = st.one_of(st.sampled_from(["collision_rate", "drop_rate"]), st.text(max_size=3), st.just("x" * 101))
+episode = st.fixed_dictionaries(
+    {
+        "seed": st.one_of(st.integers(min_value=-1, max_value=6), st.booleans(), st.floats(0, 3)),
+        "metric": numbers,
+        "rates": st.one_of(st.dictionaries(names, numbers, max_size=2), st.lists(st.floats(0, 1), max_size=1)),
+        "aborted": st.one_of(st.booleans(), st.integers(0, 1)),
+    },
+    optional={"extra": st.just(1)},
+)
+items = st.lists(st.one_of(episode, st.just([]), st.integers()), min_size=1, max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(items)
+def test_the_column_reader_agrees_with_the_one_by_one_reader_or_declines(values):
+    try:
+        expected = _checked_episodes(values, WHERE)
+    except BundleError:
+        expected = None
+    fast = _plain_episodes(values)
+    if fast is not None:
+        assert fast == expected
+        assert all(type(item) is Episode for item in fast)
+
+
+def document(episodes):
+    return {"task": "pick", "evaluator": {"id": "ev", "simulator": "sim"}, "episodes": episodes}
+
+
+def test_plain_episodes_are_read_as_they_are():
+    result = parse_result(
+        document(
+            [
+                {"seed": 1, "metric": 0.5, "rates": {"collision_rate": 0.0}, "aborted": False},
+                {"seed": 2, "metric": None, "rates": {}, "aborted": True},
+            ]
+        ),
+        where=WHERE,
+    )
+    assert result.episodes == (
+        Episode(seed=1, metric=0.5, rates={"collision_rate": 0.0}, aborted=False),
+        Episode(seed=2, metric=None, rates={}, aborted=True),
+    )
+
+
+def test_integer_metrics_and_rates_are_read_as_floats():
+    result = parse_result(
+        document([{"seed": 1, "metric": 1, "rates": {"collision_rate": 0}, "aborted": False}]), where=WHERE
+    )
+    assert result.episodes == (Episode(seed=1, metric=1.0, rates={"collision_rate": 0.0}, aborted=False),)
+    assert type(result.episodes[0].metric) is float
+    assert type(result.episodes[0].rates["collision_rate"]) is float
+
+
+@pytest.mark.parametrize(
+    ("episodes", "message"),
+    [
+        (
+            [{"seed": 1, "metric": 0.5, "rates": {}, "aborted": False}] * 2,
+            "results/pick.json: episodes[1].seed must be unique within the task, got 1",
+        ),
+        (
+            [{"seed": 1, "metric": 0.5, "rates": {"collision_rate": -0.5}, "aborted": False}],
+            "results/pick.json: episodes[0].rates['collision_rate'] must be a number >= 0, got -0.5",
+        ),
+    ],
+)
+def test_a_bad_episode_is_named_exactly(episodes, message):
+    with pytest.raises(BundleError) as refused:
+        parse_result(document(episodes), where=WHERE)
+    assert (refused.value.code, refused.value.message) == ("schema_error", message)
