@@ -14,7 +14,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from submissions.services.runs import run_confidence_compute
+from submissions.services.runs import run_confidence_compute, runs_missing_confidence_ids
 from submissions.services.verification import TRANSIENT_ERRORS, stuck_submission_ids, submission_verify
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,8 @@ def compute_run_confidence(run_id: int) -> None:
 @shared_task(name="submissions.tasks.sweep_stuck_submissions", acks_late=True)
 def sweep_stuck_submissions() -> int:
     """Re-enqueue submissions left in received, verifying or error longer than
-    settings.PODIUM_STUCK_AFTER_SECONDS. A verifying one that old means its worker
+    settings.PODIUM_STUCK_AFTER_SECONDS (returns how many), and the confidence intervals
+    of runs recorded that long ago without them. A verifying one that old means its worker
     died (the claim counted the attempt, so a poison bundle still ends bounded)."""
     ids = stuck_submission_ids()
     for submission_id in ids:
@@ -66,4 +67,10 @@ def sweep_stuck_submissions() -> int:
         logger.warning(
             "re-enqueued %d stuck submission(s) older than %ss", len(ids), settings.PODIUM_STUCK_AFTER_SECONDS
         )
+    # Runs whose confidence follow-up the broker lost; not counted in the return value.
+    run_ids = runs_missing_confidence_ids()
+    for run_id in run_ids:
+        compute_run_confidence.delay(run_id)
+    if run_ids:
+        logger.warning("re-enqueued the confidence intervals of %d run(s)", len(run_ids))
     return len(ids)

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask
@@ -183,6 +186,33 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
         locked.save(update_fields=["confidence"])
         standings_refresh(release=locked.release)
     return locked
+
+
+# At most this many runs are handed back to compute_run_confidence per sweep, newest first, and
+# only runs of the last day: a lost enqueue is found by the next sweep (minutes), while a run whose
+# stored bundle no longer opens (logged by run_confidence_compute) stops being retried after a day.
+CONFIDENCE_SWEEP_BATCH = 200
+CONFIDENCE_SWEEP_WINDOW = timedelta(days=1)
+
+
+def runs_missing_confidence_ids(*, now: Any = None) -> list[Any]:
+    """Runs recorded longer than settings.PODIUM_STUCK_AFTER_SECONDS ago (and less than
+    ``CONFIDENCE_SWEEP_WINDOW``) that still have no interval but a score to put one on: their
+    compute_run_confidence was lost (a Redis restart without persistence, a dropped on_commit
+    enqueue). Empty when intervals are switched off (0 resamples)."""
+    if settings.PODIUM_BOOTSTRAP_RESAMPLES <= 0:
+        return []
+    now = now or timezone.now()
+    return list(
+        Run.objects.filter(
+            confidence={},
+            created_at__lt=now - timedelta(seconds=settings.PODIUM_STUCK_AFTER_SECONDS),
+            created_at__gte=now - CONFIDENCE_SWEEP_WINDOW,
+        )
+        .filter(Q(overall__isnull=False) | Q(reproduction__isnull=False) | Q(open__isnull=False))
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)[:CONFIDENCE_SWEEP_BATCH]
+    )
 
 
 def run_confidence(confidence: dict[str, Any] | None) -> dict[str, list[float]]:

@@ -109,3 +109,44 @@ def test_the_confidence_task_is_acknowledged_late_and_retried_on_transient_fault
     assert compute_run_confidence.reject_on_worker_lost is True
     assert OperationalError in compute_run_confidence.autoretry_for
     assert OSError in compute_run_confidence.autoretry_for
+
+
+@pytest.mark.django_db
+def test_the_sweeper_hands_back_runs_whose_confidence_follow_up_was_lost(verified_run, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from submissions.tasks import sweep_stuck_submissions
+
+    run, _ = verified_run  # its follow-up was never run: as if the broker lost it
+    settings.PODIUM_STUCK_AFTER_SECONDS = 60
+    assert sweep_stuck_submissions() == 0  # too recent: its follow-up may still be queued
+    run.refresh_from_db()
+    assert run.confidence == {}
+    Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=61))
+    assert sweep_stuck_submissions() == 0  # counts submissions only; tasks run in-process in tests
+    run.refresh_from_db()
+    assert run.confidence == expected_confidence(run, settings.PODIUM_BOOTSTRAP_RESAMPLES)
+
+
+@pytest.mark.django_db
+def test_the_sweeper_leaves_runs_older_than_a_day_and_runs_with_intervals_alone(verified_run, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from submissions.services.runs import runs_missing_confidence_ids
+
+    run, _ = verified_run
+    settings.PODIUM_STUCK_AFTER_SECONDS = 60
+    now = timezone.now()
+    Run.objects.filter(pk=run.pk).update(created_at=now - timedelta(days=1, seconds=1))
+    assert runs_missing_confidence_ids(now=now) == []
+    Run.objects.filter(pk=run.pk).update(created_at=now - timedelta(hours=1))
+    assert runs_missing_confidence_ids(now=now) == [run.pk]
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 0
+    assert runs_missing_confidence_ids(now=now) == []
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 50
+    Run.objects.filter(pk=run.pk).update(confidence={"overall": [0.1, 0.2]})
+    assert runs_missing_confidence_ids(now=now) == []
