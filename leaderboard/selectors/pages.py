@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, F, Prefetch, Q, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet
 from django.http import Http404, QueryDict
+from django.urls import reverse
 
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from submissions.models import Run, Submission, TaskResult
@@ -234,15 +235,31 @@ def chart_top(*, release: Release, tab: str, n: int) -> list[Standing]:
 
 
 @dataclass
+class HomeLeader:
+    """Who leads a benchmark, in its own scheme's terms."""
+
+    name: str
+    url: str
+    figure: str
+
+
+@dataclass
 class HomeEntry:
     benchmark: Benchmark
     release: Release | None
-    leader: Standing | None
+    leader: HomeLeader | None
     runs: int
 
 
 def home_entries(*, staff: bool = False) -> list[HomeEntry]:
-    """Every benchmark with its current release, its leader and its number of ranked runs: four queries."""
+    """Every benchmark with its current release, its leader and its number of ranked
+    entries, whatever its scheme: six queries however many benchmarks there are.
+
+    Paper-gap boards read Standing (Overall tab), scorecard boards ScorecardStanding,
+    race boards the Overall standings of the race the race pages anchor to (the
+    running race while one is live, else the most recent completed one)."""
+    from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
+
     benchmarks = list(
         Benchmark.objects.order_by("name").prefetch_related(
             Prefetch(
@@ -254,27 +271,68 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     )
     current = {b.id: (b.visible_releases[0] if b.visible_releases else None) for b in benchmarks}
     release_ids = [r.id for r in current.values() if r is not None]
-    leaders = {
-        s.release_id: s
-        for s in Standing.objects.filter(release_id__in=release_ids, tab=Standing.Tab.OVERALL, rank=1).order_by(
-            "release_id", "id"
-        )
-    }
-    counts = dict(
-        Standing.objects.filter(release_id__in=release_ids, tab=Standing.Tab.OVERALL)
-        .values_list("release_id")
-        .annotate(n=Count("id"))
-        .values_list("release_id", "n")
-    )
-    return [
-        HomeEntry(
-            benchmark=b,
-            release=current[b.id],
-            leader=leaders.get(current[b.id].id) if current[b.id] else None,
-            runs=counts.get(current[b.id].id, 0) if current[b.id] else 0,
-        )
-        for b in benchmarks
-    ]
+
+    leaders: dict[int, HomeLeader] = {}
+    counts: dict[int, int] = {}
+    for row in Standing.objects.filter(release_id__in=release_ids, tab=Standing.Tab.OVERALL).order_by("rank", "id"):
+        counts[row.release_id] = counts.get(row.release_id, 0) + 1
+        if row.rank == 1 and row.release_id not in leaders:
+            leaders[row.release_id] = HomeLeader(
+                name=f"{row.agent_name} {row.version}",
+                url=reverse("run_detail", args=[row.run_id]),
+                figure=f"score {row.score:.2f}" if row.score is not None else "",
+            )
+    for card in (
+        ScorecardStanding.objects.filter(release_id__in=release_ids)
+        .select_related("agent", "scorecard__agent_version")
+        .order_by("rank")
+    ):
+        counts[card.release_id] = counts.get(card.release_id, 0) + 1
+        if card.rank == 1:
+            leaders[card.release_id] = HomeLeader(
+                name=f"{card.agent.name} {card.scorecard.agent_version.version}",
+                url=reverse("scorecard_detail", args=[card.scorecard_id]),
+                figure=f"success {card.scorecard.success_rate:.0%}",
+            )
+
+    # Race boards: the anchor race of each race benchmark, picked in Python from one query.
+    anchors: dict[int, Race] = {}
+    live = (Race.Status.RUNNING, Race.Status.EMBARGOED, Race.Status.RELEASED)
+    for race in Race.objects.filter(benchmark__scheme=Benchmark.Scheme.RACE, status__in=live).order_by("-number"):
+        held = anchors.get(race.benchmark_id)
+        if held is None or (race.status == Race.Status.RUNNING and held.status != Race.Status.RUNNING):
+            anchors[race.benchmark_id] = race
+    race_leaders: dict[int, HomeLeader] = {}
+    race_counts: dict[int, int] = {}
+    benchmark_of_race = {race.id: benchmark_id for benchmark_id, race in anchors.items()}
+    slugs = {b.id: b.slug for b in benchmarks}
+    for row in (
+        OverallStanding.objects.filter(race_id__in=benchmark_of_race)
+        .select_related("agent_version__agent")
+        .order_by("rank")
+    ):
+        benchmark_id = benchmark_of_race[row.race_id]
+        race_counts[benchmark_id] = race_counts.get(benchmark_id, 0) + 1
+        if row.is_top or benchmark_id not in race_leaders:
+            race_leaders[benchmark_id] = HomeLeader(
+                name=f"{row.agent_version.agent.name} {row.agent_version.version}",
+                url=reverse(
+                    "race_agent_version",
+                    args=[slugs[benchmark_id], row.agent_version.agent.slug, row.agent_version.version],
+                ),
+                figure=f"Overall {row.overall:+.3f}",
+            )
+
+    entries = []
+    for b in benchmarks:
+        release = current[b.id]
+        if b.scheme == Benchmark.Scheme.RACE:
+            leader, runs = race_leaders.get(b.id), race_counts.get(b.id, 0)
+        else:
+            leader = leaders.get(release.id) if release else None
+            runs = counts.get(release.id, 0) if release else 0
+        entries.append(HomeEntry(benchmark=b, release=release, leader=leader, runs=runs))
+    return entries
 
 
 # --- run page -----------------------------------------------------------------------------------

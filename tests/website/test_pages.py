@@ -23,7 +23,7 @@ def test_home_lists_each_benchmark_with_its_current_release_leader_and_run_count
     assert "ALE Robotics" in html
     assert f'href="{BOARD}"' in html
     assert "Alpha 1.0" in html
-    assert "<dt>Ranked runs</dt><dd>3</dd>" in html
+    assert "<dt>Ranked entries</dt><dd>3</dd>" in html
 
 
 def test_the_benchmark_address_redirects_to_its_newest_release(client, benchmark):
