@@ -131,8 +131,28 @@ def _draw(rng: random.Random, n: int, k: int, values: Sequence[int] | None = Non
     return bytes(out[:k])
 
 
+def _small_whole_numbers(column: Sequence[float]) -> bytes | None:
+    """``column`` as bytes when every value is a whole number in [0, 255] (e.g. 0/1 success), else None."""
+    try:
+        table = bytes(int(value) for value in column)
+    except (ValueError, OverflowError):
+        return None
+    return table if all(value == byte for value, byte in zip(column, table, strict=True)) else None
+
+
 def _chunk_sums(column: Sequence[float], draws: Sequence[int], n: int) -> list[float]:
-    """Sums of ``column`` over consecutive blocks of ``n`` draws."""
+    """Sums of ``column`` over consecutive blocks of ``n`` draws.
+
+    Whole-number columns (0/1 success metrics, all-zero rates) drawn as bytes are summed
+    as bytes: the draws are mapped to the values by one ``bytes.translate`` and each block
+    is a C-level ``sum`` of small ints. Bit-identical to adding the floats in draw order:
+    every partial sum is a whole number far below 2**53, so each float addition is exact.
+    """
+    if isinstance(draws, bytes):
+        whole = _small_whole_numbers(column)
+        if whole is not None:
+            values = draws.translate(whole.ljust(256, b"\0"))
+            return [float(sum(values[start : start + n])) for start in range(0, len(values), n)]
     pick = column.__getitem__
     return [sum(map(pick, draws[start : start + n])) for start in range(0, len(draws), n)]
 

@@ -147,3 +147,51 @@ def test_zero_resamples_are_rejected() -> None:
     with pytest.raises(ScoringError) as error:
         success_rate_interval(card(1), resamples=0)
     assert str(error.value) == "bootstrap: resamples must be an integer >= 1, got 0"
+
+
+def _float_by_float(column: list[float], draws: bytes, n: int) -> list[float]:
+    return [sum(column[i] for i in draws[start : start + n]) for start in range(0, len(draws), n)]
+
+
+@pytest.mark.parametrize("values", [[0.0, 1.0], [0.0, 1.0, 2.0, 255.0], [0.0]])
+def test_whole_number_columns_sum_exactly_as_adding_the_floats_in_draw_order(values: list[float]) -> None:
+    from scoring.uncertainty import _chunk_sums, _small_whole_numbers
+
+    rng = random.Random(7)
+    column = [rng.choice(values) for _ in range(97)]
+    draws = bytes(rng.randrange(97) for _ in range(97 * 50))
+    assert _small_whole_numbers(column) is not None
+    sums = _chunk_sums(column, draws, 97)
+    assert sums == _float_by_float(column, draws, 97)
+    assert all(type(total) is float for total in sums)
+
+
+@pytest.mark.parametrize("column", [[0.0, 0.5], [1.0, 256.0], [-1.0, 1.0], [0.013, 0.0]])
+def test_columns_that_are_not_small_whole_numbers_are_added_as_floats(column: list[float]) -> None:
+    from scoring.uncertainty import _chunk_sums, _small_whole_numbers
+
+    draws = bytes([0, 1, 1, 0, 1, 1])
+    assert _small_whole_numbers(column) is None
+    assert _chunk_sums(column, draws, 2) == _float_by_float(column, draws, 2)
+
+
+def test_run_intervals_are_the_same_with_and_without_the_whole_number_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scoring.uncertainty as uncertainty
+
+    rng = random.Random(3)
+    release = ReleaseSpec(
+        tasks={
+            "binary": TaskSpec("binary", REPRODUCTION, HIGHER_IS_BETTER, 0.7, 1.5, {"collision_rate": 0.05}),
+            "graded": TaskSpec("graded", OPEN, HIGHER_IS_BETTER, 2.0, 1.5, {}),
+        },
+        missing_task_policy="exclude",
+    )
+    results = {
+        "binary": TaskResult(
+            [Episode(float(rng.random() < 0.6), {"collision_rate": 0.0}, False) for _ in range(100)], True
+        ),
+        "graded": TaskResult([Episode(rng.random() * 3, {}, rng.random() < 0.1) for _ in range(60)], None),
+    }
+    fast = run_intervals(release, results, resamples=300, seed=5)
+    monkeypatch.setattr(uncertainty, "_small_whole_numbers", lambda column: None)
+    assert run_intervals(release, results, resamples=300, seed=5) == fast
