@@ -54,3 +54,6 @@ class Standing(models.Model):
             models.Index(fields=["release", "tab", "tokens"]),
             models.Index(fields=["release", "tab", "verified_at"]),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.release_id} {self.tab} #{self.rank} {self.agent_name} {self.version}"
