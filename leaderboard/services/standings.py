@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import F
 
 from leaderboard.models import Release, Standing
 from submissions.models import Run
@@ -155,10 +154,10 @@ def standings_refresh(*, release: Release) -> int:
     attested or verified, not private) with a score in that tab, ranked 1..n by
     ``standing_sort_key``. A version shows once per tab, with its best run,
     so resubmitting cannot crowd the board. Bumps Release.generation (cache
-    keys include it). A constant number of queries whatever the run count (five);
-    the release row is locked first so concurrent refreshes serialize.
+    keys include it). A constant number of queries whatever the run count (four);
+    the release row is locked first (by the bump) so concurrent refreshes serialize.
     """
-    generation = Release.objects.select_for_update().filter(pk=release.pk).values_list("generation", flat=True).get()
+    generation = _bump_generation(release)
     best_by_tab = _best_runs_by_tab(release)
     rows: list[Standing] = []
     for tab in TABS:
@@ -195,6 +194,26 @@ def standings_refresh(*, release: Release) -> int:
             )
     Standing.objects.filter(release=release).delete()
     Standing.objects.bulk_create(rows)
-    Release.objects.filter(pk=release.pk).update(generation=F("generation") + 1)
-    release.generation = generation + 1  # we hold the row lock: nobody else bumped it
+    release.generation = generation
     return len(rows)
+
+
+def _bump_generation(release: Release) -> int:
+    """Add one to Release.generation and return the new value, in one statement.
+
+    Run first: the UPDATE takes the release row's lock until the caller's transaction
+    ends, so concurrent refreshes of one release serialize (PostgreSQL; SQLite writes
+    one transaction at a time anyway). UPDATE ... RETURNING: PostgreSQL, SQLite >= 3.35.
+    """
+    quote = connections[Release.objects.db].ops.quote_name
+    column = quote(Release._meta.get_field("generation").column)
+    with connections[Release.objects.db].cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote(Release._meta.db_table)} SET {column} = {column} + 1 "  # noqa: S608 -- identifiers only
+            f"WHERE {quote(Release._meta.pk.column)} = %s RETURNING {column}",
+            [release.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Release.DoesNotExist(f"release {release.pk} does not exist")
+    return int(row[0])
