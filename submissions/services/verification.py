@@ -296,7 +296,8 @@ def _verify_paper_gap(submission: Submission, bundle: Any) -> Submission:
         bundle,
         release_spec=spec,
         required_task_set_hash=release.required_task_set_hash,
-        signing_keys=evaluator_public_keys(),
+        # Keys are only consulted for a signed result: an unsigned bundle skips the query.
+        signing_keys=evaluator_public_keys() if any(r.signed for r in bundle.results.values()) else {},
         # The confidence intervals are computed after commit by submissions.tasks.compute_run_confidence
         # (several times the cost of the rest of verification); run_record_paper_gap enqueues it.
         bootstrap_resamples=0,

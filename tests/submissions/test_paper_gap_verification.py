@@ -205,3 +205,17 @@ def test_a_bundle_sealed_to_the_key_before_a_rotation_still_verifies(
     settings.PODIUM_SITE_KEYS = f"{site_identity}\n{pyrage.x25519.Identity.generate()}"  # ... which a rotation retires
     submission = submit(bundle)
     assert (submission.verdict, submission.error_code) == ("validated", "")
+
+
+@pytest.mark.django_db
+def test_verifying_an_unsigned_bundle_does_not_read_the_signing_keys(demo_release, seal, owner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    with CaptureQueriesContext(connection) as queries:
+        verified = submission_verify(submission_id=submission.pk)
+    assert verified.verdict == "validated"
+    assert not [query for query in queries.captured_queries if "submissions_signingkey" in query["sql"]]
+    # The run's task results are written in one statement, whatever the number of tasks.
+    assert len([query for query in queries.captured_queries if 'INTO "submissions_taskresult"' in query["sql"]]) == 1
