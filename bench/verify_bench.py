@@ -134,6 +134,7 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
         f"(median {verify.median_ms:.1f} ms, max {verify.max_ms:.1f} ms); {n} standard bundles "
         f"(11 tasks x 100 episodes) in {rounds} rounds, verdicts {sorted(verdicts)}"
     )
+    print(f"  by CPU time, round by round: {verify.per_round()} bundles/s")
     m = follow_up.count
     print(
         f"confidence follow-up (compute_run_confidence after commit, {settings.PODIUM_BOOTSTRAP_RESAMPLES} "
@@ -159,14 +160,22 @@ class Timing:
         self.wall = 0.0
         self.cpu = 0.0
         self.durations: list[float] = []
+        self.rounds: list[tuple[int, float]] = []
 
     def __enter__(self) -> Timing:
         self._wall, self._cpu = time.perf_counter(), time.process_time()
+        self._items = len(self.durations)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall += time.perf_counter() - self._wall
-        self.cpu += time.process_time() - self._cpu
+        cpu = time.process_time() - self._cpu
+        self.cpu += cpu
+        self.rounds.append((len(self.durations) - self._items, cpu))
+
+    def per_round(self) -> str:
+        """Items per CPU second in each round (the spread shows the machine's noise)."""
+        return ", ".join(f"{items / cpu:.1f}" for items, cpu in self.rounds if cpu > 0)
 
     def item(self, work: Callable[[], Any]) -> Any:
         began = time.perf_counter()
@@ -289,7 +298,7 @@ def main() -> None:
         default="",
         help="a scratch PostgreSQL database for the throughput part (its tables are created; default: temp SQLite)",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of verification and follow-up")
+    parser.add_argument("--rounds", type=int, default=4, help="alternating rounds of verification and follow-up")
     parser.add_argument("--open-child", nargs=2, metavar=("BUNDLE", "IDENTITY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.open_child:
