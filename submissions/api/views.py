@@ -91,8 +91,10 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
             return queryset
         queryset = queryset.filter(submitter=user)
         if self.action == "list":
-            status_filter = self.request.query_params.get("status", "")
-            if status_filter:
+            # A parameter that is present must be valid, even when empty: "?verdict=" is
+            # not a filter the schema allows, so it is refused rather than ignored.
+            status_filter = self.request.query_params.get("status")
+            if status_filter is not None:
                 if status_filter not in Submission.Status.values:
                     raise ApiError(
                         code="invalid_query",
@@ -100,8 +102,8 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
                         f"got {status_filter[:20]!r}.",
                     )
                 queryset = queryset.filter(status=status_filter)
-            verdict = self.request.query_params.get("verdict", "")
-            if verdict:
+            verdict = self.request.query_params.get("verdict")
+            if verdict is not None:
                 allowed = [v for v in Submission.Verdict.values if v]
                 if verdict not in allowed:
                     raise ApiError(

@@ -170,3 +170,17 @@ def test_submissions_can_be_filtered_by_verdict(world: Any, client_for: Any) -> 
     assert response.json()["error"]["message"] == (
         "verdict: expected one of rejected, mismatch, validated, attested, got 'maybe'."
     )
+
+
+@pytest.mark.django_db
+def test_an_empty_verdict_filter_is_refused_not_ignored(world):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(world.owner)
+    response = client.get("/api/v1/submissions/?verdict=")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_query"
+    assert response.json()["error"]["message"] == (
+        "verdict: expected one of rejected, mismatch, validated, attested, got ''."
+    )
