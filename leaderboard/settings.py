@@ -96,6 +96,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "leaderboard.security.ContentSecurityPolicyMiddleware",
+    "leaderboard.api_query.EmptyApiQueryParameterMiddleware",
 ]
 
 ROOT_URLCONF = "leaderboard.urls"

@@ -132,6 +132,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
     try:
         submission, created = submission_create(
+            declared_benchmark=benchmark,
             user=request.user,
             uploaded_file=upload_file,
             original_name=upload_file.name or "",

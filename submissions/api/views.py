@@ -168,7 +168,11 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         original_name = (upload.name or "").replace("\\", "/").rsplit("/", 1)[-1][:255]
         try:
             submission, created = submission_create(
-                user=user, uploaded_file=upload, api_key=api_key, original_name=original_name
+                declared_benchmark=benchmark,
+                user=user,
+                uploaded_file=upload,
+                api_key=api_key,
+                original_name=original_name,
             )
         except SubmissionRejected as exc:
             quota_refund(user=user, api_key=api_key, scope=scope)

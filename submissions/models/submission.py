@@ -45,6 +45,11 @@ class Submission(models.Model):
     race = models.ForeignKey(
         "leaderboard.Race", null=True, blank=True, on_delete=models.PROTECT, related_name="submissions"
     )
+    # The benchmark the uploader named, against whose daily allowance the upload was
+    # counted; a bundle for another benchmark is rejected so no allowance can be borrowed.
+    declared_benchmark = models.ForeignKey(
+        "leaderboard.Benchmark", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     file = models.FileField(upload_to="bundles/%Y/%m/")
     original_name = models.CharField(max_length=255, blank=True)  # display only; never a path
     sha256 = models.CharField(max_length=64, unique=True)

@@ -112,13 +112,16 @@ def submission_create(
     api_key: ApiKey | None = None,
     original_name: str = "",
     is_private: bool = False,
+    declared_benchmark: Any = None,
 ) -> tuple[Submission, bool]:
     """Store an uploaded bundle and queue its verification.
 
     Returns (submission, created). The same bytes from the same user return the
     existing submission with created=False; from another user they are refused
     (``duplicate_bundle``). Raises SubmissionRejected for ``empty_file`` and
-    ``too_large``. The file is stored before the row is written: a crash in
+    ``too_large``. ``declared_benchmark`` is the benchmark the uploader named (and
+    whose daily allowance was counted); verification rejects a bundle for another
+    one with ``benchmark_mismatch``. The file is stored before the row is written: a crash in
     between leaves at worst an orphan file under its hash (reused by a retry),
     never a row without its file.
     """
@@ -142,6 +145,7 @@ def submission_create(
                 sha256=sha256,
                 size=size,
                 is_private=is_private,
+                declared_benchmark=declared_benchmark,
             )
             submission.file.name = name
             submission.save()

@@ -238,6 +238,18 @@ def bundle_limits() -> Any:
 
 def _dispatch(submission: Submission, bundle: Any) -> Submission:
     kind = bundle.kind
+    declared = submission.declared_benchmark
+    if declared is not None and str(bundle.manifest.benchmark) != declared.slug:
+        return _conclude(
+            submission,
+            Verdict(
+                Submission.Verdict.REJECTED,
+                "benchmark_mismatch",
+                f"manifest.json: benchmark is {str(bundle.manifest.benchmark)[:64]!r}, but the bundle was uploaded "
+                f"for {declared.slug!r}; upload it again naming the benchmark it is for",
+            ),
+            None,
+        )
     if kind == Submission.Kind.PAPER_GAP:
         return _verify_paper_gap(submission, bundle)
     if kind in (Submission.Kind.SCORECARD, Submission.Kind.RACE_RUN):

@@ -1,0 +1,36 @@
+"""One rule for every API query string: a parameter that is present must carry a value.
+
+HTML forms send empty fields and the pages treat them as absent, but the API is
+for scripts, and its schema types every parameter (an integer offset, a boolean
+`complete`, an enum `verdict`). `?offset=` is not an integer, so it is refused
+with the API's JSON error instead of being silently read as "no filter".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from leaderboard.api_errors import error_body
+
+API_PREFIX = "/api/"
+# drf-spectacular's docs page loads its init script as `?script` (a bare flag).
+FLAG_PARAMETERS = {"/api/v1/docs/": {"script"}}
+
+
+class EmptyApiQueryParameterMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(API_PREFIX):
+            flags = FLAG_PARAMETERS.get(request.path, set())
+            empty = sorted({name for name, value in request.GET.items() if value == "" and name not in flags})
+            if empty:
+                names = ", ".join(name[:40] for name in empty[:5])
+                return JsonResponse(
+                    error_body("invalid_query", f"{names}: a query parameter that is given needs a value."),
+                    status=400,
+                )
+        return self.get_response(request)
