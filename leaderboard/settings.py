@@ -285,5 +285,5 @@ SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
 ]
 SPECTACULAR_SETTINGS["DESCRIPTION"] = (
     "Podium's REST API: public leaderboards and registry, submitter uploads, admin actions. "
-    "Errors are always {\"error\": {\"code\", \"message\"}}. See docs/api.md."
+    'Errors are always {"error": {"code", "message"}}. See docs/api.md.'
 )
