@@ -353,12 +353,22 @@ def aggregate_episodes(
             raise fail(where, f"episodes[{index}].aborted", "a bool", episode.aborted)
         if not episode.aborted:
             passed += 1
-        if episode.metric is not None:
-            metrics.append(finite(where, f"episodes[{index}].metric", episode.metric))
+        # Fast path for the common case (a finite float); anything else goes through the
+        # validators, which build the field name and the exact error message. The field
+        # name is an f-string, so it is only formatted when a value needs checking.
+        metric_value = episode.metric
+        if metric_value is not None:
+            if type(metric_value) is float and math.isfinite(metric_value):
+                metrics.append(metric_value)
+            else:
+                metrics.append(finite(where, f"episodes[{index}].metric", metric_value))
         if not isinstance(episode.rates, Mapping):
             raise fail(where, f"episodes[{index}].rates", "a mapping of metric name to rate", episode.rates)
         for metric, rate in episode.rates.items():
-            checked = non_negative(where, f"episodes[{index}].rates[{metric!r}]", rate)
+            if type(rate) is float and math.isfinite(rate) and rate >= 0:
+                checked = rate
+            else:
+                checked = non_negative(where, f"episodes[{index}].rates[{metric!r}]", rate)
             if metric in rate_values:
                 rate_values[metric].append(checked)
     measured = math.fsum(metrics) / len(metrics) if metrics else None
