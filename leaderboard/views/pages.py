@@ -297,7 +297,9 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
     )
 
 
-def comparison_rows(breakdown: Any, diff: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def comparison_rows(
+    breakdown: Any, diff: list[dict[str, Any]], *, withheld_measurements: set[str] | frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """Every compared field of a run: the recomputed breakdown's leaves, each marked match or diff.
 
     The verifier records only the fields that differ (with both values); every other
@@ -318,13 +320,29 @@ def comparison_rows(breakdown: Any, diff: list[dict[str, Any]]) -> list[dict[str
 
     walk("", breakdown or {})
     rows.extend(differing.values())  # missing/unexpected fields outside the breakdown
-    return rows
+    hidden = {f"tasks.{slug}.measured" for slug in withheld_measurements}
+    return [
+        {**row, "claimed": None, "recomputed": None, "withheld": True} if row.get("path") in hidden else row
+        for row in rows
+    ]
 
 
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(run_id=run_id, user=request.user)
-    diff = comparison_rows(run.breakdown, run.submission.diff or [])
+    task_results = list(run.task_results.all())
+    # While a task's anchor is withheld, its measured value is shown only to the run's
+    # submitter and staff: measured / gap would otherwise give the anchor away (the
+    # API applies the same rule).
+    sees_measurements = request.user.is_staff or request.user.pk == run.submission.submitter_id
+    withheld = {
+        result.release_task.task.slug
+        for result in task_results
+        if not sees_measurements and not result.release_task.anchor_published
+    }
+    for result in task_results:
+        result.measured_withheld = result.release_task.task.slug in withheld
+    diff = comparison_rows(run.breakdown, run.submission.diff or [], withheld_measurements=withheld)
     return render(
         request,
         "leaderboard/run.html",
@@ -332,7 +350,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "run": run,
             "release": run.release,
             "benchmark": run.release.benchmark,
-            "task_results": list(run.task_results.all()),
+            "task_results": task_results,
             "ranks": selectors.run_rank(run=run),
             "tab_labels": TABS,
             "diff": diff,
