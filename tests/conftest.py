@@ -219,3 +219,31 @@ def page(browser: Any) -> Iterator[Any]:
     new_page.console_errors = errors
     yield new_page
     context.close()
+
+
+@pytest.fixture
+def site_identity(settings: Any) -> Any:
+    """A fresh site age key, given to the process (and any worker) through PODIUM_SITE_KEYS."""
+    import pyrage
+
+    identity = pyrage.x25519.Identity.generate()
+    settings.PODIUM_SITE_KEYS = str(identity)
+    return identity
+
+
+@pytest.fixture
+def media_root(settings: Any, tmp_path: Path) -> Path:
+    """Stored bundles go to a folder of this test's own."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def make_user(db: Any) -> Any:
+    """make_user(username) -> a user with a known password."""
+    from django.contrib.auth import get_user_model
+
+    def make(username: str) -> Any:
+        return get_user_model().objects.create_user(username=username, password="a-long-test-password-123")
+
+    return make

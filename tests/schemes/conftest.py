@@ -4,9 +4,7 @@ push real sealed bundles through submission_create + submission_verify."""
 
 from __future__ import annotations
 
-import pyrage
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
 from leaderboard.models import Benchmark, Release, Validator
@@ -17,16 +15,8 @@ from submissions.models import SigningKey
 
 
 @pytest.fixture(autouse=True)
-def site_identity(settings) -> pyrage.x25519.Identity:
-    identity = pyrage.x25519.Identity.generate()
-    settings.PODIUM_SITE_KEYS = str(identity)
-    return identity
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
+def _site_key_and_private_media(site_identity, media_root):
+    return site_identity
 
 
 @pytest.fixture(autouse=True)
@@ -35,14 +25,6 @@ def fresh_quotas():
     cache.clear()
     yield
     cache.clear()
-
-
-@pytest.fixture
-def make_user(db):
-    def make(username: str):
-        return get_user_model().objects.create_user(username=username, password="a-long-test-password-123")
-
-    return make
 
 
 @pytest.fixture

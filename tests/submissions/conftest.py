@@ -1,32 +1,14 @@
-"""Fixtures of the submissions area: a site keyring, a private media root, users."""
+"""Fixtures of the submissions area. The site key, media root and users come from
+tests/conftest.py; every test here stores bundles in a media folder of its own."""
 
 from __future__ import annotations
 
-import pyrage
 import pytest
-from django.contrib.auth import get_user_model
-
-
-@pytest.fixture
-def site_identity(settings) -> pyrage.x25519.Identity:
-    """A fresh site key, given to the process (and any worker) through PODIUM_SITE_KEYS."""
-    identity = pyrage.x25519.Identity.generate()
-    settings.PODIUM_SITE_KEYS = str(identity)
-    return identity
 
 
 @pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def make_user(db):
-    def make(username: str):
-        return get_user_model().objects.create_user(username=username, password="a-long-test-password-123")
-
-    return make
+def _private_media(media_root):
+    return media_root
 
 
 @pytest.fixture

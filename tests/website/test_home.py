@@ -3,7 +3,6 @@
 import io
 import re
 
-import pyrage
 import pytest
 from django.urls import reverse
 
@@ -12,9 +11,8 @@ from submissions.demo_loaders.scorecard import load_scorecard_demo
 
 
 @pytest.fixture(autouse=True)
-def site_key_and_media(settings, tmp_path):
-    settings.PODIUM_SITE_KEYS = str(pyrage.x25519.Identity.generate())
-    settings.MEDIA_ROOT = tmp_path / "media"
+def _site_key_and_private_media(site_identity, media_root):
+    return site_identity
 
 
 @pytest.mark.django_db
