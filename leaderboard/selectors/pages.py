@@ -259,6 +259,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race boards the Overall standings of the race the race pages anchor to (the
     running race while one is live, else the most recent completed one)."""
     from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
+    from leaderboard.selectors.schemes import ANCHOR_STATUSES, pick_race_anchor
 
     benchmarks = list(
         Benchmark.objects.order_by("name").prefetch_related(
@@ -295,13 +296,15 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
                 figure=f"success {card.scorecard.success_rate:.0%}",
             )
 
-    # Race boards: the anchor race of each race benchmark, picked in Python from one query.
-    anchors: dict[int, Race] = {}
-    live = (Race.Status.RUNNING, Race.Status.EMBARGOED, Race.Status.RELEASED)
-    for race in Race.objects.filter(benchmark__scheme=Benchmark.Scheme.RACE, status__in=live).order_by("-number"):
-        held = anchors.get(race.benchmark_id)
-        if held is None or (race.status == Race.Status.RUNNING and held.status != Race.Status.RUNNING):
-            anchors[race.benchmark_id] = race
+    # Race boards: the anchor race of each race benchmark, as the race pages pick it, from one query.
+    races_by_benchmark: dict[int, list[Race]] = {}
+    for race in Race.objects.filter(benchmark__scheme=Benchmark.Scheme.RACE, status__in=ANCHOR_STATUSES):
+        races_by_benchmark.setdefault(race.benchmark_id, []).append(race)
+    anchors = {
+        benchmark_id: anchor
+        for benchmark_id, races in races_by_benchmark.items()
+        if (anchor := pick_race_anchor(races)) is not None
+    }
     race_leaders: dict[int, HomeLeader] = {}
     race_counts: dict[int, int] = {}
     benchmark_of_race = {race.id: benchmark_id for benchmark_id, race in anchors.items()}

@@ -10,6 +10,7 @@ reveal it) until the race is released. Qualifying episodes are never embargoed.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,14 +157,21 @@ def race_get(*, benchmark: Benchmark, number: int) -> Race:
     return race
 
 
+ANCHOR_STATUSES = (Race.Status.RUNNING, Race.Status.EMBARGOED, Race.Status.RELEASED)
+
+
+def pick_race_anchor(races: Iterable[Race]) -> Race | None:
+    """Of one benchmark's races, the one the Overall view anchors to: the running
+    race while one is live, else the most recent completed (embargoed or released)."""
+    candidates = [race for race in races if race.status in ANCHOR_STATUSES]
+    running = [race for race in candidates if race.status == Race.Status.RUNNING]
+    pool = running or candidates
+    return max(pool, key=lambda race: race.number) if pool else None
+
+
 def race_anchor(*, benchmark: Benchmark) -> Race | None:
-    """The race the Overall view anchors to: the running race while one is live,
-    else the most recent completed (embargoed or released) race."""
-    races = Race.objects.filter(benchmark=benchmark)
-    running = races.filter(status=Race.Status.RUNNING).order_by("-number").first()
-    if running is not None:
-        return running
-    return races.filter(status__in=(Race.Status.EMBARGOED, Race.Status.RELEASED)).order_by("-number").first()
+    """The race the Overall view anchors to (see pick_race_anchor); one query."""
+    return pick_race_anchor(Race.objects.filter(benchmark=benchmark, status__in=ANCHOR_STATUSES))
 
 
 def overall_board(*, race: Race) -> list[OverallStanding]:
