@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
+from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
 from leaderboard.selectors import pages as selectors
 from submissions.models import Submission
@@ -43,9 +44,11 @@ def _wants_json(request: HttpRequest) -> bool:
     return "application/json" in request.headers.get("Accept", "")
 
 
-def submission_status_payload(submission: Submission) -> dict[str, Any]:
-    """What the upload page shows live: status, verdict, error and diff (the owner's own data)."""
+def submission_status_payload(submission: Submission, *, user: Any) -> dict[str, Any]:
+    """What the upload page shows live: status, verdict, error and diff (the owner's own data),
+    with every value that would reveal a withheld anchor named but not shown (leaderboard.disclosure)."""
     run = getattr(submission, "run", None) if submission.verdict in ("validated", "attested") else None
+    view = submission_view(submission, user=user)
     return {
         "id": str(submission.pk),
         "status": submission.status,
@@ -53,8 +56,8 @@ def submission_status_payload(submission: Submission) -> dict[str, Any]:
         "verdict": submission.verdict,
         "done": submission.status == Submission.Status.DONE,
         "error_code": submission.error_code,
-        "error_message": submission.error_message,
-        "diff": submission.diff if submission.verdict in ("mismatch", "rejected") else [],
+        "error_message": view.message,
+        "diff": view.diff if submission.verdict in ("mismatch", "rejected") else [],
         "run_url": reverse("run_detail", args=[run.pk]) if run is not None else None,
         "detail_url": reverse("submission_detail", args=[submission.pk]),
     }
@@ -148,7 +151,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     if not created:
         quota_refund(user=request.user, api_key=None, scope=scope)
     if _wants_json(request):
-        payload = submission_status_payload(submission)
+        payload = submission_status_payload(submission, user=request.user)
         payload["created"] = created
         payload["status_url"] = reverse("submission_status", args=[submission.pk])
         return JsonResponse(payload, status=201 if created else 200)
@@ -164,7 +167,7 @@ def submission_status(request: HttpRequest, submission_id: UUID) -> HttpResponse
     """Polled every second by static/js/upload.js. 404 for anyone but the submitter."""
     if not request.user.is_authenticated:
         raise Http404("No such submission")
-    response = JsonResponse(submission_status_payload(_own(request, submission_id)))
+    response = JsonResponse(submission_status_payload(_own(request, submission_id), user=request.user))
     response["Cache-Control"] = "no-store"
     return response
 
@@ -172,7 +175,13 @@ def submission_status(request: HttpRequest, submission_id: UUID) -> HttpResponse
 @login_required
 @require_GET
 def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse:
-    return render(request, "submissions/detail.html", {"submission": _own(request, submission_id)})
+    submission = _own(request, submission_id)
+    view = submission_view(submission, user=request.user)
+    return render(
+        request,
+        "submissions/detail.html",
+        {"submission": submission, "shown_diff": view.diff, "shown_message": view.message},
+    )
 
 
 @login_required

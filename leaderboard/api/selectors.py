@@ -15,6 +15,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import Prefetch, Q, QuerySet
 
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Task
+from leaderboard.selectors.agents import agent_versions_public, agents_public
 from submissions.models import Run, TaskResult
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -50,22 +51,29 @@ def task_list(user: AnyUser) -> QuerySet[Task]:
     return queryset.filter(release_tasks__release__published=True).distinct()
 
 
-def agent_list() -> QuerySet[Agent]:
-    return Agent.objects.prefetch_related("versions").order_by("slug")
+def agent_list(user: AnyUser) -> QuerySet[Agent]:
+    """Public agents only (leaderboard.selectors.agents): a private or rejected submission never
+    makes a name public, and each agent lists only its public versions."""
+    return (
+        agents_public(user=user)
+        .prefetch_related(Prefetch("versions", queryset=agent_versions_public(user=user).order_by("created_at", "pk")))
+        .order_by("slug")
+    )
 
 
 def runs_visible(user: AnyUser, *, with_breakdown: bool = False) -> QuerySet[Run]:
-    queryset = Run.objects.select_related("release__benchmark", "agent_version__agent", "submission")
-    if with_breakdown:
-        queryset = queryset.prefetch_related(
-            Prefetch(
-                "task_results",
-                queryset=TaskResult.objects.select_related(
-                    "release_task__task", "release_task__release", "signing_key"
-                ).order_by("release_task__position", "release_task__task__slug"),
-            ),
-            "events",
+    # Task results are read for the list too: which aggregates a viewer may see depends on
+    # them (leaderboard.disclosure), one prefetch query per page.
+    queryset = Run.objects.select_related("release__benchmark", "agent_version__agent", "submission").prefetch_related(
+        Prefetch(
+            "task_results",
+            queryset=TaskResult.objects.select_related(
+                "release_task__task", "release_task__release", "signing_key"
+            ).order_by("release_task__position", "release_task__task__slug"),
         )
+    )
+    if with_breakdown:
+        queryset = queryset.prefetch_related("events")
     if _is_staff(user):
         return queryset
     public = Q(is_private=False, release__published=True)

@@ -2,10 +2,13 @@
 
 Withheld data never passes through here: anchors come only from
 ReleaseTask.public_paper_value; Release.manifest, budgets, benchmark versions
-and Task.anchor_provenance are not serialized at all; a run's per-task
-``measured`` value is withheld from everyone but the run's submitter while the
-task's anchor is unpublished (measured together with gap would give the anchor
-away: paper_value = measured / gap).
+and Task.anchor_provenance are not serialized at all. What a viewer may see of a
+run's numbers is leaderboard.disclosure's rule, the one the pages apply: a
+withheld anchor's ``measured`` value only for the submitter and staff (measured
+together with gap would give the anchor away: paper_value = measured / gap), and
+the gap/score/final of an unsigned result on such a task, with every aggregate
+that includes it, for staff only. A withheld value is null and named in the
+object's ``withheld`` list.
 """
 
 from __future__ import annotations
@@ -15,8 +18,16 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
 from leaderboard.models import Agent, AgentVersion, Benchmark, Release, ReleaseTask, Standing, Task
 from submissions.models import Run, TaskResult, VerificationEvent
+
+NULLABLE_NUMBER = {"type": "number", "format": "double", "nullable": True}
+WITHHELD_LIST = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Fields whose values are withheld from you (null above); see docs/security-model.md",
+}
 
 # Keys of a task contract that may carry the anchor; dropped wherever they nest.
 ANCHOR_KEYS = frozenset({"paper_value", "anchor", "paper_target", "target"})
@@ -175,12 +186,18 @@ class StandingSerializer(serializers.ModelSerializer):
 
 
 class TaskResultSerializer(serializers.ModelSerializer):
+    """One task of a run; ``context["disclosure"]`` (leaderboard.disclosure) says what to withhold."""
+
     task = serializers.CharField(source="release_task.task.slug")
     genre = serializers.CharField(source="release_task.genre")
     anchor_published = serializers.BooleanField(source="release_task.anchor_published")
     paper_value = serializers.SerializerMethodField()
     measured = serializers.SerializerMethodField()
+    gap = serializers.SerializerMethodField()
+    score = serializers.SerializerMethodField()
+    final = serializers.SerializerMethodField()
     signing_key = serializers.SerializerMethodField()
+    withheld = serializers.SerializerMethodField()
 
     class Meta:
         model = TaskResult
@@ -200,24 +217,46 @@ class TaskResultSerializer(serializers.ModelSerializer):
             "faithful",
             "signature",
             "signing_key",
+            "withheld",
         ]
 
-    @extend_schema_field({"type": "number", "format": "double", "nullable": True})
+    def _hidden(self, obj: TaskResult) -> list[str]:
+        disclosure: Disclosure = self.context.get("disclosure", NOTHING_HIDDEN)
+        return disclosure.hidden_task_fields(obj.release_task.task.slug)
+
+    def _value(self, obj: TaskResult, name: str) -> float | None:
+        return None if name in self._hidden(obj) else getattr(obj, name)
+
+    @extend_schema_field(NULLABLE_NUMBER)
     def get_paper_value(self, obj: TaskResult) -> float | None:
         # A draft release's anchors stay in the registry until it is published, whatever its flags say.
         if not obj.release_task.release.published:
             return None
         return obj.release_task.public_paper_value
 
-    @extend_schema_field({"type": "number", "format": "double", "nullable": True})
+    @extend_schema_field(NULLABLE_NUMBER)
     def get_measured(self, obj: TaskResult) -> float | None:
-        if obj.release_task.anchor_published or self.context.get("is_owner"):
-            return obj.measured
-        return None
+        return self._value(obj, "measured")
+
+    @extend_schema_field(NULLABLE_NUMBER)
+    def get_gap(self, obj: TaskResult) -> float | None:
+        return self._value(obj, "gap")
+
+    @extend_schema_field(NULLABLE_NUMBER)
+    def get_score(self, obj: TaskResult) -> float | None:
+        return self._value(obj, "score")
+
+    @extend_schema_field(NULLABLE_NUMBER)
+    def get_final(self, obj: TaskResult) -> float | None:
+        return self._value(obj, "final")
 
     @extend_schema_field({"type": "string", "nullable": True})
     def get_signing_key(self, obj: TaskResult) -> str | None:
         return obj.signing_key.key_id if obj.signing_key_id else None
+
+    @extend_schema_field(WITHHELD_LIST)
+    def get_withheld(self, obj: TaskResult) -> list[str]:
+        return self._hidden(obj)
 
 
 class VerificationEventSerializer(serializers.ModelSerializer):
@@ -231,6 +270,11 @@ class RunSerializer(serializers.ModelSerializer):
     agent = serializers.CharField(source="agent_version.agent.slug")
     agent_name = serializers.CharField(source="agent_version.agent.name")
     version = serializers.CharField(source="agent_version.version")
+    overall = serializers.SerializerMethodField()
+    reproduction = serializers.SerializerMethodField()
+    open = serializers.SerializerMethodField()
+    confidence = serializers.SerializerMethodField()
+    withheld = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
@@ -255,7 +299,43 @@ class RunSerializer(serializers.ModelSerializer):
             "effort_tier",
             "is_private",
             "created_at",
+            "withheld",
         ]
+
+    def disclosure(self, obj: Run) -> Disclosure:
+        """The viewer's disclosure of ``obj``, computed once per run (task results are prefetched)."""
+        cached = getattr(obj, "_disclosure", None)
+        if cached is None:
+            request = self.context.get("request")
+            cached = run_disclosure(obj, user=getattr(request, "user", None))
+            obj._disclosure = cached  # type: ignore[attr-defined]
+        return cached
+
+    @extend_schema_field(NULLABLE_NUMBER)
+    def get_overall(self, obj: Run) -> float | None:
+        return self.disclosure(obj).aggregate("overall", obj.overall)
+
+    @extend_schema_field(NULLABLE_NUMBER)
+    def get_reproduction(self, obj: Run) -> float | None:
+        return self.disclosure(obj).aggregate("reproduction", obj.reproduction)
+
+    @extend_schema_field(NULLABLE_NUMBER)
+    def get_open(self, obj: Run) -> float | None:
+        return self.disclosure(obj).aggregate("open", obj.open)
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "95% bootstrap interval per aggregate you may see: {overall: [low, high], ...}",
+        }
+    )
+    def get_confidence(self, obj: Run) -> dict[str, Any]:
+        return self.disclosure(obj).confidence(obj.confidence)
+
+    @extend_schema_field(WITHHELD_LIST)
+    def get_withheld(self, obj: Run) -> list[str]:
+        return sorted(self.disclosure(obj).aggregates_hidden)
 
 
 class RunDetailSerializer(RunSerializer):
@@ -267,7 +347,6 @@ class RunDetailSerializer(RunSerializer):
 
     @extend_schema_field(TaskResultSerializer(many=True))
     def get_tasks(self, obj: Run) -> list[dict[str, Any]]:
-        request = self.context.get("request")
-        user = getattr(request, "user", None)
-        is_owner = bool(user and user.is_authenticated and obj.submission.submitter_id == user.pk)
-        return TaskResultSerializer(obj.task_results.all(), many=True, context={"is_owner": is_owner}).data
+        return TaskResultSerializer(
+            obj.task_results.all(), many=True, context={"disclosure": self.disclosure(obj)}
+        ).data

@@ -168,7 +168,7 @@ class AgentViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
     lookup_field = "slug"
 
     def get_queryset(self) -> QuerySet[Any]:
-        return selectors.agent_list()
+        return selectors.agent_list(self.request.user)
 
 
 @extend_schema_view(

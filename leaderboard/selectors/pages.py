@@ -19,6 +19,7 @@ from django.http import Http404, QueryDict
 from django.urls import reverse
 
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
+from leaderboard.selectors.agents import agents_public
 from submissions.models import Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
@@ -448,17 +449,22 @@ def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTas
     return changes
 
 
-def agent_get(*, slug: str) -> Agent:
-    agent = Agent.objects.filter(slug=slug).first()
+def agent_get(*, slug: str, user: Any = None) -> Agent:
+    """A public agent (leaderboard.selectors.agents), or 404: an agent named only by private or
+    rejected submissions does not exist for visitors (staff see every agent)."""
+    agent = agents_public(user=user).filter(slug=slug).first()
     if agent is None:
         raise Http404("No such agent")
     return agent
 
 
 def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
-    """The agent's public runs on visible releases, newest first, each with its overall rank (two queries)."""
-    runs = Run.objects.filter(agent_version__agent=agent, is_private=False).select_related(
-        "release__benchmark", "agent_version"
+    """The agent's public runs on visible releases, newest first, each with its overall rank
+    (three queries: the task results are read for leaderboard.disclosure)."""
+    runs = (
+        Run.objects.filter(agent_version__agent=agent, is_private=False, submission__is_private=False)
+        .select_related("release__benchmark", "agent_version", "submission")
+        .prefetch_related(Prefetch("task_results", queryset=TaskResult.objects.select_related("release_task__task")))
     )
     if not staff:
         runs = runs.filter(release__published=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
+from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Release, Standing
 from submissions.models import Run
 
@@ -72,6 +73,9 @@ def _best_runs_sql(connection: Any) -> str:
     run = {name: quote(Run._meta.get_field(name).column) for name in (*RUN_FIELDS, "release", "submission")}
     run["is_private"] = quote(Run._meta.get_field("is_private").column)
     submission_model = Run._meta.get_field("submission").related_model
+    result_model = Run._meta.get_field("task_results").related_model
+    release_task_model = result_model._meta.get_field("release_task").related_model
+    result = {name: quote(result_model._meta.get_field(name).column) for name in ("run", "release_task", "signature")}
     version_model = Run._meta.get_field("agent_version").related_model
     agent_model = version_model._meta.get_field("agent").related_model
     positions = ",\n".join(
@@ -101,6 +105,16 @@ def _best_runs_sql(connection: Any) -> str:
               AND r.{run["is_private"]} = %s
               AND s.{quote(submission_model._meta.get_field("is_private").column)} = %s
               AND (r.{run["overall"]} IS NOT NULL OR r.{run["reproduction"]} IS NOT NULL OR r.{run["open"]} IS NOT NULL)
+              -- leaderboard.disclosure: a run with an unsigned result on a withheld-anchor task is
+              -- never ranked (its scores, and so its place among others, would reveal the anchor).
+              AND NOT EXISTS (
+                  SELECT 1 FROM {quote(result_model._meta.db_table)} tr
+                  JOIN {quote(release_task_model._meta.db_table)} rt
+                    ON rt.{quote(release_task_model._meta.pk.column)} = tr.{result["release_task"]}
+                  WHERE tr.{result["run"]} = r.{quote(Run._meta.pk.column)}
+                    AND rt.{quote(release_task_model._meta.get_field("anchor_published").column)} = %s
+                    AND tr.{result["signature"]} <> %s
+              )
         ) ranked
         WHERE {" OR ".join(f"{quote('position_' + tab)} = 1" for tab in TABS)}
     """  # noqa: S608
@@ -113,7 +127,8 @@ def _best_runs_by_tab(release: Release) -> dict[str, list[Run]]:
     """For each tab, each agent version's best public run with a score in that tab, ranked by
     ``standing_sort_key``.
 
-    Public: validated, attested or verified, and neither the run nor its submission private.
+    Public: validated, attested or verified, neither the run nor its submission private, and no
+    result whose scores leaderboard.disclosure withholds (unsigned, on a withheld-anchor task).
     One query for the three tabs: a window per tab numbers each agent version's runs in that
     tab's order (``standing_sort_key``'s, a run without a score in the tab last), and a run is
     loaded when it is first in at least one tab. The first run of a partition has a score in
@@ -126,7 +141,7 @@ def _best_runs_by_tab(release: Release) -> dict[str, list[Run]]:
     sql = _SQL_BY_VENDOR.get(connection.vendor)
     if sql is None:
         sql = _SQL_BY_VENDOR[connection.vendor] = _best_runs_sql(connection)
-    params = [release.pk, *(str(level) for level in LEADERBOARD_LEVELS), False, False]
+    params = [release.pk, *(str(level) for level in LEADERBOARD_LEVELS), False, False, False, EVALUATOR_SIGNED]
     candidates = list(Run.objects.raw(sql, params))
     return {
         tab: sorted(

@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclosure
 from leaderboard.markdown import render_markdown
 from leaderboard.models import Benchmark, ReleaseTask, Standing
 from leaderboard.selectors import pages as selectors
@@ -297,14 +298,13 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
     )
 
 
-def comparison_rows(
-    breakdown: Any, diff: list[dict[str, Any]], *, withheld_measurements: set[str] | frozenset[str] = frozenset()
-) -> list[dict[str, Any]]:
+def comparison_rows(breakdown: Any, diff: list[dict[str, Any]], *, disclosure: Disclosure) -> list[dict[str, Any]]:
     """Every compared field of a run: the recomputed breakdown's leaves, each marked match or diff.
 
     The verifier records only the fields that differ (with both values); every other
     leaf matched its claimed value within the comparison tolerance, so its claimed
-    value is shown as matching rather than repeated.
+    value is shown as matching rather than repeated. Fields the viewer may not see
+    (leaderboard.disclosure) are named with their values withheld.
     """
     differing = {str(item.get("path")): item for item in diff if isinstance(item, dict)}
     rows: list[dict[str, Any]] = []
@@ -320,29 +320,34 @@ def comparison_rows(
 
     walk("", breakdown or {})
     rows.extend(differing.values())  # missing/unexpected fields outside the breakdown
-    hidden = {f"tasks.{slug}.measured" for slug in withheld_measurements}
-    return [
-        {**row, "claimed": None, "recomputed": None, "withheld": True} if row.get("path") in hidden else row
-        for row in rows
-    ]
+    return disclosure.redact_diff(rows)
 
 
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(run_id=run_id, user=request.user)
     task_results = list(run.task_results.all())
-    # While a task's anchor is withheld, its measured value is shown only to the run's
-    # submitter and staff: measured / gap would otherwise give the anchor away (the
-    # API applies the same rule).
-    sees_measurements = request.user.is_staff or request.user.pk == run.submission.submitter_id
-    withheld = {
-        result.release_task.task.slug
-        for result in task_results
-        if not sees_measurements and not result.release_task.anchor_published
-    }
+    # One rule (leaderboard.disclosure, shared with the API): a withheld anchor's measured value
+    # only for the submitter and staff; the scores of a result whose measured value the submitter
+    # chose (unsigned) and of every aggregate including it, for staff only.
+    disclosure = run_disclosure(run, user=request.user, task_results=task_results)
     for result in task_results:
-        result.measured_withheld = result.release_task.task.slug in withheld
-    diff = comparison_rows(run.breakdown, run.submission.diff or [], withheld_measurements=withheld)
+        slug = result.release_task.task.slug
+        result.measured_withheld = slug in disclosure.measured_hidden
+        result.scores_withheld = disclosure.task_scores_hidden(slug)
+    diff = comparison_rows(run.breakdown, run.submission.diff or [], disclosure=disclosure)
+    confidence = disclosure.confidence(run.confidence)
+    aggregates = [
+        {
+            "key": key,
+            "label": label,
+            "value": disclosure.aggregate(key, getattr(run, key)),
+            "withheld": key in disclosure.aggregates_hidden,
+            "ci": confidence.get(key),
+        }
+        for key, label in (("overall", "Overall score"), ("reproduction", "Reproduction"), ("open", "Open-ended"))
+    ]
+    ranks = {tab: rank for tab, rank in selectors.run_rank(run=run).items() if tab not in disclosure.aggregates_hidden}
     return render(
         request,
         "leaderboard/run.html",
@@ -351,7 +356,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "release": run.release,
             "benchmark": run.release.benchmark,
             "task_results": task_results,
-            "ranks": selectors.run_rank(run=run),
+            "aggregates": aggregates,
+            "scores_withheld": bool(disclosure.aggregates_hidden),
+            "withheld_reason": WITHHELD_SCORE_REASON,
+            "ranks": ranks,
             "tab_labels": TABS,
             "diff": diff,
             "diff_mismatches": sum(1 for d in diff if d.get("status") != "match"),
@@ -362,8 +370,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
-    agent_row = selectors.agent_get(slug=agent)
+    agent_row = selectors.agent_get(slug=agent, user=request.user)
     runs = selectors.agent_runs(agent=agent_row, staff=_staff(request))
+    for run in runs:
+        # The same rule as the run page: an aggregate that would reveal a withheld anchor is not shown.
+        disclosure = run_disclosure(run, user=request.user)
+        run.shown = {key: disclosure.aggregate(key, getattr(run, key)) for key in ("overall", "reproduction", "open")}
+        run.withheld = disclosure.aggregates_hidden
     badges = []
     for release in {run.release_id: run.release for run in runs if run.release.published}.values():
         args = [release.benchmark.slug, release.version]

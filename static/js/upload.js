@@ -18,6 +18,17 @@
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
+  // A diff cell; a value the server withholds (it would reveal a withheld anchor) is named, never shown.
+  function cell(withheld, value) {
+    var td = document.createElement("td"); td.className = "num";
+    if (withheld) {
+      var span = document.createElement("span"); span.className = "withheld"; span.textContent = "Withheld";
+      td.appendChild(span);
+    } else {
+      td.textContent = plain(value);
+    }
+    return td;
+  }
 
   function render(panel, data) {
     var order = ["received", "verifying", "done"];
@@ -71,8 +82,8 @@
           if (item.status !== "match") tr.className = "row--diff";
           var path = document.createElement("th"); path.scope = "row";
           var code = document.createElement("code"); code.textContent = item.path; path.appendChild(code);
-          var claimed = document.createElement("td"); claimed.className = "num"; claimed.textContent = plain(item.claimed);
-          var recomputed = document.createElement("td"); recomputed.className = "num"; recomputed.textContent = plain(item.recomputed);
+          var claimed = cell(item.withheld, item.claimed);
+          var recomputed = cell(item.withheld, item.recomputed);
           var result = document.createElement("td");
           var span = document.createElement("span"); span.className = "result result--" + item.status; span.textContent = item.status;
           result.appendChild(span);

@@ -8,11 +8,16 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from leaderboard.disclosure import SubmissionView, submission_view
 from submissions.models import SigningKey, Submission
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
-    message = serializers.CharField(source="error_message", read_only=True)
+    """A submission as its submitter (or staff) sees it. The diff and message pass through
+    leaderboard.disclosure: a value that would reveal a withheld anchor is named, never shown."""
+
+    message = serializers.SerializerMethodField()
+    kind = serializers.SerializerMethodField()
     release = serializers.SerializerMethodField()
     run = serializers.SerializerMethodField()
     diff = serializers.SerializerMethodField()
@@ -51,14 +56,51 @@ class SubmissionSerializer(serializers.ModelSerializer):
             return None
         return {"id": obj.release_id, "benchmark": obj.release.benchmark.slug, "version": obj.release.version}
 
-    @extend_schema_field(OpenApiTypes.INT)
+    def _view(self, obj: Submission) -> SubmissionView:
+        cached = getattr(obj, "_shown", None)
+        if cached is None:
+            request = self.context.get("request")
+            cached = submission_view(obj, user=getattr(request, "user", None))
+            obj._shown = cached  # type: ignore[attr-defined]
+        return cached
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_message(self, obj: Submission) -> str:
+        return self._view(obj).message
+
+    @extend_schema_field(
+        {
+            "type": "string",
+            "enum": list(Submission.Kind.values),
+            "nullable": True,
+            "description": "The bundle's kind; null until its manifest has been read (or when it could not be)",
+        }
+    )
+    def get_kind(self, obj: Submission) -> str | None:
+        return obj.kind or None
+
+    @extend_schema_field(
+        {
+            "type": "integer",
+            "nullable": True,
+            "description": "The paper-gap run this submission produced; null until it is verified, and for "
+            "rejected or mismatched bundles and other kinds",
+        }
+    )
     def get_run(self, obj: Submission) -> int | None:
         run = getattr(obj, "run", None) if obj.kind in ("", Submission.Kind.PAPER_GAP) else None
         return run.pk if run is not None else None
 
-    @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": True}})
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {"type": "object", "additionalProperties": True},
+            "description": "Claimed versus recomputed, one object per differing field: path, claimed, recomputed, "
+            "status; withheld: true (values null) where a value would reveal a withheld anchor",
+        }
+    )
     def get_diff(self, obj: Submission) -> list[Any]:
-        return obj.diff if isinstance(obj.diff, list) else []
+        return self._view(obj).diff
 
 
 class SubmissionUploadSerializer(serializers.Serializer):

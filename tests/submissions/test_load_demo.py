@@ -16,12 +16,14 @@ def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes
     releases = Release.objects.filter(benchmark__slug="ale-robotics", published=True)
     assert sorted(releases.values_list("version", flat=True)) == ["0.4", "0.5"]
     verdicts = sorted(paper_gap_submissions().values_list("verdict", flat=True))
-    assert verdicts.count("attested") == 3
+    # Every run covering a withheld anchor is signed; the two Baseline BC runs (published anchors only) are not.
+    assert verdicts.count("attested") == 11
+    assert verdicts.count("validated") == 2
     assert verdicts.count("mismatch") == 1
     assert verdicts.count("rejected") == 1
     assert len(verdicts) == 15
     assert paper_gap_submissions().get(verdict="rejected").error_code == "release_hash_mismatch"
-    assert Run.objects.filter(release__version="0.5", complete=False).count() == 2
+    assert Run.objects.filter(release__version="0.5", complete=False).count() == 3  # Sparrow, Heron, Baseline BC
     assert Standing.objects.filter(release__version="0.5", tab="overall").count() == 10
     assert SigningKey.objects.filter(owner_kind="evaluator").count() == 1
     assert "demo loaded" in out

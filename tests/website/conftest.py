@@ -119,8 +119,12 @@ def make_run(
     with_standings: bool = True,
     ci: float = 0.05,
     tabs: tuple[str, ...] = ("overall", "reproduction", "open"),
+    signature: str = "valid",
 ) -> Run:
-    """A verified run with one TaskResult per covered task and its Standing rows."""
+    """A verified run with one TaskResult per covered task and its Standing rows.
+
+    Results carry ``signature`` ("valid" by default: an evaluator-signed result, the only kind
+    whose scores may be shown for a withheld anchor; see leaderboard.disclosure)."""
     n = next(_counter)
     agent_name = agent_name or f"Agent {n}"
     slug = slugify(agent_name)[:90] or f"agent-{n}"
@@ -178,6 +182,7 @@ def make_run(
             pass_rate=pass_rate,
             episodes=100,
             faithful=True if rt.genre == "reproduction" else None,
+            signature=signature,
         )
     if with_standings and not is_private:
         for tab in tabs:

@@ -26,7 +26,8 @@ PAGES = [
     ("task", lambda run: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 2),
     # run (+task results, events), ranks
     ("run", lambda run: reverse("run_detail", args=[run.pk]), 4),
-    ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 3),
+    # the public agent, its runs, their task results (leaderboard.disclosure), their ranks
+    ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 4),
     ("badge", lambda run: reverse("agent_badge", args=["ale-robotics", "v0.5", "alpha"]), 2),
 ]
 
@@ -127,7 +128,8 @@ def test_a_submission_page_issues_a_fixed_number_of_queries(client, benchmark, d
     owner = make_user()
     runs = [make_run(release, agent_name=f"Mine {i}", submitter=owner) for i in range(count)]
     client.force_login(owner)
-    # session, user, the submission (with release, benchmark and run joined)
-    with django_assert_num_queries(3):
+    # session, user, the submission (with release, benchmark and run joined), the release's tasks
+    # (which of the diff's values leaderboard.disclosure withholds)
+    with django_assert_num_queries(4):
         response = client.get(reverse(name, args=[runs[-1].submission.pk]))
     assert response.status_code == 200

@@ -38,7 +38,8 @@ def every_url(release, runs, owner_submission) -> list[str]:
         urls.append(reverse("task_detail", args=[*board, rt.task.slug]))
     for run in runs:
         urls.append(reverse("run_detail", args=[run.pk]))
-        urls.append(reverse("agent_detail", args=[run.agent_version.agent.slug]))
+        if not run.is_private:  # an agent named only by private runs is not public (404)
+            urls.append(reverse("agent_detail", args=[run.agent_version.agent.slug]))
         urls.append(reverse("agent_badge", args=[*board, run.agent_version.agent.slug]))
     urls += [
         reverse("my_submissions"),

@@ -40,29 +40,34 @@ class DemoRun:
     seed: int
     signed: bool = False
     tasks: int | None = None  # partial coverage: the first N task slugs
+    # Partial coverage of only the tasks whose anchor is published: an unsigned result for a
+    # withheld anchor would reveal it (leaderboard.disclosure), so an unsigned demo run covers none.
+    published_anchors_only: bool = False
     tamper: str | None = None
     effort: str = "standard"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-# Per release version. The mix covers every level a visitor can meet.
+# Per release version. The mix covers every level a visitor can meet. Runs covering a task
+# whose anchor is withheld are evaluator-signed (unsigned ones would never be ranked: their
+# scores would reveal the anchor); the validated example covers only published-anchor tasks.
 DEMO_RUNS: dict[str, tuple[DemoRun, ...]] = {
     "0.4": (
         DemoRun("Kestrel", "1.2", 0.86, 41, signed=True),
-        DemoRun("Baseline BC", "1.0", 0.55, 42),
-        DemoRun("Voyager RL", "0.9", 0.74, 43),
+        DemoRun("Baseline BC", "1.0", 0.55, 42, published_anchors_only=True),
+        DemoRun("Voyager RL", "0.9", 0.74, 43, signed=True),
     ),
     "0.5": (
         DemoRun("Atlas Reproducer", "2.0", 1.05, 1, signed=True, effort="high"),
         DemoRun("Kestrel", "1.3", 0.97, 2, signed=True),
-        DemoRun("Kestrel", "1.2", 0.88, 3),
-        DemoRun("Marlin", "3.1", 1.18, 4, effort="high"),
-        DemoRun("OpenHands Robotics", "0.9", 0.92, 5),
-        DemoRun("Voyager RL", "1.0", 0.81, 6),
-        DemoRun("Tinker", "0.4", 0.68, 7, effort="low"),
-        DemoRun("Baseline BC", "1.0", 0.55, 8, effort="low"),
-        DemoRun("Sparrow", "0.2", 1.0, 9, tasks=4),
-        DemoRun("Heron", "1.1", 0.85, 10, tasks=7),
+        DemoRun("Kestrel", "1.2", 0.88, 3, signed=True),
+        DemoRun("Marlin", "3.1", 1.18, 4, signed=True, effort="high"),
+        DemoRun("OpenHands Robotics", "0.9", 0.92, 5, signed=True),
+        DemoRun("Voyager RL", "1.0", 0.81, 6, signed=True),
+        DemoRun("Tinker", "0.4", 0.68, 7, signed=True, effort="low"),
+        DemoRun("Baseline BC", "1.0", 0.55, 8, effort="low", published_anchors_only=True),
+        DemoRun("Sparrow", "0.2", 1.0, 9, signed=True, tasks=4),
+        DemoRun("Heron", "1.1", 0.85, 10, signed=True, tasks=7),
         DemoRun("Quill", "0.7", 0.9, 11, tamper="claimed_score"),
         DemoRun("Mallard", "0.1", 0.8, 12, tamper="release_hash"),
     ),
@@ -156,6 +161,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {name}: unchanged ({existing.verdict or existing.status})")
             return
         slugs = sorted(task.slug for task in manifest.tasks)
+        if run.published_anchors_only:
+            slugs = sorted(task.slug for task in manifest.tasks if task.anchor_published)
         with tempfile.TemporaryDirectory(prefix="podium-demo-") as work:
             directory = write_paper_gap_bundle_dir(
                 Path(work) / "bundle",
@@ -164,7 +171,7 @@ class Command(BaseCommand):
                 agent_version=run.version,
                 skill=run.skill,
                 seed=run.seed,
-                tasks=slugs[: run.tasks] if run.tasks else None,
+                tasks=slugs[: run.tasks] if run.tasks else (slugs if run.published_anchors_only else None),
                 tamper=run.tamper,
                 sign_with=key if run.signed else None,
                 effort_tier=run.effort,

@@ -1,0 +1,239 @@
+"""What of a paper-gap run may be shown, and to whom: the one rule every surface applies.
+
+A task's anchor (``paper_value``) may be withheld (seed 003: "The agent never
+receives the anchor"). The per-task gap is ``measured / anchor`` (or
+``anchor / measured``), so anyone who knows the measured value and sees the gap
+can divide and recover the anchor; the run's macro means give the same away
+(``mean * n - the other tasks' finals``), and so do the confidence intervals and
+the ranks built on them. Two facts decide what is shown:
+
+* **Who knows the measured value.** The run's submitter always does (it is in
+  their bundle); staff may see everything. Anyone else learns it only from us,
+  so a withheld task's ``measured`` is shown to the submitter and staff only.
+* **Who chose it.** When a registered evaluator key signed the result
+  (``TaskResult.signature == "valid"``), the measured value came from the
+  evaluator on hidden seeds; the submitter can divide, but that is inherent to
+  publishing a score at all (docs/security-model.md) and teaches them nothing
+  they could steer. When the result is unsigned (or signed by an unknown key) the
+  submitter *chose* the measured value, and every anchor-derived number of that
+  task (gap, score, final), and every aggregate that includes it (Overall, its
+  genre's score, their intervals and ranks), is an anchor oracle: it is shown to
+  staff only, to nobody else, the submitter included.
+
+A mismatch diff is the same oracle before any run exists, and the server does
+not keep which results were signed for a refused bundle, so a submission's diff
+hides the recomputed anchor-derived values of *every* withheld task of its
+release (and the aggregates of their genres and Overall), naming the field only.
+Pure functions over rows the callers already loaded, except ``submission_disclosure``
+(one query for the release's tasks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# TaskResult.signature of a result a registered evaluator key signed.
+EVALUATOR_SIGNED = "valid"
+# Per-task breakdown fields computed from the anchor; measured, penalties, factor and pass
+# rate are not (they come from the evaluator's episodes and the published penalty limits).
+ANCHOR_DERIVED_TASK_FIELDS: frozenset[str] = frozenset({"gap", "score", "final"})
+# Run aggregates that are macro means of task finals (coverage and pass rate are not).
+SCORE_AGGREGATES: tuple[str, ...] = ("overall", "reproduction", "open")
+# What pages and the API say in place of a withheld value.
+WITHHELD_SCORE_REASON = (
+    "withheld: an unsigned result for a task whose anchor is withheld would reveal the anchor "
+    "(measured / gap), so its scores are shown to nobody but staff"
+)
+WITHHELD_MEASURED_REASON = "shown to the submitter only while the anchor is withheld"
+WITHHELD_DIFF_REASON = "withheld: a recomputed value of a task whose anchor is withheld would reveal the anchor"
+
+
+@dataclass(frozen=True)
+class Disclosure:
+    """What one viewer may not see of one run (or one submission's diff).
+
+    ``measured_hidden``: task slugs whose measured value is hidden; ``scores_hidden``:
+    task slugs whose gap/score/final are hidden; ``aggregates_hidden``: which of
+    Overall/Reproduction/Open (with their intervals and ranks) are hidden.
+    ``all_tasks`` hides every task's scores (a diff whose release is unknown: fail closed).
+    """
+
+    measured_hidden: frozenset[str] = frozenset()
+    scores_hidden: frozenset[str] = frozenset()
+    aggregates_hidden: frozenset[str] = frozenset()
+    all_tasks: bool = False
+
+    @property
+    def anything_hidden(self) -> bool:
+        return bool(self.measured_hidden or self.scores_hidden or self.aggregates_hidden or self.all_tasks)
+
+    def task_scores_hidden(self, slug: str) -> bool:
+        return self.all_tasks or slug in self.scores_hidden
+
+    def hidden_task_fields(self, slug: str) -> list[str]:
+        """The per-task fields of ``slug`` this viewer may not see, sorted."""
+        fields = set(ANCHOR_DERIVED_TASK_FIELDS) if self.task_scores_hidden(slug) else set()
+        if slug in self.measured_hidden:
+            fields.add("measured")
+        return sorted(fields)
+
+    def aggregate(self, name: str, value: float | None) -> float | None:
+        """An aggregate score, or None when it is hidden."""
+        return None if name in self.aggregates_hidden else value
+
+    def confidence(self, confidence: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run.confidence without the intervals of hidden aggregates."""
+        return {k: v for k, v in (confidence or {}).items() if k not in self.aggregates_hidden}
+
+    def hides_path(self, path: str) -> bool:
+        """True when a breakdown path (``tasks.<slug>.gap``, ``aggregates.overall``...) is, or
+        contains, a value this viewer may not see. Ancestors of a hidden leaf count too: a
+        diff row for a whole missing subtree carries every leaf below it."""
+        parts = path.split(".") if path else []
+        if not parts:
+            return self.anything_hidden
+        head = parts[0]
+        if head == "tasks":
+            if len(parts) == 1:
+                return bool(self.measured_hidden or self.scores_hidden or self.all_tasks)
+            slug = parts[1]
+            if len(parts) == 2:
+                return bool(self.hidden_task_fields(slug))
+            return parts[2] in self.hidden_task_fields(slug)
+        if head == "aggregates":
+            if len(parts) == 1:
+                return bool(self.aggregates_hidden)
+            return parts[1] in self.aggregates_hidden
+        # Anything else is outside the breakdown's shape: only the claim has it (the recomputation
+        # has nothing there to reveal), so it is shown as it is.
+        return False
+
+    def redact_diff(self, rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Diff rows with every hidden value replaced: the field is named, its values are not.
+
+        The claimed value is the submitter's own, but a row's claimed value is dropped with the
+        recomputed one so no page has to decide which of the two columns is safe.
+        """
+        out: list[dict[str, Any]] = []
+        for row in rows:
+            item = dict(row)
+            if self.hides_path(str(item.get("path", ""))):
+                item.update(claimed=None, recomputed=None, withheld=True)
+            out.append(item)
+        return out
+
+
+NOTHING_HIDDEN = Disclosure()
+
+
+def _is_staff(user: Any) -> bool:
+    return bool(getattr(user, "is_staff", False) and getattr(user, "is_active", True))
+
+
+def viewer_is_submitter(submitter_id: Any, user: Any) -> bool:
+    return bool(getattr(user, "is_authenticated", False) and submitter_id == getattr(user, "pk", None))
+
+
+def result_reveals_anchor(*, anchor_published: bool, signature: str) -> bool:
+    """True when showing this task result's scores would let whoever chose its measured value
+    divide out the anchor: the anchor is withheld and no registered evaluator key signed it."""
+    return not anchor_published and signature != EVALUATOR_SIGNED
+
+
+def run_disclosure(run: Any, *, user: Any, task_results: Sequence[Any] | None = None) -> Disclosure:
+    """What ``user`` may not see of ``run``. ``task_results`` (or ``run.task_results.all()``,
+    prefetched with ``release_task__task``) must be the run's complete results."""
+    if _is_staff(user):
+        return NOTHING_HIDDEN
+    results = list(run.task_results.all()) if task_results is None else list(task_results)
+    sees_measured = viewer_is_submitter(run.submission.submitter_id, user)
+    measured_hidden: set[str] = set()
+    scores_hidden: set[str] = set()
+    genres: set[str] = set()
+    for result in results:
+        release_task = result.release_task
+        slug = release_task.task.slug
+        if not release_task.anchor_published and not sees_measured:
+            measured_hidden.add(slug)
+        if result_reveals_anchor(anchor_published=release_task.anchor_published, signature=result.signature):
+            scores_hidden.add(slug)
+            genres.add(release_task.genre)
+    aggregates = {"overall", *genres} if scores_hidden else set()
+    return Disclosure(
+        measured_hidden=frozenset(measured_hidden),
+        scores_hidden=frozenset(scores_hidden),
+        aggregates_hidden=frozenset(aggregates),
+    )
+
+
+def release_diff_disclosure(release_tasks: Iterable[Any] | None, *, user: Any) -> Disclosure:
+    """What ``user`` may not see of a submission's claimed-versus-recomputed diff.
+
+    ``release_tasks`` are the ReleaseTask rows (with ``task``) of the submission's release,
+    or None when the release is unknown (every task's scores are then hidden: fail closed).
+    """
+    if _is_staff(user):
+        return NOTHING_HIDDEN
+    if release_tasks is None:
+        return Disclosure(all_tasks=True, aggregates_hidden=frozenset(SCORE_AGGREGATES))
+    withheld = [rt for rt in release_tasks if not rt.anchor_published]
+    if not withheld:
+        return NOTHING_HIDDEN
+    return Disclosure(
+        scores_hidden=frozenset(rt.task.slug for rt in withheld),
+        aggregates_hidden=frozenset({"overall", *(rt.genre for rt in withheld)}),
+    )
+
+
+def diff_message(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The mismatch message, rebuilt from (redacted) diff rows so it can never carry a hidden
+    value whatever the verifier wrote: it names the first differing field and shows its values
+    only when they are not withheld."""
+    differing = [row for row in rows if row.get("status") != "match"]
+    if not differing:
+        return ""
+    first = differing[0]
+    if first.get("withheld"):
+        detail = f"first: {first.get('path')}, values withheld because they would reveal a withheld anchor"
+    else:
+        detail = f"first: {first.get('path')} claimed {first.get('claimed')!r}, recomputed {first.get('recomputed')!r}"
+    return f"score_breakdown.json: {len(differing)} claimed value(s) differ from the recomputation ({detail})"
+
+
+def submission_disclosure(submission: Any, *, user: Any) -> Disclosure:
+    """The diff rule for one submission (one query for its release's tasks)."""
+    from leaderboard.models import ReleaseTask
+
+    if _is_staff(user):
+        return NOTHING_HIDDEN
+    if submission.release_id is None:
+        return release_diff_disclosure(None, user=user) if submission.diff else NOTHING_HIDDEN
+    release_tasks = ReleaseTask.objects.filter(release_id=submission.release_id).select_related("task")
+    return release_diff_disclosure(list(release_tasks), user=user)
+
+
+@dataclass(frozen=True)
+class SubmissionView:
+    """A submission's diff and message as its viewer may see them."""
+
+    diff: list[dict[str, Any]]
+    message: str
+
+
+def submission_view(submission: Any, *, user: Any) -> SubmissionView:
+    """The diff (redacted) and the message (rebuilt for a mismatch) of ``submission`` for ``user``:
+    what the upload page, its live status JSON and the API show."""
+    rows = submission.diff if isinstance(submission.diff, list) else []
+    rows = [row for row in rows if isinstance(row, Mapping)]
+    if not rows:
+        return SubmissionView(diff=[], message=submission.error_message)
+    disclosure = submission_disclosure(submission, user=user)
+    redacted = disclosure.redact_diff(rows)
+    message = submission.error_message
+    if submission.verdict == "mismatch" and any(row.get("withheld") for row in redacted):
+        # The verifier's message quotes a differing field's values; once any field is withheld the
+        # message is rebuilt from the redacted rows so it cannot quote a withheld one.
+        message = diff_message(redacted)
+    return SubmissionView(diff=redacted, message=message)
