@@ -8,6 +8,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
 from leaderboard.api_errors import ApiError
+from leaderboard.api_query import MAX_ID, whole_number
 
 
 class StrictLimitOffsetPagination(LimitOffsetPagination):
@@ -18,11 +19,13 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
         raw = request.query_params.get(name)
         if raw is None or raw == "":
             return None
-        if not raw.isdigit() or int(raw) < minimum:
+        value = whole_number(raw, minimum=minimum)
+        if value is None:
             raise ApiError(
-                code="invalid_query", message=f"{name}: expected a whole number >= {minimum}, got {raw[:20]!r}."
+                code="invalid_query",
+                message=f"{name}: expected a whole number from {minimum} to {MAX_ID}, got {raw[:20]!r}.",
             )
-        return int(raw)
+        return value
 
     def get_limit(self, request: Request) -> int:
         limit = self._read(request, self.limit_query_param, minimum=1)
@@ -35,6 +38,7 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
             parameter["schema"]["minimum"] = 1 if parameter["name"] == self.limit_query_param else 0
+            parameter["schema"]["maximum"] = MAX_ID
             if parameter["name"] == self.limit_query_param:
                 parameter["description"] = f"Results per page (default {self.default_limit}, at most {self.max_limit})."
         return parameters

@@ -30,6 +30,7 @@ from leaderboard.api.serializers import (
     TaskSerializer,
 )
 from leaderboard.api_errors import ApiError
+from leaderboard.api_query import MAX_ID, whole_number
 from leaderboard.models import Standing, Task
 from leaderboard.selectors.pages import SORTS, BoardQueryError, board_query_from_params, board_rows_all
 from submissions.api.serializers import ErrorSerializer
@@ -175,7 +176,7 @@ class AgentViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
     list=extend_schema(
         summary="Runs you may see (public runs; your own private ones)",
         parameters=[
-            OpenApiParameter("release", OpenApiTypes.INT, description="Release id"),
+            OpenApiParameter("release", {"type": "integer", "minimum": 1, "maximum": MAX_ID}, description="Release id"),
             OpenApiParameter("agent", OpenApiTypes.STR, description="Agent slug"),
             OpenApiParameter("complete", OpenApiTypes.BOOL, description="Only runs with complete coverage"),
         ],
@@ -198,9 +199,14 @@ class RunViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
             return queryset
         release = self.request.query_params.get("release")
         if release:
-            if not release.isdigit():
-                raise ApiError(code="invalid_query", message=f"release: expected a release id, got {release[:20]!r}.")
-            queryset = queryset.filter(release_id=int(release))
+            release_id = whole_number(release, minimum=1)
+            if release_id is None:
+                raise ApiError(
+                    code="invalid_query",
+                    message=f"release: expected a release id (a whole number from 1 to {MAX_ID}), "
+                    f"got {release[:24]!r}.",
+                )
+            queryset = queryset.filter(release_id=release_id)
         agent = self.request.query_params.get("agent")
         if agent:
             queryset = queryset.filter(agent_version__agent__slug=agent)

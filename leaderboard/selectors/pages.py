@@ -18,6 +18,7 @@ from django.db.models import F, Prefetch, Q, QuerySet
 from django.http import Http404, QueryDict
 from django.urls import reverse
 
+from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.agents import agents_public
 from submissions.models import Run, Submission, TaskResult
@@ -91,11 +92,10 @@ def board_query_from_params(params: QueryDict) -> BoardQuery:
     if complete not in ("", "0", "1"):
         raise BoardQueryError(f"complete={complete!r}: expected '1' (complete coverage only) or '0'")
     raw_page = params.get("page") or "1"
-    if not raw_page.isdigit() or int(raw_page) < 1:
-        raise BoardQueryError(f"page={raw_page!r}: expected a positive whole number")
-    return BoardQuery(
-        tab=tab, sort=sort, descending=direction == "desc", complete_only=complete == "1", page=int(raw_page)
-    )
+    page = whole_number(raw_page, minimum=1)
+    if page is None:
+        raise BoardQueryError(f"page={raw_page[:24]!r}: expected a positive whole number")
+    return BoardQuery(tab=tab, sort=sort, descending=direction == "desc", complete_only=complete == "1", page=page)
 
 
 def _visible_releases(*, staff: bool) -> QuerySet[Release]:

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.http import require_GET
 
 from leaderboard import exports
+from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
 from leaderboard.selectors import pages as selectors
 from leaderboard.selectors.pages import TABS, BoardQueryError
@@ -85,9 +86,9 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     if tab not in TABS:
         return _json_error(f"tab={tab!r} is not a leaderboard tab: expected one of {', '.join(TABS)}")
     raw_n = request.GET.get("n") or str(selectors.CHART_DEFAULT_N)
-    if not raw_n.isdigit() or not 1 <= int(raw_n) <= selectors.CHART_MAX_N:
-        return _json_error(f"n={raw_n!r}: expected a whole number from 1 to {selectors.CHART_MAX_N}")
-    n = int(raw_n)
+    n = whole_number(raw_n, minimum=1, maximum=selectors.CHART_MAX_N)
+    if n is None:
+        return _json_error(f"n={raw_n[:24]!r}: expected a whole number from 1 to {selectors.CHART_MAX_N}")
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
     key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}"
     body = cache.get(key)
