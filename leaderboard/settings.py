@@ -278,6 +278,12 @@ LOGGING = {
 # guessing keys is not cheap even though each check is constant-time.
 PODIUM_API_KEY_FAILURE_LIMIT = env_int("PODIUM_API_KEY_FAILURE_LIMIT", 20, minimum=1)
 PODIUM_API_KEY_FAILURE_WINDOW = env_int("PODIUM_API_KEY_FAILURE_WINDOW", 600, minimum=1)
+# Sign-in: failures counted per (username, client address) in the database (so the count holds
+# while Redis is down); the LIMITth failure within WINDOW seconds locks that pair for LOCKOUT
+# seconds, during which even the right password is refused (leaderboard.services.login_throttle).
+PODIUM_LOGIN_FAILURE_LIMIT = env_int("PODIUM_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+PODIUM_LOGIN_FAILURE_WINDOW = env_int("PODIUM_LOGIN_FAILURE_WINDOW", 900, minimum=1)
+PODIUM_LOGIN_LOCKOUT_SECONDS = env_int("PODIUM_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
 # Every API operation documents the common error answers (400/401/403/404/405/406/415/429).
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",

@@ -7,10 +7,14 @@ password hash buys nothing for a 256-bit random secret; the keyed hash means a
 leaked database alone cannot even confirm a guessed key. Comparison is
 constant-time (hmac.compare_digest).
 
-Guessing is made expensive by counting failed attempts per client IP in the
-cache: past PODIUM_API_KEY_FAILURE_LIMIT failures within
-PODIUM_API_KEY_FAILURE_WINDOW seconds, every Api-Key request from that IP is
-answered 429 before any key is looked at.
+Guessing is made expensive by counting failed attempts in the cache, per key
+prefix *and* client address (``failure_ident``): past PODIUM_API_KEY_FAILURE_LIMIT
+failures within PODIUM_API_KEY_FAILURE_WINDOW seconds, Api-Key requests naming
+that prefix from that address are answered 429 before any key is looked at.
+Keying on the address alone locked out every key user behind a shared proxy
+(PODIUM_NUM_PROXIES unset: everyone has the proxy's address) once one client
+sent bad keys; with the prefix in the key, an attacker locks out only the
+prefixes they name, and a victim's prefix is not public (docs/security-model.md).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ LAST_USED_RESOLUTION_SECONDS = 60
 
 class ApiKeyThrottled(exceptions.Throttled):
     default_code = "api_key_attempts_throttled"
-    default_detail = "Too many failed API key attempts from this address."
+    default_detail = "Too many failed attempts with this API key from this address."
     extra_detail_singular = "Try again in {wait} second."
     extra_detail_plural = "Try again in {wait} seconds."
 
@@ -140,6 +144,15 @@ def record_failed_attempt(ident: str) -> int:
         return 1
 
 
+def failure_ident(request: Request, raw: str) -> str:
+    """Whose failure count a bad ``Api-Key`` attempt adds to: the key prefix it names and the
+    client address (DRF's reading, honouring PODIUM_NUM_PROXIES). Credentials that name no
+    prefix share one bucket per address; legitimate clients never send those."""
+    parsed = api_key_parse(raw)
+    prefix = parsed[0] if parsed is not None else "-"
+    return f"{prefix}@{BaseThrottle().get_ident(request) or ''}"
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     """``Authorization: Api-Key pdm_<prefix>_<secret>``."""
 
@@ -147,16 +160,16 @@ class ApiKeyAuthentication(BaseAuthentication):
         header = get_authorization_header(request).split()
         if not header or header[0].decode("latin-1").lower() != AUTH_KEYWORD.lower():
             return None
-        ident = BaseThrottle().get_ident(request)
+        try:
+            raw = header[1].decode("ascii") if len(header) == 2 else ""
+        except UnicodeDecodeError:
+            raw = ""
+        ident = failure_ident(request, raw)
         if failed_attempts(ident) >= settings.PODIUM_API_KEY_FAILURE_LIMIT:
             raise ApiKeyThrottled(wait=settings.PODIUM_API_KEY_FAILURE_WINDOW)
         if len(header) != 2:
             record_failed_attempt(ident)
             raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Api-Key <key>'.")
-        try:
-            raw = header[1].decode("ascii")
-        except UnicodeDecodeError:
-            raw = ""
         api_key = api_key_authenticate(raw)
         if api_key is None:
             record_failed_attempt(ident)

@@ -1,6 +1,7 @@
 """The registry (benchmarks, evaluators, tasks, releases, races) and the
 precomputed standings visitors read."""
 
+from leaderboard.models.accounts import LoginFailureCounter
 from leaderboard.models.agents import Agent, AgentVersion
 from leaderboard.models.races import Race, ScorecardLevel, Validator
 from leaderboard.models.registry import Benchmark, Evaluator, Release, ReleaseTask, Task
@@ -11,6 +12,7 @@ __all__ = [
     "AgentVersion",
     "Benchmark",
     "Evaluator",
+    "LoginFailureCounter",
     "Race",
     "Release",
     "ReleaseTask",

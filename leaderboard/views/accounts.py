@@ -1,12 +1,73 @@
-"""Sign-up. Sign-in and sign-out are Django's own auth views (leaderboard/account_urls.py)."""
+"""Sign-up, and sign-in with a throttle. Sign-out is Django's own view (leaderboard/account_urls.py)."""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from django.contrib.auth import login
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
+
+from leaderboard.services.login_throttle import (
+    client_address,
+    login_failure_record,
+    login_failures_clear,
+    login_locked_until,
+    login_scope,
+)
+
+LOGIN_THROTTLED_MESSAGE = (
+    "Too many failed sign-in attempts for this account from your address. Signing in is locked for "
+    "%(minutes)s more minute(s); the password is not checked until then."
+)
+
+
+class ThrottledAuthenticationForm(AuthenticationForm):
+    """Django's sign-in form behind leaderboard.services.login_throttle: a locked (username,
+    address) pair is refused before the password is checked; every failure is counted."""
+
+    error_messages = {**AuthenticationForm.error_messages, "throttled": LOGIN_THROTTLED_MESSAGE}
+
+    throttled = False
+
+    def clean(self) -> dict[str, Any]:
+        username = self.cleaned_data.get("username") or ""
+        scope = login_scope(username=username, address=client_address(self.request))
+        locked_until = login_locked_until(scope=scope)
+        if locked_until is not None:
+            raise self._throttled(locked_until)
+        try:
+            cleaned = super().clean()
+        except ValidationError:
+            if username:
+                locked_until = login_failure_record(scope=scope)
+                if locked_until is not None:
+                    raise self._throttled(locked_until) from None
+            raise
+        login_failures_clear(scope=scope)
+        return cleaned
+
+    def _throttled(self, locked_until: Any) -> ValidationError:
+        self.throttled = True
+        minutes = max(1, math.ceil((locked_until - timezone.now()).total_seconds() / 60))
+        return ValidationError(self.error_messages["throttled"], code="throttled", params={"minutes": minutes})
+
+
+class ThrottledLoginView(auth_views.LoginView):
+    form_class = ThrottledAuthenticationForm
+    redirect_authenticated_user = True
+
+    def form_invalid(self, form: ThrottledAuthenticationForm) -> HttpResponse:
+        response = super().form_invalid(form)
+        if form.throttled:
+            response.status_code = 429  # Too Many Requests: the page says for how long
+        return response
 
 
 @require_http_methods(["GET", "POST"])

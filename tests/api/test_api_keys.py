@@ -55,15 +55,16 @@ def test_a_key_of_an_inactive_user_does_not_authenticate(world: Any, api: Any, o
     assert response.status_code == 401
 
 
-def test_failed_key_attempts_from_one_address_are_throttled(
+def test_failed_attempts_at_one_key_from_one_address_are_throttled(
     world: Any, api: Any, owner_key: str, settings: Any
 ) -> None:
     settings.PODIUM_API_KEY_FAILURE_LIMIT = 5
     settings.PODIUM_API_KEY_FAILURE_WINDOW = 300
+    prefix = owner_key.split("_")[1]
     for n in range(5):
-        guess = f"pdm_{'0' * 12}_{'x' * 40}{n}"
+        guess = f"pdm_{prefix}_{'x' * 40}{n}"
         assert api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {guess}").status_code == 401
-    # Past the limit even the right key is refused from that address: guessing cannot continue.
+    # Past the limit even the right secret for that prefix is refused from that address: guessing cannot continue.
     response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
     assert response.status_code == 429
     assert response.json()["error"]["code"] == "api_key_attempts_throttled"
@@ -71,6 +72,33 @@ def test_failed_key_attempts_from_one_address_are_throttled(
     # Another address is unaffected.
     other = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}", REMOTE_ADDR="10.9.9.9")
     assert other.status_code == 200
+
+
+def test_one_client_behind_a_shared_proxy_cannot_lock_out_the_other_key_users(
+    world: Any, api: Any, owner_key: str, settings: Any
+) -> None:
+    # PODIUM_NUM_PROXIES unset (0): every request arrives from the proxy's one address.
+    settings.PODIUM_API_KEY_FAILURE_LIMIT = 5
+    proxy = {"REMOTE_ADDR": "10.0.0.1"}
+    for n in range(20):  # guesses at other prefixes (five at prefix 0), and malformed headers
+        prefix = 0 if n < 5 else n
+        for header in (f"Api-Key pdm_{prefix:012x}_{'x' * 42}{n % 10}", "Api-Key x", "Api-Key a b"):
+            assert api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=header, **proxy).status_code in (401, 429)
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}", **proxy)
+    assert response.status_code == 200
+    # The attacker's own buckets are locked: a further guess at that prefix is refused unchecked.
+    locked = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key pdm_{0:012x}_{'y' * 43}", **proxy)
+    assert (locked.status_code, locked.json()["error"]["code"]) == (429, "api_key_attempts_throttled")
+
+
+def test_the_failure_count_is_keyed_on_the_key_prefix_and_the_address(world: Any, api: Any) -> None:
+    from rest_framework.test import APIRequestFactory
+
+    from submissions.api_keys import failure_ident
+
+    request = APIRequestFactory().get("/", REMOTE_ADDR="192.0.2.7")
+    assert failure_ident(request, f"pdm_{'ab' * 6}_{'s' * 43}") == f"{'ab' * 6}@192.0.2.7"
+    assert failure_ident(request, "garbage") == "-@192.0.2.7"
 
 
 def test_key_comparison_is_constant_time(monkeypatch: Any, world: Any, api: Any, owner_key: str) -> None:
@@ -145,8 +173,9 @@ def test_a_forged_forwarded_for_header_does_not_reset_the_failure_count(
     world: Any, api: Any, owner_key: str, settings: Any
 ) -> None:
     settings.PODIUM_API_KEY_FAILURE_LIMIT = 3
+    prefix = owner_key.split("_")[1]  # guesses at the owner's key: the failures counted against it
     for n in range(3):
-        guess = f"pdm_{'0' * 12}_{'x' * 40}{n}"
+        guess = f"pdm_{prefix}_{'x' * 40}{n}"
         api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {guess}", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}")
     response = api.get(
         "/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}", HTTP_X_FORWARDED_FOR="198.51.100.7"
