@@ -1,0 +1,319 @@
+"""No response lets anyone who chose a measured value derive a withheld anchor from it.
+
+Bundles go through the real path (API upload, verification, standings): a submitter uploads an
+evaluator-signed run, an honest-looking unsigned run and a mismatched unsigned bundle covering
+tasks whose anchors are withheld. Then every page, export and API response is fetched as an
+anonymous visitor, an unrelated account and the submitter, and every number in every body is
+checked against the arithmetic an outsider would do with the measured values they chose:
+``measured / shown`` (higher-is-better) and ``shown x measured`` (lower-is-better) must not
+give the anchor, and no shown aggregate may equal a macro mean that includes such a task (the
+other tasks' finals are public, so ``mean x n - others`` would give its final, hence its gap).
+Staff see everything: the same search over staff's bodies must find the values (the check can
+fail). The measured values of the signed run are searched for as well: only its submitter and
+staff may see them (with the public gap they would give the anchor to everyone).
+
+Whether the unsigned bundles are accepted or refused (the verification pipeline refuses unsigned
+results for withheld anchors) does not matter here: whatever exists is searched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from leaderboard.models import Agent, Benchmark, Evaluator, Release, ReleaseTask, Task
+from scoring import gap
+from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+from submissions.bundle.signatures import public_key_b64
+from submissions.models import Run, Submission
+from submissions.services.signing_keys import signing_key_register
+
+pytestmark = pytest.mark.django_db
+
+BENCHMARK, VERSION = "leak-bench", "v1"
+# (slug, genre, direction, anchor, published)
+TASKS = (
+    ("grasp", "reproduction", gap.HIGHER_IS_BETTER, 7.31, False),
+    ("plan", "reproduction", gap.LOWER_IS_BETTER, 12.345, False),
+    ("fly", "open", gap.HIGHER_IS_BETTER, 4.17, False),
+    ("walk", "open", gap.HIGHER_IS_BETTER, 0.62, True),
+)
+ROLES = ("anonymous", "other", "submitter")
+
+
+@dataclass
+class Truth:
+    """What the server recomputes for one bundle (scoring.gap on its own results)."""
+
+    bundle: str
+    signed: bool
+    breakdown: dict[str, Any]
+
+
+def _spec() -> gap.ReleaseSpec:
+    return gap.ReleaseSpec(
+        tasks={
+            slug: gap.TaskSpec(slug=slug, genre=genre, direction=direction, paper_value=anchor)
+            for slug, genre, direction, anchor, _ in TASKS
+        }
+    )
+
+
+def _rows(staff: Any) -> Release:
+    benchmark = Benchmark.objects.create(slug=BENCHMARK, name="Leak bench", scheme="paper_gap")
+    evaluator = Evaluator.objects.create(simulator="demo-sim")
+    release = Release.objects.create(
+        benchmark=benchmark,
+        version=VERSION,
+        required_task_set_hash=_spec().required_task_set_hash,
+        manifest_sha256="0" * 64,
+        published=True,
+        published_at=timezone.now(),
+    )
+    for position, (slug, genre, direction, anchor, published) in enumerate(TASKS):
+        task = Task.objects.create(
+            benchmark=benchmark, slug=slug, title=f"Task {slug}", platform="manipulation", direction="learning",
+            simulator=evaluator, genre=genre, mode="batch", metric_name="metric", metric_direction=direction,
+            paper_md="paper", brief_md="brief",
+        )  # fmt: skip
+        ReleaseTask.objects.create(
+            release=release, task=task, position=position, genre=genre, metric_direction=direction,
+            paper_value=anchor, anchor_published=published,
+        )  # fmt: skip
+    return release
+
+
+def _truth(directory: Path, spec: gap.ReleaseSpec, signed: bool) -> Truth:
+    results = {}
+    faithful = {}
+    path = directory / "faithfulness.json"
+    if path.exists():
+        faithful = {slug: v["faithful"] for slug, v in json.loads(path.read_text()).items()}
+    for file in sorted((directory / "results").glob("*.json")):
+        doc = json.loads(file.read_text())
+        episodes = [gap.Episode(e["metric"], e["rates"], e["aborted"]) for e in doc["episodes"]]
+        results[doc["task"]] = gap.TaskResult(episodes=episodes, faithful=faithful.get(doc["task"]))
+    return Truth(bundle=directory.name, signed=signed, breakdown=gap.score_run(spec, results).to_dict())
+
+
+@pytest.fixture
+def leak_world(tmp_path: Path, site_identity: Any, media_root: Any, settings: Any, django_capture_on_commit_callbacks):
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 50
+    users = get_user_model().objects
+    staff = users.create_user("staff", password="x-staff-password-1", is_staff=True)
+    submitter = users.create_user("submitter", password="x-submitter-password-1")
+    other = users.create_user("other", password="x-other-password-1")
+    release = _rows(staff)
+    Benchmark.objects.filter(slug=BENCHMARK).update(daily_submission_limit=100)
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=staff
+    )
+    spec = _spec()
+    uploads = [
+        # (uploader, bundle name, kwargs): a genuine signed run; an honest-looking unsigned run whose
+        # measured values the submitter chose; an unsigned bundle whose claim is off (a mismatch diff).
+        (submitter, "signed", {"agent_name": "Signed Agent", "skill": 0.83, "seed": 11, "sign_with": key}),
+        (submitter, "unsigned", {"agent_name": "Unsigned Agent", "skill": 1.31, "seed": 12,
+                                 "tasks": ["grasp", "plan", "walk"]}),
+        (submitter, "mismatch", {"agent_name": "Mismatch Agent", "skill": 1.38, "seed": 13,
+                                 "tasks": ["grasp", "fly", "walk"], "tamper": "claimed_aggregate"}),
+        (other, "others-signed", {"agent_name": "Other Agent", "skill": 1.07, "seed": 14, "sign_with": key}),
+    ]  # fmt: skip
+    truths = []
+    for user, name, kwargs in uploads:
+        directory = tmp_path / name
+        write_paper_gap_bundle_dir(
+            directory,
+            release_spec=spec,
+            required_task_set_hash=spec.required_task_set_hash,
+            benchmark=BENCHMARK,
+            release_version=VERSION,
+            agent_version="1.0",
+            **kwargs,
+        )
+        truths.append((user, _truth(directory, spec, "sign_with" in kwargs)))
+        sealed = seal_dir(directory, str(site_identity.to_public())).read_bytes()
+        client = APIClient()
+        client.force_login(user)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                "/api/v1/submissions/",
+                {"bundle": SimpleUploadedFile(f"{name}.age", sealed), "benchmark": BENCHMARK},
+                format="multipart",
+            )
+        assert response.status_code == 201, response.content
+    return {"staff": staff, "submitter": submitter, "other": other, "release": release, "truths": truths}
+
+
+def _urls(world: dict[str, Any]) -> list[str]:
+    release = world["release"]
+    board = [BENCHMARK, VERSION]
+    urls = [reverse("home"), reverse("release_detail", args=board), reverse("chart_data", args=board) + "?n=50"]
+    for tab in ("overall", "reproduction", "open"):
+        urls += [reverse(name, args=board) + f"?tab={tab}" for name in ("release_board", "board_csv", "board_json")]
+        urls.append(f"/api/v1/releases/{release.pk}/leaderboard/{tab}/")
+    urls += [reverse("task_detail", args=[*board, slug]) for slug, *_ in TASKS]
+    for run in Run.objects.all():
+        urls += [reverse("run_detail", args=[run.pk]), f"/api/v1/runs/{run.pk}/"]
+    for agent in Agent.objects.all():
+        urls += [reverse("agent_detail", args=[agent.slug]), reverse("agent_badge", args=[*board, agent.slug])]
+        urls.append(f"/api/v1/agents/{agent.slug}/")
+    urls += ["/api/v1/runs/", "/api/v1/agents/", "/api/v1/releases/", "/api/v1/tasks/", "/api/v1/submissions/"]
+    urls.append(reverse("my_submissions"))
+    for submission in Submission.objects.all():
+        urls += [
+            reverse("submission_detail", args=[submission.pk]),
+            reverse("submission_status", args=[submission.pk]),
+            f"/api/v1/submissions/{submission.pk}/",
+        ]
+    return urls
+
+
+def _bodies(world: dict[str, Any], role: str) -> dict[str, str]:
+    client = APIClient()
+    if role != "anonymous":
+        client.force_login(world[role])
+    bodies = {}
+    for url in _urls(world):
+        response = client.get(url)
+        assert response.status_code < 500, url
+        content = b"".join(response.streaming_content) if response.streaming else response.content
+        bodies[url] = content.decode()
+    return bodies
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+\.(\d+)(?:[eE][-+]?\d+)?")
+
+
+def _numbers(body: str) -> list[tuple[float, float]]:
+    """Every decimal number in ``body`` with the half-unit of its last shown digit."""
+    out = []
+    for match in _NUMBER.finditer(body):
+        text = match.group(0)
+        decimals = len(match.group(1))
+        if decimals < 2 or "e" in text.lower():
+            continue
+        out.append((float(text), 0.5 * 10.0**-decimals + 1e-12))
+    return out
+
+
+def _chosen(world: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each task result whose measured value the submitter chose (unsigned) on a withheld anchor,
+    with the aggregates that include it."""
+    anchors = {slug: (direction, anchor) for slug, _, direction, anchor, published in TASKS if not published}
+    genres = {slug: genre for slug, genre, *_ in TASKS}
+    out = []
+    for _user, truth in world["truths"]:
+        if truth.signed:
+            continue
+        aggregates = truth.breakdown["aggregates"]
+        for slug, entry in truth.breakdown["tasks"].items():
+            if slug not in anchors:
+                continue
+            direction, anchor = anchors[slug]
+            out.append(
+                {
+                    "where": f"{truth.bundle}/{slug}",
+                    "measured": entry["measured"],
+                    "direction": direction,
+                    "anchor": anchor,
+                    "values": [entry["gap"], entry["score"], entry["final"]],
+                    "means": [aggregates["overall"], aggregates[genres[slug]]],
+                }
+            )
+    return out
+
+
+def _derivations(body: str, chosen: list[dict[str, Any]]) -> list[str]:
+    """Every way a number in ``body`` gives away an anchor from a chosen measured value."""
+    found = []
+    for shown, half_unit in _numbers(body):
+        if shown == 0:
+            continue  # an unfaithful final of 0 says nothing about the anchor
+        for item in chosen:
+            measured, anchor = item["measured"], item["anchor"]
+            # measured / shown (higher is better: gap = measured / anchor) and shown x measured
+            # (lower is better: gap = anchor / measured), to the precision the number was shown with.
+            estimate = measured / shown if item["direction"] == gap.HIGHER_IS_BETTER else shown * measured
+            tolerance = (measured / shown**2 if item["direction"] == gap.HIGHER_IS_BETTER else measured) * half_unit
+            if abs(estimate - anchor) <= tolerance:
+                found.append(f"{shown} -> anchor of {item['where']} (per-task route)")
+            for mean in item["means"]:
+                # The macro-mean route: a shown aggregate equal to a mean that includes this task.
+                if mean and abs(shown - mean) <= half_unit:
+                    found.append(f"{shown} -> mean including {item['where']} (macro-mean route)")
+    return found
+
+
+def _signed_measured(world: dict[str, Any]) -> list[float]:
+    withheld = {slug for slug, *_, published in TASKS if not published}
+    return [
+        entry["measured"]
+        for _user, truth in world["truths"]
+        if truth.signed
+        for slug, entry in truth.breakdown["tasks"].items()
+        if slug in withheld
+    ]
+
+
+def test_no_response_lets_a_chooser_of_measured_values_derive_a_withheld_anchor(leak_world: dict[str, Any]) -> None:
+    chosen = _chosen(leak_world)
+    assert len(chosen) == 4  # grasp and plan of the unsigned run, grasp and fly of the mismatch
+    leaks = []
+    for role in ROLES:
+        for url, body in _bodies(leak_world, role).items():
+            leaks += [f"{role} {url}: {found}" for found in _derivations(body, chosen)]
+    assert leaks == []
+
+
+def test_the_search_finds_the_values_where_staff_may_see_them(leak_world: dict[str, Any]) -> None:
+    # Guards the test above: staff's pages show the unsigned run's scores, and the same search finds them.
+    chosen = _chosen(leak_world)
+    bodies = _bodies(leak_world, "staff")
+    run = Run.objects.get(agent_version__agent__slug="unsigned-agent")
+    found = _derivations(bodies[reverse("run_detail", args=[run.pk])], chosen)
+    assert any("per-task route" in f for f in found)
+    assert any("macro-mean route" in f for f in found)
+
+
+def test_the_measured_values_of_a_signed_run_reach_only_its_submitter_and_staff(leak_world: dict[str, Any]) -> None:
+    measured = _signed_measured(leak_world)
+    forms = {f"{value:.4g}" for value in measured} | {repr(value) for value in measured}
+    forms = {form for form in forms if sum(c.isdigit() for c in form) >= 4}
+    seen = {}
+    for role in (*ROLES, "staff"):
+        bodies = _bodies(leak_world, role)
+        seen[role] = {form for form in forms for body in bodies.values() if form in body}
+    assert seen["anonymous"] == set()
+    assert seen["other"] <= {f"{v:.4g}" for v in _measured_of(leak_world, "other")} | {
+        repr(v) for v in _measured_of(leak_world, "other")
+    }
+    assert seen["submitter"] and seen["staff"]
+
+
+def _measured_of(world: dict[str, Any], role: str) -> list[float]:
+    withheld = {slug for slug, *_, published in TASKS if not published}
+    return [
+        entry["measured"]
+        for user, truth in world["truths"]
+        if truth.signed and user == world[role]
+        for slug, entry in truth.breakdown["tasks"].items()
+        if slug in withheld
+    ]
+
+
+def test_the_signed_runs_are_ranked_and_the_unsigned_one_is_not(leak_world: dict[str, Any]) -> None:
+    body = APIClient().get(f"/api/v1/releases/{leak_world['release'].pk}/leaderboard/overall/").json()
+    assert sorted(row["agent_slug"] for row in body["results"]) == ["other-agent", "signed-agent"]
