@@ -1,0 +1,214 @@
+"""leaderboard.disclosure, the one rule behind every surface: what of a run (and of a mismatch
+diff) each viewer may see when a task's anchor is withheld."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from leaderboard.disclosure import Disclosure, release_diff_disclosure
+from leaderboard.models import ReleaseTask, Standing
+from leaderboard.services.standings import standings_refresh
+from submissions.models import Submission, TaskResult
+from tests.website.conftest import make_run, make_user
+
+UNSIGNED_SCORE = 1.3719  # distinctive: shown as "1.37"
+WALK = 0.4444
+
+
+def _as(client, role: str, owner):
+    if role == "owner":
+        client.force_login(owner)
+    elif role == "other":
+        client.force_login(make_user())
+    elif role == "staff":
+        client.force_login(make_user(is_staff=True))
+    return client
+
+
+# --------------------------------------------------------------------------- the rule itself
+
+
+@pytest.mark.parametrize(
+    ("path", "hidden"),
+    [
+        ("", True),
+        ("tasks", True),  # a whole missing "tasks" object carries every leaf below it
+        ("tasks.grasp", True),
+        ("tasks.grasp.gap", True),
+        ("tasks.grasp.score", True),
+        ("tasks.grasp.final", True),
+        ("tasks.grasp.measured", False),  # the submitter's own, from their results
+        ("tasks.grasp.penalties.collision_rate", False),
+        ("tasks.grasp.factor", False),
+        ("tasks.walk.gap", False),  # a published anchor
+        ("aggregates", True),
+        ("aggregates.overall", True),
+        ("aggregates.reproduction", True),
+        ("aggregates.open", False),  # no hidden open task
+        ("aggregates.coverage.covered", False),
+        ("aggregates.pass_rate", False),
+        ("claimed_only_field", False),
+    ],
+)
+def test_a_disclosure_hides_exactly_the_anchor_derived_paths(path, hidden):
+    disclosure = Disclosure(
+        scores_hidden=frozenset({"grasp"}), aggregates_hidden=frozenset({"overall", "reproduction"})
+    )
+    assert disclosure.hides_path(path) is hidden
+
+
+def test_a_diff_of_an_unknown_release_hides_every_score(db):
+    disclosure = release_diff_disclosure(None, user=None)
+    assert disclosure.hides_path("tasks.anything.gap")
+    assert disclosure.hides_path("aggregates.open")
+    assert not disclosure.hides_path("tasks.anything.measured")
+
+
+def test_staff_see_everything(db, release):
+    staff = make_user(is_staff=True)
+    tasks = list(ReleaseTask.objects.filter(release=release).select_related("task"))
+    assert not release_diff_disclosure(tasks, user=staff).anything_hidden
+
+
+# --------------------------------------------------------------------------- run page and API
+
+
+@pytest.fixture
+def unsigned_run(release):
+    owner = make_user()
+    run = make_run(release, agent_name="Chooser", submitter=owner, score=UNSIGNED_SCORE, signature="unsigned")
+    # walk's anchor is published: its own (different) scores are shown to everyone.
+    TaskResult.objects.filter(run=run, release_task__task__slug="walk").update(gap=WALK, score=WALK, final=WALK)
+    return run, owner
+
+
+@pytest.mark.parametrize("role", ["anonymous", "other", "owner"])
+def test_the_run_page_withholds_the_scores_of_an_unsigned_withheld_result_from_everyone(client, unsigned_run, role):
+    run, owner = unsigned_run
+    html = _as(client, role, owner).get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "1.37" not in html
+    assert 'data-field="scores-withheld"' in html
+    for key in ("overall", "reproduction", "open"):
+        assert f'<dd data-aggregate="{key}"><span class="withheld"' in html
+    assert "0.44" in html  # walk's own scores (a published anchor) are shown
+
+
+def test_staff_see_the_scores_of_an_unsigned_withheld_result(client, unsigned_run):
+    run, owner = unsigned_run
+    html = _as(client, "staff", owner).get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "1.37" in html
+    assert 'data-field="scores-withheld"' not in html
+
+
+@pytest.mark.parametrize("role", ["anonymous", "other", "owner"])
+def test_the_api_nulls_and_names_the_withheld_scores(client, unsigned_run, role):
+    run, owner = unsigned_run
+    body = _as(client, role, owner).get(f"/api/v1/runs/{run.pk}/").json()
+    assert (body["overall"], body["reproduction"], body["open"]) == (None, None, None)
+    assert body["withheld"] == ["open", "overall", "reproduction"]
+    assert body["confidence"] == {}
+    tasks = {task["task"]: task for task in body["tasks"]}
+    assert (tasks["grasp"]["gap"], tasks["grasp"]["final"]) == (None, None)
+    assert {"gap", "score", "final"} <= set(tasks["grasp"]["withheld"])
+    assert tasks["walk"]["gap"] == WALK and tasks["walk"]["withheld"] == []
+    listed = next(item for item in client.get("/api/v1/runs/").json()["results"] if item["id"] == run.pk)
+    assert listed["overall"] is None
+
+
+def test_a_signed_run_shows_its_scores_and_hides_only_measured_values(client, release):
+    owner = make_user()
+    run = make_run(release, submitter=owner, score=UNSIGNED_SCORE)  # signature "valid"
+    body = client.get(f"/api/v1/runs/{run.pk}/").json()
+    assert body["overall"] == UNSIGNED_SCORE and body["withheld"] == []
+    grasp = next(task for task in body["tasks"] if task["task"] == "grasp")
+    assert (grasp["measured"], grasp["gap"], grasp["withheld"]) == (None, UNSIGNED_SCORE, ["measured"])
+
+
+def test_the_agent_page_withholds_the_aggregates_too(client, unsigned_run):
+    run, _ = unsigned_run
+    make_run(run.release, agent_name="Chooser", version="2.0")  # a public signed version keeps the agent public
+    html = client.get(reverse("agent_detail", args=["chooser"])).content.decode()
+    assert "1.37" not in html
+    assert "Withheld" in html
+
+
+# --------------------------------------------------------------------------- standings
+
+
+def test_standings_never_rank_a_run_with_an_unsigned_withheld_result(release):
+    signed = make_run(release, agent_name="Signed", with_standings=False, score=0.9)
+    make_run(release, agent_name="Unsigned", with_standings=False, score=UNSIGNED_SCORE, signature="unsigned")
+    standings_refresh(release=release)
+    for tab in ("overall", "reproduction", "open"):
+        assert list(Standing.objects.filter(release=release, tab=tab).values_list("run_id", flat=True)) == [signed.pk]
+
+
+def test_an_unsigned_run_is_ranked_when_no_anchor_it_covers_is_withheld(release):
+    make_run(release, agent_name="Signed", with_standings=False, score=0.9)
+    make_run(release, agent_name="Unsigned", with_standings=False, score=UNSIGNED_SCORE, signature="unsigned")
+    ReleaseTask.objects.filter(release=release).update(anchor_published=True)
+    standings_refresh(release=release)
+    ranked = list(Standing.objects.filter(release=release, tab="overall").values_list("agent_name", flat=True))
+    assert ranked == ["Unsigned", "Signed"]
+
+
+# --------------------------------------------------------------------------- mismatch diffs
+
+
+MISMATCH_DIFF = [
+    {"path": "aggregates.overall", "claimed": 0.9, "recomputed": UNSIGNED_SCORE, "status": "diff"},
+    {"path": "tasks", "claimed": None, "recomputed": {"grasp": {"gap": UNSIGNED_SCORE}}, "status": "missing"},
+    {"path": "tasks.grasp.final", "claimed": 0.5, "recomputed": UNSIGNED_SCORE, "status": "diff"},
+    {"path": "tasks.walk.final", "claimed": 0.4, "recomputed": 0.4444, "status": "diff"},
+]
+STORED_MESSAGE = (
+    f"score_breakdown.json: 4 claimed value(s) differ from the recomputation "
+    f"(first: aggregates.overall claimed 0.9, recomputed {UNSIGNED_SCORE!r})"
+)
+
+
+@pytest.fixture
+def mismatch(release):
+    owner = make_user()
+    submission = make_run(release, submitter=owner).submission
+    Submission.objects.filter(pk=submission.pk).update(
+        verdict="mismatch", error_code="", error_message=STORED_MESSAGE, diff=MISMATCH_DIFF
+    )
+    return submission, owner
+
+
+def test_the_live_status_names_withheld_fields_without_their_values(client, mismatch):
+    submission, owner = mismatch
+    client.force_login(owner)
+    data = client.get(reverse("submission_status", args=[submission.pk])).json()
+    assert "1.37" not in str(data)
+    rows = {row["path"]: row for row in data["diff"]}
+    assert rows["tasks.grasp.final"] == {
+        "path": "tasks.grasp.final", "claimed": None, "recomputed": None, "status": "diff", "withheld": True
+    }  # fmt: skip
+    assert rows["aggregates.overall"]["withheld"] and rows["tasks"]["withheld"]
+    assert rows["tasks.walk.final"]["recomputed"] == 0.4444  # a published anchor's value is shown
+    assert data["error_message"] == (
+        "score_breakdown.json: 4 claimed value(s) differ from the recomputation "
+        "(first: aggregates.overall, values withheld because they would reveal a withheld anchor)"
+    )
+
+
+def test_the_submission_page_and_the_api_show_the_same_redacted_diff(client, mismatch):
+    submission, owner = mismatch
+    client.force_login(owner)
+    html = client.get(reverse("submission_detail", args=[submission.pk])).content.decode()
+    assert "1.37" not in html and "tasks.grasp.final" in html and "0.4444" in html
+    body = client.get(f"/api/v1/submissions/{submission.pk}/").json()
+    assert "1.37" not in str(body)
+    assert body["message"].endswith("values withheld because they would reveal a withheld anchor)")
+
+
+def test_the_stored_diff_is_kept_whole_and_staff_see_it(client, mismatch):
+    submission, _ = mismatch
+    submission.refresh_from_db()
+    assert submission.diff == MISMATCH_DIFF and submission.error_message == STORED_MESSAGE
+    client.force_login(make_user(is_staff=True))
+    body = client.get(f"/api/v1/submissions/{submission.pk}/").json()
+    assert body["diff"] == MISMATCH_DIFF and body["message"] == STORED_MESSAGE
