@@ -72,10 +72,13 @@ def make_release(db):
 
 @pytest.fixture
 def release_from_spec(db):
-    """Published release rows (benchmark, evaluator, tasks, release tasks) for a scoring.gap.ReleaseSpec."""
+    """Published release rows (benchmark, evaluator, tasks, release tasks) for a scoring.gap.ReleaseSpec.
+
+    Anchors are published unless ``anchors_published=False``: an unsigned result on a withheld
+    anchor is never ranked (leaderboard.disclosure), and these tests are about verification."""
     from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, Task
 
-    def make(spec, *, benchmark: str, version: str, published: bool = True):
+    def make(spec, *, benchmark: str, version: str, published: bool = True, anchors_published: bool = True):
         bench, _ = Benchmark.objects.get_or_create(slug=benchmark, defaults={"name": benchmark, "scheme": "paper_gap"})
         evaluator, _ = Evaluator.objects.get_or_create(simulator="demo-sim")
         release = Release.objects.create(
@@ -111,6 +114,7 @@ def release_from_spec(db):
                 genre=task_spec.genre,
                 metric_direction=task_spec.direction,
                 paper_value=task_spec.paper_value,
+                anchor_published=anchors_published,
                 score_cap=task_spec.cap,
                 penalties=[{"metric": metric, "limit": limit} for metric, limit in sorted(task_spec.penalties.items())],
             )
