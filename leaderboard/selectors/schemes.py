@@ -197,8 +197,13 @@ def race_runs_of(*, race: Race) -> list[RaceRun]:
     )
 
 
-def agent_version_get(*, benchmark: Benchmark, agent_slug: str, version: str) -> AgentVersion:
-    agent_version = AgentVersion.objects.select_related("agent").filter(agent__slug=agent_slug, version=version).first()
+def agent_version_get(*, benchmark: Benchmark, agent_slug: str, version: str, user: Any = None) -> AgentVersion:
+    """A public agent version (leaderboard.selectors.agents: one with a public run), or 404."""
+    from leaderboard.selectors.agents import agent_versions_public
+
+    agent_version = (
+        agent_versions_public(user=user).select_related("agent").filter(agent__slug=agent_slug, version=version).first()
+    )
     if agent_version is None:
         raise Http404(f"No agent version {agent_slug} {version}")
     return agent_version

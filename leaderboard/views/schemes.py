@@ -120,7 +120,9 @@ def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
 @require_GET
 def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version: str) -> HttpResponse:
     context = _race_context(benchmark)
-    agent_version = selectors.agent_version_get(benchmark=context["benchmark"], agent_slug=agent, version=version)
+    agent_version = selectors.agent_version_get(
+        benchmark=context["benchmark"], agent_slug=agent, version=version, user=request.user
+    )
     context.update(
         {
             "agent_version": agent_version,

@@ -77,3 +77,15 @@ def test_an_agent_becomes_public_with_its_first_public_run(client, release, agen
     assert client.get(reverse("agent_detail", args=["skunkworks-private-agent"])).status_code == 200
     versions = client.get("/api/v1/agents/skunkworks-private-agent/").json()["versions"]
     assert [v["version"] for v in versions] == ["2.0"]  # the private run's version stays unnamed
+
+
+def test_the_race_page_of_an_agent_version_without_a_public_run_is_a_404(client, db):
+    from leaderboard.models import Benchmark
+
+    Benchmark.objects.create(slug="race-bench", name="Race bench", scheme="race")
+    agent = Agent.objects.create(slug="left-by-a-rejected-race-bundle", name="Left Behind")
+    AgentVersion.objects.create(agent=agent, version="1.0")
+    url = reverse("race_agent_version", args=["race-bench", agent.slug, "1.0"])
+    assert client.get(url).status_code == 404
+    client.force_login(make_user(is_staff=True))
+    assert client.get(url).status_code == 200
