@@ -149,15 +149,18 @@ def run_disclosure(run: Any, *, user: Any, task_results: Sequence[Any] | None = 
         return NOTHING_HIDDEN
     results = list(run.task_results.all()) if task_results is None else list(task_results)
     sees_measured = viewer_is_submitter(run.submission.submitter_id, user)
+    # A draft release shows no anchor to anyone but staff, whatever its tasks' flags say.
+    release_published = bool(run.release.published)
     measured_hidden: set[str] = set()
     scores_hidden: set[str] = set()
     genres: set[str] = set()
     for result in results:
         release_task = result.release_task
         slug = release_task.task.slug
-        if not release_task.anchor_published and not sees_measured:
+        anchor_public = release_published and release_task.anchor_published
+        if not anchor_public and not sees_measured:
             measured_hidden.add(slug)
-        if result_reveals_anchor(anchor_published=release_task.anchor_published, signature=result.signature):
+        if result_reveals_anchor(anchor_published=anchor_public, signature=result.signature):
             scores_hidden.add(slug)
             genres.add(release_task.genre)
     aggregates = {"overall", *genres} if scores_hidden else set()

@@ -212,3 +212,16 @@ def test_the_stored_diff_is_kept_whole_and_staff_see_it(client, mismatch):
     client.force_login(make_user(is_staff=True))
     body = client.get(f"/api/v1/submissions/{submission.pk}/").json()
     assert body["diff"] == MISMATCH_DIFF and body["message"] == STORED_MESSAGE
+
+
+def test_a_draft_releases_published_flags_do_not_disclose_its_anchors(client, release):
+    from leaderboard.models import Release
+
+    owner = make_user()
+    run = make_run(release, submitter=owner, score=UNSIGNED_SCORE, signature="unsigned")
+    ReleaseTask.objects.filter(release=release).update(anchor_published=True)
+    Release.objects.filter(pk=release.pk).update(published=False)  # a draft: its anchors are not out yet
+    client.force_login(owner)
+    body = client.get(f"/api/v1/runs/{run.pk}/").json()
+    assert body["overall"] is None
+    assert all(task["gap"] is None for task in body["tasks"])
