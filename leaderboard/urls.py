@@ -3,6 +3,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from leaderboard.views.accounts import ThrottledAdminAuthenticationForm
+
+# The admin's sign-in goes through the same throttle as the site's (leaderboard.services.login_throttle).
+admin.site.login_form = ThrottledAdminAuthenticationForm
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("leaderboard.api_urls")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
@@ -28,22 +29,21 @@ LOGIN_THROTTLED_MESSAGE = (
 )
 
 
-class ThrottledAuthenticationForm(AuthenticationForm):
-    """Django's sign-in form behind leaderboard.services.login_throttle: a locked (username,
-    address) pair is refused before the password is checked; every failure is counted."""
-
-    error_messages = {**AuthenticationForm.error_messages, "throttled": LOGIN_THROTTLED_MESSAGE}
+class LoginThrottleMixin:
+    """leaderboard.services.login_throttle in front of an AuthenticationForm (the site's sign-in
+    and the admin's): a locked (username, address) pair is refused before the password is
+    checked; every failure is counted; a success clears the count."""
 
     throttled = False
 
     def clean(self) -> dict[str, Any]:
-        username = self.cleaned_data.get("username") or ""
-        scope = login_scope(username=username, address=client_address(self.request))
+        username = self.cleaned_data.get("username") or ""  # type: ignore[attr-defined]
+        scope = login_scope(username=username, address=client_address(self.request))  # type: ignore[attr-defined]
         locked_until = login_locked_until(scope=scope)
         if locked_until is not None:
             raise self._throttled(locked_until)
         try:
-            cleaned = super().clean()
+            cleaned = super().clean()  # type: ignore[misc]
         except ValidationError:
             if username:
                 locked_until = login_failure_record(scope=scope)
@@ -56,7 +56,15 @@ class ThrottledAuthenticationForm(AuthenticationForm):
     def _throttled(self, locked_until: Any) -> ValidationError:
         self.throttled = True
         minutes = max(1, math.ceil((locked_until - timezone.now()).total_seconds() / 60))
-        return ValidationError(self.error_messages["throttled"], code="throttled", params={"minutes": minutes})
+        return ValidationError(LOGIN_THROTTLED_MESSAGE, code="throttled", params={"minutes": minutes})
+
+
+class ThrottledAuthenticationForm(LoginThrottleMixin, AuthenticationForm):
+    """The site's sign-in form."""
+
+
+class ThrottledAdminAuthenticationForm(LoginThrottleMixin, AdminAuthenticationForm):
+    """The admin's sign-in form: the same throttle, so /admin/login/ is no way around it."""
 
 
 class ThrottledLoginView(auth_views.LoginView):

@@ -110,3 +110,14 @@ def test_the_usernames_tried_are_not_stored_in_clear(client, db, limits):
     counter = LoginFailureCounter.objects.get()
     assert "password" not in counter.scope
     assert counter.scope == login_scope(username="my-password-typed-as-username", address=ATTACKER)
+
+
+def test_the_admin_sign_in_is_throttled_the_same_way(client, db, limits):
+    make_user("root", is_staff=True, is_superuser=True)
+    for n in range(10):
+        client.post(reverse("admin:login"), {"username": "root", "password": f"guess-{n}"}, REMOTE_ADDR=ATTACKER)
+    response = client.post(reverse("admin:login"), {"username": "root", "password": PASSWORD}, REMOTE_ADDR=ATTACKER)
+    assert "Too many failed sign-in attempts" in response.content.decode()
+    assert not _signed_in(client)
+    # The site's form shares the count: the pair is locked there too.
+    assert _sign_in(client, "root", PASSWORD).status_code == 429
