@@ -6,8 +6,9 @@ tasks whose anchors are withheld. Then every page, export and API response is fe
 anonymous visitor, an unrelated account and the submitter, and every number in every body is
 checked against the arithmetic an outsider would do with the measured values they chose:
 ``measured / shown`` (higher-is-better) and ``shown x measured`` (lower-is-better) must not
-give the anchor, and no shown aggregate may equal a macro mean that includes such a task (the
-other tasks' finals are public, so ``mean x n - others`` would give its final, hence its gap).
+give the anchor, no shown number may equal the task's score or final (gap x the public penalty
+factors), and no shown aggregate may equal a macro mean that includes such a task (the other
+tasks' finals are public, so ``mean x n - others`` would give its final, hence its gap).
 Staff see everything: the same search over staff's bodies must find the values (the check can
 fail). The measured values of the signed run are searched for as well: only its submitter and
 staff may see them (with the public gap they would give the anchor to everyone).
@@ -197,13 +198,14 @@ def _bodies(world: dict[str, Any], role: str) -> dict[str, str]:
 _NUMBER = re.compile(r"(?<![\w.])-?\d+\.(\d+)(?:[eE][-+]?\d+)?")
 
 
-def _numbers(body: str) -> list[tuple[float, float]]:
-    """Every decimal number in ``body`` with the half-unit of its last shown digit."""
+def _numbers(body: str, min_decimals: int = 2) -> list[tuple[float, float]]:
+    """Every decimal number in ``body`` (with at least ``min_decimals`` decimals) with the
+    half-unit of its last shown digit."""
     out = []
     for match in _NUMBER.finditer(body):
         text = match.group(0)
         decimals = len(match.group(1))
-        if decimals < 2 or "e" in text.lower():
+        if decimals < min_decimals or "e" in text.lower():
             continue
         out.append((float(text), 0.5 * 10.0**-decimals + 1e-12))
     return out
@@ -236,10 +238,10 @@ def _chosen(world: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _derivations(body: str, chosen: list[dict[str, Any]]) -> list[str]:
+def _derivations(body: str, chosen: list[dict[str, Any]], min_decimals: int = 2) -> list[str]:
     """Every way a number in ``body`` gives away an anchor from a chosen measured value."""
     found = []
-    for shown, half_unit in _numbers(body):
+    for shown, half_unit in _numbers(body, min_decimals):
         if shown == 0:
             continue  # an unfaithful final of 0 says nothing about the anchor
         for item in chosen:
@@ -250,6 +252,11 @@ def _derivations(body: str, chosen: list[dict[str, Any]]) -> list[str]:
             tolerance = (measured / shown**2 if item["direction"] == gap.HIGHER_IS_BETTER else measured) * half_unit
             if abs(estimate - anchor) <= tolerance:
                 found.append(f"{shown} -> anchor of {item['where']} (per-task route)")
+            for value in item["values"]:
+                # The task's score and final: gap x the (public) penalty factors, so with the factors
+                # shown they give the gap, hence the anchor, just the same.
+                if value and abs(shown - value) <= half_unit:
+                    found.append(f"{shown} -> score/final of {item['where']} (factor route)")
             for mean in item["means"]:
                 # The macro-mean route: a shown aggregate equal to a mean that includes this task.
                 if mean and abs(shown - mean) <= half_unit:
