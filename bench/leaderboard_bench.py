@@ -191,6 +191,9 @@ def load(run_count: int) -> tuple[str, str]:
                         pass_rate=0.9,
                         episodes=100,
                         faithful=True if rt.genre == "reproduction" else None,
+                        # Evaluator-signed: an unsigned result on a withheld anchor is never ranked
+                        # (leaderboard.disclosure), and these anchors are withheld.
+                        signature="valid",
                     )
                 )
         TaskResult.objects.bulk_create(results, batch_size=5000)
