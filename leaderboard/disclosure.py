@@ -46,8 +46,6 @@ WITHHELD_SCORE_REASON = (
     "withheld: an unsigned result for a task whose anchor is withheld would reveal the anchor "
     "(measured / gap), so its scores are shown to nobody but staff"
 )
-WITHHELD_MEASURED_REASON = "shown to the submitter only while the anchor is withheld"
-WITHHELD_DIFF_REASON = "withheld: a recomputed value of a task whose anchor is withheld would reveal the anchor"
 
 
 @dataclass(frozen=True)
