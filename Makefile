@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint bootstrap demo worker clean
+.PHONY: run test lint bootstrap demo worker beat clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -36,8 +36,14 @@ lint: bootstrap
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy scoring/
 
+# Workers: as many as you like, on any host. Beat: exactly ONE for the whole site (it
+# schedules the sweeper; two would double every sweep). Its schedule file goes under
+# var/ (settings.CELERY_BEAT_SCHEDULE_FILENAME), never the repository root.
 worker: bootstrap
-	$(BIN)/celery -A leaderboard worker -B --loglevel=INFO
+	$(BIN)/celery -A leaderboard worker --loglevel=INFO
+
+beat: bootstrap
+	$(BIN)/celery -A leaderboard beat --loglevel=INFO
 
 clean:
 	rm -rf $(VENV) var

@@ -110,6 +110,16 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return Response(body, status=exc.status_code, headers=headers)
 
     request = context.get("request")
+    from leaderboard import unavailable
+
+    if unavailable.is_service_unavailable(exc):
+        # PostgreSQL (or storage) down inside an API view: the same 503 as everywhere else.
+        logger.error("service unavailable on %s: %s: %s", getattr(request, "path", "?"), type(exc).__name__, exc)
+        return Response(
+            unavailable.unavailable_body(exc),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers=unavailable.unavailable_headers(),
+        )
     logger.error(
         "Unhandled API error on %s", getattr(request, "path", "?"), exc_info=(type(exc), exc, exc.__traceback__)
     )

@@ -8,10 +8,13 @@ be the database or a context processor.
 
 from __future__ import annotations
 
+import sys
+
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, HttpResponseServerError, JsonResponse
 from django.template import loader
 
 from leaderboard.api_errors import error_body
+from leaderboard.unavailable import is_service_unavailable, unavailable_response
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -25,6 +28,11 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    # Called inside Django's except block: an unreachable database raised outside a view
+    # (a middleware, the session save) still gets the 503, not "something went wrong".
+    exc = sys.exc_info()[1]
+    if exc is not None and is_service_unavailable(exc):
+        return unavailable_response(request, exc)
     if _wants_json(request):
         return JsonResponse(
             error_body("server_error", "The server failed to handle this request; it has been logged."), status=500

@@ -12,7 +12,9 @@ falling back silently (the pattern of healthchecks' hc/settings.py).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -53,6 +55,49 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw not in choices:
+        raise ImproperlyConfigured(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+    return raw
+
+
+def env_url(name: str, default: str = "", *, schemes: tuple[str, ...] = ("http", "https")) -> str:
+    """An absolute URL (or empty); refuses a value with another scheme or no host."""
+    raw = os.environ.get(name, default).strip()
+    if not raw:
+        return ""
+    parsed = urlsplit(raw)
+    if parsed.scheme not in schemes or not parsed.hostname:
+        raise ImproperlyConfigured(f"{name}={raw!r}: expected an absolute {'/'.join(schemes)} URL with a host")
+    return raw
+
+
+# DRF reads "<count>/<period>" and looks only at the period's first letter, so "lots" or
+# "10/fortnight" would pass start-up and then turn every throttled request into a 500.
+_RATE = re.compile(r"^([1-9][0-9]*)/(s|sec|second|seconds|m|min|minute|minutes|h|hour|hours|d|day|days)$")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A DRF throttle rate such as ``600/min``; refuses anything DRF would choke on later."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if not _RATE.match(raw.strip()):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r}: expected a rate '<requests>/<period>' with a whole number >= 1 and a period "
+            "of second, minute, hour or day (s, sec, m, min, h, hour, d, day), e.g. '600/min'"
+        )
+    return raw.strip()
+
+
+# S3 bucket names (AWS rules, also what SeaweedFS and MinIO accept): 3-63 characters of
+# lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
 DJANGO_ENV = env_str("DJANGO_ENV", "development")
 if DJANGO_ENV not in {"development", "production"}:
     raise ImproperlyConfigured(f"DJANGO_ENV={DJANGO_ENV!r}: expected 'development' or 'production'")
@@ -89,6 +134,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # PostgreSQL (or storage) down: a 503 page or JSON error, never a traceback.
+    "leaderboard.unavailable.ServiceUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -121,6 +168,10 @@ TEMPLATES = [
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # A database host that does not answer costs a request this many seconds, then a
+        # 503 page (leaderboard.unavailable), instead of hanging a gunicorn worker.
+        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 5, minimum=1)
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -137,7 +188,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 REDIS_URL = env_str("REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Redis down is a cache miss, never an error (leaderboard.cache): pages fall back to the
+    # database, and the short socket timeouts keep a Redis host that stopped answering from
+    # holding a request for long.
+    CACHES = {
+        "default": {
+            "BACKEND": "leaderboard.cache.FailSoftRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "podium"}}
 
@@ -165,6 +225,8 @@ PODIUM_BOOTSTRAP_RESAMPLES = env_int("PODIUM_BOOTSTRAP_RESAMPLES", 1000)
 # FOR TESTS ONLY: a verification sleeps this many seconds after claiming its submission,
 # so the worker-kill test can kill -9 a worker that is verifying. Leave at 0.
 PODIUM_VERIFY_DELAY_SECONDS = env_int("PODIUM_VERIFY_DELAY_SECONDS", 0)
+# Beat's schedule state lives under var/ (never the repository root, wherever beat is started).
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "submissions.tasks.sweep_stuck_submissions",
@@ -191,8 +253,55 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 WHITENOISE_USE_FINDERS = not PRODUCTION
 if not PRODUCTION:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Object storage: with PODIUM_S3_BUCKET set, bundles go to an S3-compatible bucket through
+# django-storages (every web and worker host reads the same objects); otherwise to MEDIA_ROOT
+# (the embedded default, one host only). Every bundle read and write goes through
+# default_storage, never a path under MEDIA_ROOT.
+PODIUM_S3_BUCKET = env_str("PODIUM_S3_BUCKET").strip()
+if PODIUM_S3_BUCKET and not _BUCKET.match(PODIUM_S3_BUCKET):
+    raise ImproperlyConfigured(
+        f"PODIUM_S3_BUCKET={PODIUM_S3_BUCKET!r}: expected an S3 bucket name (3-63 lowercase letters, digits, "
+        "dots or hyphens, starting and ending with a letter or digit)"
+    )
+AWS_S3_ENDPOINT_URL = env_url("AWS_S3_ENDPOINT_URL")
+AWS_S3_REGION_NAME = env_str("AWS_S3_REGION_NAME").strip()
+AWS_ACCESS_KEY_ID = env_str("AWS_ACCESS_KEY_ID")
+AWS_SECRET_ACCESS_KEY = env_str("AWS_SECRET_ACCESS_KEY")
+if bool(AWS_ACCESS_KEY_ID) != bool(AWS_SECRET_ACCESS_KEY):
+    raise ImproperlyConfigured(
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: set both, or neither (then boto3 finds credentials "
+        "itself: instance profile, ~/.aws)"
+    )
+# Most S3-compatible servers (SeaweedFS, MinIO) want path-style URLs; AWS itself takes either.
+AWS_S3_ADDRESSING_STYLE = env_choice(
+    "AWS_S3_ADDRESSING_STYLE", "path" if AWS_S3_ENDPOINT_URL else "auto", ("auto", "path", "virtual")
+)
+PODIUM_S3_PREFIX = env_str("PODIUM_S3_PREFIX").strip("/")
+if PODIUM_S3_BUCKET:
+    _default_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": PODIUM_S3_BUCKET,
+            "location": PODIUM_S3_PREFIX,
+            "endpoint_url": AWS_S3_ENDPOINT_URL or None,
+            "region_name": AWS_S3_REGION_NAME or None,
+            "access_key": AWS_ACCESS_KEY_ID or None,
+            "secret_key": AWS_SECRET_ACCESS_KEY or None,
+            "addressing_style": None if AWS_S3_ADDRESSING_STYLE == "auto" else AWS_S3_ADDRESSING_STYLE,
+            "signature_version": "s3v4",
+            # Objects are private; the bucket's own policy decides, never a public ACL.
+            "default_acl": None,
+            # Never overwrite: names are content hashes, and a second writer must not clobber the first.
+            "file_overwrite": False,
+            # An object read back is spooled to disk past 2 MiB (the default, 0, keeps the whole
+            # object in memory: a 256 MiB bundle per worker).
+            "max_memory_size": 2 * 1024 * 1024,
+        },
+    }
+else:
+    _default_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _default_storage,
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if PRODUCTION
@@ -234,8 +343,8 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
-        "anon": env_str("PODIUM_API_ANON_RATE", "600/min"),
-        "user": env_str("PODIUM_API_USER_RATE", "1200/min"),
+        "anon": env_rate("PODIUM_API_ANON_RATE", "600/min"),
+        "user": env_rate("PODIUM_API_USER_RATE", "1200/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Client address for throttles: REMOTE_ADDR, unless this many trusted proxies append to
@@ -258,6 +367,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 if PRODUCTION:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # Load balancers probe gunicorn directly over plain HTTP: the probes answer there.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
@@ -265,12 +376,35 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
+# One line per record on stderr (gunicorn and celery collect it): UTC time, level, process,
+# logger, message. docs/deploy.md shows a line.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "line": {
+            "format": "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s",
+            "datefmt": "%Y-%m-%dT%H:%M:%S%z",
+        }
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+
+# Email: Django's error reports to PODIUM_ADMIN_EMAILS. SMTP when EMAIL_HOST is set,
+# else printed to the console (development).
+ADMINS = [(address, address) for address in env_list("PODIUM_ADMIN_EMAILS")]
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "podium@localhost")
+SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
 
 
 # API keys: failed `Api-Key` attempts counted per client IP in the cache; past the

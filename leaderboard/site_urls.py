@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from leaderboard.views import exports, pages
+from leaderboard.views import exports, health, pages
 
 urlpatterns = [
     path("", pages.home, name="home"),
     path("healthz", pages.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("benchmarks/<slug:benchmark>/", pages.benchmark_detail, name="benchmark_detail"),
     path("benchmarks/<slug:benchmark>/<str:version>/", pages.release_board, name="release_board"),
     path("benchmarks/<slug:benchmark>/<str:version>/board.csv", exports.board_csv, name="board_csv"),

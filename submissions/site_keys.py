@@ -112,3 +112,74 @@ def keyring_append_new_key() -> SiteKey:
         handle.write(f"# public key: {public}\n{identity}\n")
     os.chmod(path, 0o600)
     return SiteKey(key_id=key_id_for(public), public_key=public, identity=identity)
+
+
+# ------------------------------------------------------------ backup and restore
+
+
+def keyring_export(recipients: list[str]) -> bytes:
+    """The whole keyring (every identity, oldest first), age-encrypted to the operator's own
+    recipients, ASCII-armored. Without these identities every stored bundle is undecryptable,
+    so this is the one backup that cannot be recreated; it is only ever written encrypted."""
+    if not recipients:
+        raise SiteKeyError("give at least one --recipient (the operator's own age1... public key)")
+    parsed = []
+    for recipient in recipients:
+        try:
+            parsed.append(pyrage.x25519.Recipient.from_str(recipient.strip()))
+        except Exception:
+            raise SiteKeyError(f"--recipient {recipient[:80]!r}: not an age X25519 recipient (age1...)") from None
+    keys = site_keys()
+    lines = ["# Podium site keys (oldest first; the last is the current key)"]
+    for key in keys:
+        lines += [f"# key id {key.key_id}, public key: {key.public_key}", str(key.identity)]
+    return pyrage.encrypt(("\n".join(lines) + "\n").encode("ascii"), parsed, armored=True)
+
+
+def read_identity_file(path: Path) -> list[pyrage.x25519.Identity]:
+    """An age identity file (``age-keygen`` output: AGE-SECRET-KEY lines, ``#`` comments)."""
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SiteKeyError(f"--identity {path}: cannot read it: {exc}") from None
+    identities = [key.identity for key in parse_keyring(text, source=f"--identity {path}")]
+    if not identities:
+        raise SiteKeyError(f"--identity {path}: no AGE-SECRET-KEY line in it")
+    return identities
+
+
+def keyring_import(data: bytes, identities: list[pyrage.x25519.Identity]) -> list[SiteKey]:
+    """Decrypt an exported keyring and add the keys the keyring file lacks; returns those added.
+
+    Keys already present stay where they are; missing ones are appended in the exported
+    order, so after restoring onto a fresh host the exported current key is current again
+    (clients may still seal to it). Refused when the keys come from PODIUM_SITE_KEYS.
+    """
+    if settings.PODIUM_SITE_KEYS:
+        raise SiteKeyError(
+            "site keys come from PODIUM_SITE_KEYS; decrypt the export with `age -d -i IDENTITY FILE` and put "
+            "its AGE-SECRET-KEY lines there"
+        )
+    try:
+        text = pyrage.decrypt(data, identities).decode("ascii")
+    except pyrage.DecryptError:
+        raise SiteKeyError("the export does not open with the given identity (or it is not an age file)") from None
+    except UnicodeDecodeError:
+        raise SiteKeyError("the export decrypts to something that is not a keyring") from None
+    imported = parse_keyring(text, source="the export")
+    if not imported:
+        raise SiteKeyError("the export holds no site keys")
+    path = Path(settings.PODIUM_SITE_KEYS_FILE)
+    try:
+        existing = {key.key_id for key in parse_keyring(path.read_text(encoding="ascii"), source=str(path))}
+    except FileNotFoundError:
+        existing = set()
+    added = [key for key in imported if key.key_id not in existing]
+    if added:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="ascii") as handle:
+            for key in added:
+                handle.write(f"# public key: {key.public_key} (imported)\n{key.identity}\n")
+        os.chmod(path, 0o600)
+    return added

@@ -164,8 +164,13 @@ def _test_queue_cleanup():
     yield
     import redis
 
+    from tests.broker_leftovers import clean
+
     broker = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
     broker.delete(TEST_QUEUE, f"_kombu.binding.{TEST_QUEUE}", f"_kombu.binding_permanent.{TEST_QUEUE}")
+    # And the messages killed workers never acknowledged (they would be redelivered into a
+    # later run's queue): every queue of this session starts with TEST_QUEUE.
+    clean(os.environ["CELERY_BROKER_URL"], TEST_QUEUE)
 
 
 @pytest.fixture

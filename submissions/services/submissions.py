@@ -105,6 +105,28 @@ def _display_name(original_name: str, uploaded_file: Any) -> str:
     return str(name).replace("\\", "/").rsplit("/", 1)[-1][:ORIGINAL_NAME_MAX]
 
 
+def _store(name: str, spool: IO[bytes]) -> None:
+    """Put the spooled bundle in the storage (local or S3) under its content name.
+
+    Raises StorageUnavailable (answered 503 with Retry-After, nothing written to the
+    database) when the storage cannot be reached: the upload is refused whole, never
+    half-recorded.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from leaderboard.unavailable import StorageUnavailable
+
+    try:
+        if not default_storage.exists(name):
+            spool.seek(0)
+            stored = default_storage.save(name, File(spool, name=name))
+            if stored != name:  # a concurrent upload of the same bytes won the race for the name
+                default_storage.delete(stored)
+    except (OSError, BotoCoreError, ClientError) as exc:
+        logger.error("could not store bundle %s: %s: %s", name, type(exc).__name__, exc)
+        raise StorageUnavailable(f"cannot store {name}") from exc
+
+
 def submission_create(
     *,
     user: Any,
@@ -131,11 +153,7 @@ def submission_create(
         if existing is not None:
             return existing, False
         name = bundle_storage_name(sha256)
-        if not default_storage.exists(name):
-            spool.seek(0)
-            stored = default_storage.save(name, File(spool, name=name))
-            if stored != name:  # a concurrent upload of the same bytes won the race for the name
-                default_storage.delete(stored)
+        _store(name, spool)
     try:
         with transaction.atomic():
             submission = Submission(

@@ -162,15 +162,22 @@ def _mark_error(submission_id: Any, message: str = RETRYING_MESSAGE) -> None:
 
 @contextlib.contextmanager
 def bundle_local_path(name: str) -> Iterator[Path]:
-    """A filesystem path for the stored bundle; copies it down when storage is remote."""
-    try:
-        yield Path(default_storage.path(name))
-        return
-    except NotImplementedError:
-        pass
+    """A local scratch copy of the stored bundle, read through the storage API.
+
+    Always a copy, even from local storage: the worker never assumes the bundle sits
+    in its own MEDIA_ROOT (with object storage, a worker host has none of the bundles),
+    and the copy is deleted when the block ends.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
     with tempfile.NamedTemporaryFile(prefix="podium-bundle-", suffix=".age") as local:
-        with default_storage.open(name, "rb") as remote:
-            shutil.copyfileobj(remote, local, 1024 * 1024)
+        try:
+            with default_storage.open(name, "rb") as remote:
+                shutil.copyfileobj(remote, local, 1024 * 1024)
+        except (BotoCoreError, ClientError) as exc:
+            # The object store is unreachable or refused (S3): storage I/O, so a transient
+            # fault the task retries (TRANSIENT_ERRORS has OSError), like a local disk error.
+            raise OSError(f"bundle storage: cannot read {name}: {type(exc).__name__}") from exc
         local.flush()
         yield Path(local.name)
 

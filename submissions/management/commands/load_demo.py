@@ -82,12 +82,20 @@ class Command(BaseCommand):
     help = "Load the demo releases and runs through the real verification path (idempotent)."
 
     def handle(self, *args, **options):
+        from leaderboard.celery import app
         from leaderboard.manifest import ManifestError
 
+        # The demo verifies in-process. With a broker configured, the uploads' on-commit
+        # enqueue (and each run's follow-ups) would also leave every task in the queue for
+        # a worker to redo: run them eagerly here instead, so the broker sees nothing.
+        saved = app.conf.task_always_eager
+        app.conf.task_always_eager = True
         try:
             self._handle()
         except ManifestError as exc:
             raise CommandError(f"a demo manifest is invalid: {exc}") from None
+        finally:
+            app.conf.task_always_eager = saved
 
     def _handle(self) -> None:
         from leaderboard.manifest import load_manifest

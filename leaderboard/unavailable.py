@@ -1,0 +1,99 @@
+"""A dependency down: a clear 503, never a traceback.
+
+When PostgreSQL cannot be reached (or the bundle storage, during an upload), a
+request is answered ``503 Service Unavailable`` with ``Retry-After``: under /api/
+the API's JSON error (``database_unavailable`` / ``storage_unavailable``),
+elsewhere a plain page rendered without a request context (context processors
+would query the very database that is down). The error's own text is logged,
+never shown: it names hosts and ports.
+
+Three places use this one rule: the middleware below (an error raised by a
+view), the API's exception handler (a DRF view catches exceptions before any
+middleware sees them), and the site's handler500 (an error raised by another
+middleware, e.g. the session's).
+
+Redis is not here: the cache degrades to misses (leaderboard.cache) and an
+upload whose enqueue fails stays queued in the database for the sweeper.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
+
+logger = logging.getLogger("podium.unavailable")
+
+# What a client is told to wait before trying again: long enough for a database
+# restart or failover, short enough that a script does not give up.
+RETRY_AFTER_SECONDS = 30
+# psycopg's connection failures (and a connection lost mid-request) surface as these.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
+
+
+class ServiceUnavailable(Exception):
+    """A dependency the request needs is down; answered 503 with ``code``."""
+
+    code = "service_unavailable"
+    public_message = "A service the site depends on is unavailable; nothing was changed."
+
+
+class StorageUnavailable(ServiceUnavailable):
+    code = "storage_unavailable"
+    public_message = "The site's file storage is unavailable; the upload was not stored."
+
+
+def unavailable_code(exc: BaseException | None) -> tuple[str, str] | None:
+    """(code, message) when ``exc`` means a dependency is down, else None."""
+    if isinstance(exc, ServiceUnavailable):
+        return exc.code, exc.public_message
+    if isinstance(exc, DATABASE_ERRORS):
+        return "database_unavailable", "The site's database is unavailable; nothing was changed."
+    return None
+
+
+def is_service_unavailable(exc: BaseException | None) -> bool:
+    return unavailable_code(exc) is not None
+
+
+def unavailable_body(exc: BaseException) -> dict[str, Any]:
+    from leaderboard.api_errors import error_body
+
+    code, message = unavailable_code(exc) or ("service_unavailable", ServiceUnavailable.public_message)
+    return error_body(code, f"{message} Try again in {RETRY_AFTER_SECONDS} seconds.")
+
+
+def unavailable_headers() -> dict[str, str]:
+    # A 503 must not be cached by the proxy in place of the page.
+    return {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
+
+
+def unavailable_response(request: HttpRequest, exc: BaseException) -> HttpResponse:
+    """The 503 answer: JSON under /api/, a plain page elsewhere."""
+    logger.error("%s on %s %s: %s: %s", unavailable_code(exc), request.method, request.path, type(exc).__name__, exc)
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse(unavailable_body(exc), status=503)
+    else:
+        response = HttpResponse(loader.render_to_string("503.html"), status=503)
+    for name, value in unavailable_headers().items():
+        response[name] = value
+    return response
+
+
+class ServiceUnavailableMiddleware:
+    """Turns a view's database (or storage) outage into the 503 answer."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_service_unavailable(exception):
+            return None
+        return unavailable_response(request, exception)

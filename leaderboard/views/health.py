@@ -1,0 +1,95 @@
+"""Readiness: can this process serve, with every service it depends on?
+
+``/healthz`` (leaderboard.views.pages) stays trivial: the process answers. A load
+balancer or orchestrator takes a host out of rotation on ``/readyz`` instead:
+it checks the database, the cache's and the broker's Redis, and the bundle
+storage, each bounded by a short timeout, and answers 200 or 503 naming what
+failed. The answer never carries an error's text (it could name hosts or
+credentials); the reason is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.files.storage import FileSystemStorage, default_storage
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+logger = logging.getLogger("podium.readyz")
+
+# Seconds a Redis ping may take before the check counts as failed.
+REDIS_TIMEOUT_SECONDS = 1.0
+OK, FAILED, SKIPPED = "ok", "unavailable", "not configured"
+
+
+def check_database() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return OK
+
+
+def _ping_redis(url: str) -> str:
+    import redis
+
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return SKIPPED
+    client = redis.Redis.from_url(
+        url, socket_connect_timeout=REDIS_TIMEOUT_SECONDS, socket_timeout=REDIS_TIMEOUT_SECONDS
+    )
+    try:
+        client.ping()
+    finally:
+        client.close()
+    return OK
+
+
+def check_cache() -> str:
+    """The cache's Redis (pinged directly: the cache backend itself turns an outage into misses)."""
+    return _ping_redis(settings.REDIS_URL) if settings.REDIS_URL else SKIPPED
+
+
+def check_broker() -> str:
+    """The Celery broker; in-process tasks (no broker configured) need none."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return SKIPPED
+    return _ping_redis(settings.CELERY_BROKER_URL)
+
+
+def check_storage() -> str:
+    """The bundle storage answers a listing (S3: the bucket exists and the credentials work)."""
+    try:
+        default_storage.listdir("")
+    except FileNotFoundError:
+        # A local media root nothing was stored in yet: the first upload creates it.
+        if not isinstance(default_storage._wrapped, FileSystemStorage):  # type: ignore[attr-defined]
+            raise
+    return OK
+
+
+CHECKS: dict[str, Callable[[], str]] = {
+    "database": check_database,
+    "cache": check_cache,
+    "broker": check_broker,
+    "storage": check_storage,
+}
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    results: dict[str, str] = {}
+    for name, check in CHECKS.items():
+        try:
+            results[name] = check()
+        except Exception as exc:  # every failure is a "not ready", whatever raised it
+            logger.warning("readiness check %s failed: %s: %s", name, type(exc).__name__, exc)
+            results[name] = FAILED
+    failed = [name for name, result in results.items() if result == FAILED]
+    body = {"ready": not failed, "failed": failed, "checks": results}
+    return JsonResponse(body, status=503 if failed else 200)
