@@ -278,6 +278,8 @@ AWS_S3_ADDRESSING_STYLE = env_choice(
 )
 PODIUM_S3_PREFIX = env_str("PODIUM_S3_PREFIX").strip("/")
 if PODIUM_S3_BUCKET:
+    from botocore.config import Config as BotoConfig
+
     _default_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
@@ -296,6 +298,13 @@ if PODIUM_S3_BUCKET:
             # An object read back is spooled to disk past 2 MiB (the default, 0, keeps the whole
             # object in memory: a 256 MiB bundle per worker).
             "max_memory_size": 2 * 1024 * 1024,
+            # Bounded waits: an unreachable store fails an upload with a 503 in seconds
+            # (leaderboard.unavailable) instead of holding a web worker for minutes.
+            "client_config": BotoConfig(
+                connect_timeout=env_int("AWS_S3_CONNECT_TIMEOUT", 5, minimum=1),
+                read_timeout=env_int("AWS_S3_READ_TIMEOUT", 60, minimum=1),
+                retries={"mode": "standard", "max_attempts": 3},
+            ),
         },
     }
 else:

@@ -46,6 +46,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"needs live services: {reason}"))
 
 
+def s3_missing() -> str | None:
+    """Why S3 storage is not configured for this run, or None when it is."""
+    if not getattr(settings, "PODIUM_S3_BUCKET", ""):
+        return "PODIUM_S3_BUCKET is not set (no S3-compatible storage; .ci/run starts SeaweedFS)"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _s3_storage_required(request: pytest.FixtureRequest) -> None:
+    """Tests marked `s3` skip with a reason without a bucket, and fail under REQUIRE_SERVICES."""
+    if request.node.get_closest_marker("s3") is None:
+        return
+    reason = s3_missing()
+    if reason is None:
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"REQUIRE_SERVICES is set but {reason}")
+    pytest.skip(f"needs S3 storage: {reason}")
+
+
 # ------------------------------------------------------------------ Celery
 
 # One queue per test session, so a worker started by these tests never takes
