@@ -132,7 +132,8 @@ def keyring_export(recipients: list[str]) -> bytes:
     keys = site_keys()
     lines = ["# Podium site keys (oldest first; the last is the current key)"]
     for key in keys:
-        lines += [f"# key id {key.key_id}, public key: {key.public_key}", str(key.identity)]
+        # No commas in comments: parse_keyring also splits on commas (the environment form).
+        lines += [f"# key id {key.key_id} public key {key.public_key}", str(key.identity)]
     return pyrage.encrypt(("\n".join(lines) + "\n").encode("ascii"), parsed, armored=True)
 
 

@@ -27,3 +27,40 @@ def test_every_response_carries_a_content_security_policy_without_unsafe_inline(
     policy = response.headers["Content-Security-Policy"]
     assert "script-src 'self'" in policy
     assert "unsafe-inline" not in policy
+
+
+@pytest.mark.parametrize("rate", ["600/min", "5/s", "10/second", "100/hour", "1/d", "3/days"])
+def test_env_rate_accepts_what_drf_understands(monkeypatch, rate):
+    monkeypatch.setenv("PODIUM_RATE", rate)
+    assert podium_settings.env_rate("PODIUM_RATE", "1/min") == rate
+
+
+@pytest.mark.parametrize("rate", ["lots", "0/min", "10/fortnight", "10", "/min", "ten/min", "10/min/2", "-5/min"])
+def test_env_rate_refuses_what_drf_would_crash_on_at_the_first_request(monkeypatch, rate):
+    monkeypatch.setenv("PODIUM_RATE", rate)
+    with pytest.raises(ImproperlyConfigured, match=r"PODIUM_RATE=.*expected a rate '<requests>/<period>'"):
+        podium_settings.env_rate("PODIUM_RATE", "1/min")
+
+
+def test_an_anonymous_api_rate_of_lots_stops_start_up_with_a_clear_message():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "PODIUM_API_ANON_RATE": "lots"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "PODIUM_API_ANON_RATE='lots': expected a rate '<requests>/<period>'" in done.stderr
+
+
+def test_beat_keeps_its_schedule_file_under_var_not_the_repository_root():
+    from django.conf import settings
+
+    assert str(settings.VAR_DIR / "celerybeat-schedule") == settings.CELERY_BEAT_SCHEDULE_FILENAME

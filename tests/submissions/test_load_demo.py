@@ -37,3 +37,17 @@ def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes
         SigningKey.objects.count(),
     ) == counts
     assert "unchanged" in capsys.readouterr().out
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: the uploads' on-commit enqueue fires
+def test_load_demo_verifies_in_process_and_publishes_nothing_to_the_broker(site_identity, monkeypatch):
+    from leaderboard.celery import app
+
+    published = []
+    app.conf.task_always_eager = False  # as with a broker configured (the autouse fixture restores it)
+    monkeypatch.setattr(app, "send_task", lambda name, *args, **kwargs: published.append(name))
+    call_command("load_demo")
+    assert published == []
+    assert paper_gap_submissions().count() == 15
+    assert not paper_gap_submissions().exclude(status="done").exists()
+    assert app.conf.task_always_eager is False  # restored afterwards

@@ -1,0 +1,151 @@
+"""A dependency down answers 503 (never a 500 or a traceback), and /readyz says which."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import OperationalError
+from django.test import Client, override_settings
+from django.urls import path
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard import urls as root_urls
+
+DOWN = "connection to server at 127.0.0.1, port 5432 failed: Connection refused"
+
+
+def page_without_database(request):
+    raise OperationalError(DOWN)
+
+
+class ApiWithoutDatabase(APIView):
+    def get(self, request):
+        raise OperationalError(DOWN)
+
+
+class ApiThatWorks(APIView):
+    def get(self, request):
+        return Response({"ok": True})
+
+
+class DatabaseDownInMiddleware:
+    """Stands for a middleware that queries the database (the session's save)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.path == "/middleware-down/":
+            raise OperationalError(DOWN)
+        return response
+
+
+def ok(request):
+    from django.http import HttpResponse
+
+    return HttpResponse("fine")
+
+
+urlpatterns = [
+    path("api/v1/down/", ApiWithoutDatabase.as_view()),
+    path("api/v1/up/", ApiThatWorks.as_view()),
+    path("down/", page_without_database),
+    path("middleware-down/", ok),
+    *root_urls.urlpatterns,
+]
+handler404 = root_urls.handler404
+handler500 = root_urls.handler500
+
+
+@pytest.fixture
+def client_here(settings):
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, f"{__name__}.DatabaseDownInMiddleware"]
+    with override_settings(ROOT_URLCONF=__name__, DEBUG=False):
+        yield Client(raise_request_exception=False)
+
+
+def assert_no_internals(response):
+    body = response.content.decode()
+    assert "Traceback" not in body and "5432" not in body and "OperationalError" not in body
+
+
+@pytest.mark.django_db
+def test_a_page_whose_database_is_down_answers_a_503_page_with_retry_after(client_here):
+    response = client_here.get("/down/")
+    assert (response.status_code, response["Retry-After"], response["Cache-Control"]) == (503, "30", "no-store")
+    assert b"Podium is temporarily unavailable" in response.content
+    assert_no_internals(response)
+
+
+@pytest.mark.django_db
+def test_an_api_view_whose_database_is_down_answers_the_json_error_database_unavailable(client_here):
+    response = client_here.get("/api/v1/down/")
+    assert (response.status_code, response["Retry-After"]) == (503, "30")
+    assert response.json()["error"]["code"] == "database_unavailable"
+    assert_no_internals(response)
+
+
+@pytest.mark.django_db
+def test_a_database_error_raised_by_a_middleware_still_answers_503_not_500(client_here):
+    response = client_here.get("/middleware-down/")
+    assert response.status_code == 503
+    assert b"Podium is temporarily unavailable" in response.content
+
+
+@pytest.mark.django_db
+def test_an_ordinary_crash_is_still_a_500_not_a_503(client_here, settings):
+    settings.ROOT_URLCONF = "tests.site.test_error_pages"
+    response = Client(raise_request_exception=False).get("/boom/")
+    assert response.status_code == 500
+
+
+# ------------------------------------------------------------------ /readyz
+
+
+@pytest.mark.django_db
+def test_readyz_in_the_embedded_default_checks_the_database_and_storage_and_skips_redis(client, media_root):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json() == {
+        "ready": True,
+        "failed": [],
+        "checks": {"database": "ok", "cache": "not configured", "broker": "not configured", "storage": "ok"},
+    }
+    assert "no-cache" in response["Cache-Control"]
+
+
+@pytest.mark.django_db
+def test_readyz_names_the_storage_when_it_fails_and_answers_503_without_the_error_text(client, monkeypatch):
+    from django.core.files.storage import default_storage
+
+    def refused(path):
+        raise PermissionError("AccessDenied for key id AKIA-SECRET")
+
+    monkeypatch.setattr(default_storage, "listdir", refused)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["failed"] == ["storage"]
+    assert b"AKIA" not in response.content
+
+
+@pytest.mark.django_db
+def test_readyz_names_redis_when_the_cache_and_broker_do_not_answer(client, settings):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+    settings.REDIS_URL = closed
+    settings.CELERY_BROKER_URL = closed
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["failed"] == ["cache", "broker"]
+    assert response.json()["checks"]["database"] == "ok"
+
+
+@pytest.mark.django_db
+def test_healthz_stays_trivial(client):
+    response = client.get("/healthz")
+    assert (response.status_code, response.content) == (200, b"ok")
