@@ -227,6 +227,7 @@ PODIUM_BOOTSTRAP_RESAMPLES = env_int("PODIUM_BOOTSTRAP_RESAMPLES", 1000)
 PODIUM_VERIFY_DELAY_SECONDS = env_int("PODIUM_VERIFY_DELAY_SECONDS", 0)
 # Beat's schedule state lives under var/ (never the repository root, wherever beat is started).
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULER = "leaderboard.celery:Scheduler"
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "submissions.tasks.sweep_stuck_submissions",
