@@ -104,7 +104,9 @@ def test_an_ordinary_crash_is_still_a_500_not_a_503(client_here, settings):
 
 
 @pytest.mark.django_db
-def test_readyz_in_the_embedded_default_checks_the_database_and_storage_and_skips_redis(client, media_root):
+def test_readyz_in_the_embedded_default_checks_the_database_and_storage_and_skips_redis(client, media_root, settings):
+    settings.REDIS_URL = ""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
     response = client.get("/readyz")
     assert response.status_code == 200
     assert response.json() == {
