@@ -227,11 +227,11 @@ def upload_and_wait(host: Host, key: str, *, agent: str) -> dict[str, Any]:
 
 
 MAKE_KEY = (
+    # Generous: daily counters may outlive the drill's database (they are per key id and day).
+    "from leaderboard.models import Benchmark; Benchmark.objects.update(daily_submission_limit=1000); "
     "from django.contrib.auth import get_user_model; from submissions.api_keys import api_key_create; "
     "user, _ = get_user_model().objects.get_or_create(username='drill'); "
-    "print(api_key_create(user=user, name='restore drill').plaintext); "
-    # Generous: daily counters may outlive the drill's database (they are per key id and day).
-    "from leaderboard.models import Benchmark; Benchmark.objects.update(daily_submission_limit=1000)"
+    "print(api_key_create(user=user, name='restore drill').plaintext)"
 )
 
 
@@ -296,7 +296,7 @@ def test_the_deployment_doc_run_backed_up_and_restored_into_an_empty_database_st
     try:
         first.run("prepare")
         first.run("seed", body="python manage.py load_demo")  # content to back up (not a doc step)
-        key = first.run("key", body=f'python manage.py shell -c "{MAKE_KEY}"').strip().splitlines()[0]
+        key = first.run("key", body=f'python manage.py shell -c "{MAKE_KEY}"').strip().splitlines()[-1]
         for step in ("web", "worker", "beat"):
             first.start(step)
         first.wait_ready()
