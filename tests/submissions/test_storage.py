@@ -190,3 +190,12 @@ def test_the_same_bytes_uploaded_twice_are_one_object_in_the_bucket(owner, demo_
     _, files = default_storage.listdir(folder)
     # No second copy under a suffixed name (file_overwrite=False would make one if we saved again).
     assert [f for f in files if f.startswith(first.sha256)] == [name]
+
+
+def test_a_worker_that_cannot_reach_the_object_store_gets_a_transient_error_it_retries(unreachable_s3):
+    from submissions.services.verification import TRANSIENT_ERRORS
+
+    expected = r"bundle storage: cannot read bundles/ab/x\.age"
+    with pytest.raises(OSError, match=expected) as raised, bundle_local_path("bundles/ab/x.age"):
+        pass
+    assert isinstance(raised.value, TRANSIENT_ERRORS)
