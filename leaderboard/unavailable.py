@@ -1,19 +1,19 @@
 """A dependency down: a clear 503, never a traceback.
 
-When PostgreSQL cannot be reached (or the bundle storage, during an upload), a
-request is answered ``503 Service Unavailable`` with ``Retry-After``: under /api/
-the API's JSON error (``database_unavailable`` / ``storage_unavailable``),
-elsewhere a plain page rendered without a request context (context processors
-would query the very database that is down). The error's own text is logged,
-never shown: it names hosts and ports.
+When PostgreSQL cannot be reached (or the bundle storage during an upload, or the
+broker for an explicit enqueue), a request is answered ``503 Service Unavailable``
+with ``Retry-After``: under /api/ the API's JSON error (``database_unavailable``,
+``storage_unavailable``, ``broker_unavailable``), elsewhere a plain page rendered
+without a request context (context processors would query the very database that
+is down). The error's own text is logged, never shown: it names hosts and ports.
 
 Three places use this one rule: the middleware below (an error raised by a
 view), the API's exception handler (a DRF view catches exceptions before any
 middleware sees them), and the site's handler500 (an error raised by another
 middleware, e.g. the session's).
 
-Redis is not here: the cache degrades to misses (leaderboard.cache) and an
-upload whose enqueue fails stays queued in the database for the sweeper.
+Redis down is mostly not here: the cache degrades to misses (leaderboard.cache)
+and an upload whose enqueue fails stays queued in the database for the sweeper.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
+from kombu.exceptions import OperationalError as BrokerError
 
 logger = logging.getLogger("podium.unavailable")
 
@@ -53,6 +54,10 @@ def unavailable_code(exc: BaseException | None) -> tuple[str, str] | None:
         return exc.code, exc.public_message
     if isinstance(exc, DATABASE_ERRORS):
         return "database_unavailable", "The site's database is unavailable; nothing was changed."
+    if isinstance(exc, BrokerError):
+        # Publishing to a Redis broker that is down (e.g. the admin's "re-verify" action).
+        # Uploads never get here: their enqueue failure is caught and the sweeper enqueues later.
+        return "broker_unavailable", "The site's task queue is unavailable; nothing was queued."
     return None
 
 

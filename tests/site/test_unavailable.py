@@ -151,3 +151,27 @@ def test_readyz_names_redis_when_the_cache_and_broker_do_not_answer(client, sett
 def test_healthz_stays_trivial(client):
     response = client.get("/healthz")
     assert (response.status_code, response.content) == (200, b"ok")
+
+
+@pytest.mark.django_db
+def test_the_admins_reverify_action_with_the_broker_down_answers_503_not_500(admin_client, monkeypatch, make_user):
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from submissions import tasks
+    from submissions.models import Submission
+
+    owner = make_user("owner")
+    submission = Submission.objects.create(submitter=owner, sha256="a" * 64, size=1, file="bundles/aa/a.age")
+
+    def broker_down(*args, **kwargs):
+        raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.verify_submission, "delay", broker_down)
+    client = admin_client
+    client.raise_request_exception = False
+    response = client.post(
+        "/admin/submissions/submission/", {"action": "reverify", "_selected_action": [str(submission.pk)]}
+    )
+    assert response.status_code == 503
+    assert b"Podium is temporarily unavailable" in response.content
+    assert b"6379" not in response.content
