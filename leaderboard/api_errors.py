@@ -114,7 +114,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
     if unavailable.is_service_unavailable(exc):
         # PostgreSQL (or storage) down inside an API view: the same 503 as everywhere else.
-        logger.error("service unavailable on %s: %s: %s", getattr(request, "path", "?"), type(exc).__name__, exc)
+        unavailable.log_unavailable(request, exc)
         return Response(
             unavailable.unavailable_body(exc),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,

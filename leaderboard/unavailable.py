@@ -77,9 +77,16 @@ def unavailable_headers() -> dict[str, str]:
     return {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
 
 
+def log_unavailable(request: Any, exc: BaseException) -> None:
+    """One line naming the code and the request; the error's text only here, never in the answer."""
+    code = (unavailable_code(exc) or ("service_unavailable", ""))[0]
+    method, path = getattr(request, "method", "?"), getattr(request, "path", "?")
+    logger.error("%s on %s %s: %s: %s", code, method, path, type(exc).__name__, exc)
+
+
 def unavailable_response(request: HttpRequest, exc: BaseException) -> HttpResponse:
     """The 503 answer: JSON under /api/, a plain page elsewhere."""
-    logger.error("%s on %s %s: %s: %s", unavailable_code(exc), request.method, request.path, type(exc).__name__, exc)
+    log_unavailable(request, exc)
     if request.path.startswith("/api/"):
         response: HttpResponse = JsonResponse(unavailable_body(exc), status=503)
     else:
