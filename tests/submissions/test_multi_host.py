@@ -87,4 +87,8 @@ def test_uploads_to_the_web_host_are_verified_by_two_worker_hosts_that_share_onl
     # No host kept a bundle of its own: each one lives only in the bucket.
     for host in hosts.values():
         assert not list((host / "media").rglob("*.age"))
+    from django.core.files.storage import default_storage
+
+    names = Submission.objects.filter(pk__in=ids).values_list("file", flat=True)
+    assert all(default_storage.exists(name) for name in names)
     assert settings.STORAGES["default"]["BACKEND"] == "storages.backends.s3.S3Storage"

@@ -128,3 +128,14 @@ def test_check_opens_the_stored_bundles_and_fails_naming_one_the_keyring_cannot_
     with pytest.raises(CommandError, match="1 of 1 stored bundle"):
         call_command("site_keys", "check")
     assert f"FAILED {submission.pk}" in capsys.readouterr().out
+
+
+def test_export_without_an_output_file_prints_the_armored_file_and_nothing_secret(keyring, operator, capsys):
+    call_command("site_keys", "generate")
+    capsys.readouterr()
+    call_command("site_keys", "export", "--recipient", str(operator[0].to_public()))
+    captured = capsys.readouterr()
+    assert captured.out.startswith("-----BEGIN AGE ENCRYPTED FILE-----")
+    assert "AGE-SECRET-KEY" not in captured.out
+    plain = pyrage.decrypt(captured.out.encode(), [operator[0]]).decode()
+    assert site_keys.parse_keyring(plain)[0].key_id == site_keys.site_keys()[0].key_id
