@@ -25,7 +25,8 @@ import redis
 
 UNACKED = "unacked"
 UNACKED_INDEX = "unacked_index"
-BINDING_PREFIX = "_kombu.binding."
+# Kombu's binding sets: "_kombu.binding.<exchange>" and, in newer kombu, "_kombu.binding_permanent.<exchange>".
+BINDING_PREFIXES = ("_kombu.binding.", "_kombu.binding_permanent.")
 DEFAULT_PREFIX = "podium-test-"
 
 
@@ -50,10 +51,9 @@ def clean(url: str, prefix: str = DEFAULT_PREFIX) -> Cleaned:
         raise ValueError("prefix: expected a non-empty queue-name prefix")
     client = redis.Redis.from_url(url)
     try:
-        keys = [
-            *client.scan_iter(match=f"{prefix}*", count=500),
-            *client.scan_iter(match=f"{BINDING_PREFIX}{prefix}*", count=500),
-        ]
+        keys = list(client.scan_iter(match=f"{prefix}*", count=500))
+        for binding in BINDING_PREFIXES:
+            keys += client.scan_iter(match=f"{binding}{prefix}*", count=500)
         if keys:
             client.delete(*keys)
         removed = 0

@@ -26,6 +26,7 @@ def leave_behind(broker, queue: str, tag: str) -> None:
     broker.rpush(queue, b"{}")
     broker.rpush(f"{queue}\x06\x163", b"{}")
     broker.sadd(f"_kombu.binding.{queue}", f"{queue}\x06\x16\x06\x16{queue}")
+    broker.sadd(f"_kombu.binding_permanent.{queue}", f"{queue}\x06\x16\x06\x16{queue}")
     broker.hset("unacked", tag, json.dumps([{"body": "..."}, queue, queue]))
     broker.zadd("unacked_index", {tag: 1.0})
 
@@ -39,13 +40,15 @@ def test_clean_removes_the_prefixed_queues_and_their_unacked_messages_and_leaves
     leave_behind(broker, other, other_tag)
     try:
         assert main([os.environ["CELERY_BROKER_URL"], prefix]) == 0
-        assert "removed 3 key(s) and 1 unacknowledged message(s)" in capsys.readouterr().out
-        assert not broker.exists(f"{prefix}q", f"{prefix}q\x06\x163", f"_kombu.binding.{prefix}q")
+        assert "removed 4 key(s) and 1 unacknowledged message(s)" in capsys.readouterr().out
+        assert not broker.exists(
+            f"{prefix}q", f"{prefix}q\x06\x163", f"_kombu.binding.{prefix}q", f"_kombu.binding_permanent.{prefix}q"
+        )
         assert not broker.hexists("unacked", mine_tag)
         assert broker.zscore("unacked_index", mine_tag) is None
         assert broker.hexists("unacked", other_tag) and broker.exists(other)
     finally:
-        broker.delete(other, f"{other}\x06\x163", f"_kombu.binding.{other}")
+        broker.delete(other, f"{other}\x06\x163", f"_kombu.binding.{other}", f"_kombu.binding_permanent.{other}")
         broker.hdel("unacked", other_tag, mine_tag)
         broker.zrem("unacked_index", other_tag, mine_tag)
 
