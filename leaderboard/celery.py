@@ -1,10 +1,16 @@
-"""The Celery application. Workers: `celery -A leaderboard worker` (`make worker`, any number);
-exactly one `celery -A leaderboard beat` for the whole site (`make beat`)."""
+"""The Celery application.
+
+Workers: `celery -A leaderboard worker` (`make worker`, any number). A worker started
+without -Q consumes both queues, verdicts first (settings CELERY_TASK_DEFAULT_QUEUE and
+PODIUM_FOLLOWUP_QUEUE, in that order: `-Q podium,podium-followups` says the same); exactly
+one `celery -A leaderboard beat` for the whole site (`make beat`: the sweeper).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
 from celery.beat import PersistentScheduler
@@ -24,3 +30,17 @@ class Scheduler(PersistentScheduler):
     def setup_schedule(self) -> None:
         Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
         super().setup_schedule()
+
+
+# Tasks that follow a verdict (never needed for one): they go to the follow-up queue.
+FOLLOWUP_TASKS = frozenset({"submissions.tasks.compute_run_confidence"})
+
+
+def route_task(name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **kw: Any) -> dict[str, str] | None:
+    """Celery router (settings.CELERY_TASK_ROUTES): follow-ups to settings.PODIUM_FOLLOWUP_QUEUE,
+    everything else to the default queue (verification, the sweeper)."""
+    if name in FOLLOWUP_TASKS:
+        from django.conf import settings
+
+        return {"queue": settings.PODIUM_FOLLOWUP_QUEUE}
+    return None

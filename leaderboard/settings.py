@@ -213,11 +213,32 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60),
+    # A worker consuming several queues polls them in the order given (-Q verify,followups):
+    # a waiting verdict is always taken before a waiting follow-up (Redis transport).
+    "queue_order_strategy": "priority",
+}
+# Two queues: verdicts, and the follow-ups of a verdict (a run's confidence intervals). A
+# worker consumes both, verdicts first: `celery -A leaderboard worker -Q podium,podium-followups`
+# (the values of these two settings), so a burst of intervals never delays an upload's verdict.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "podium")
-# Re-enqueue submissions stuck in received/verifying longer than this (seconds).
-PODIUM_STUCK_AFTER_SECONDS = env_int("PODIUM_STUCK_AFTER_SECONDS", 600, minimum=1)
-PODIUM_SWEEP_EVERY_SECONDS = env_int("PODIUM_SWEEP_EVERY_SECONDS", 60, minimum=1)
+PODIUM_FOLLOWUP_QUEUE = env_str("CELERY_FOLLOWUP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-followups")
+CELERY_TASK_ROUTES = ("leaderboard.celery.route_task",)
+# What a worker started without -Q consumes: both queues, verdicts first (the order above).
+CELERY_TASK_QUEUES = {CELERY_TASK_DEFAULT_QUEUE: {}, PODIUM_FOLLOWUP_QUEUE: {}}
+# A verifying worker holds a lease on its submission for this long, renewed by a heartbeat
+# every third of it; a submission whose lease ran out (its worker was killed, lost its
+# database or hangs) is taken over by the next claim or the sweeper within seconds.
+PODIUM_LEASE_SECONDS = env_int("PODIUM_LEASE_SECONDS", 15, minimum=3)
+# Re-enqueue submissions left in received or error (their task lost with the broker, or its
+# retry lost) this long after they were last touched; at most once per such period.
+PODIUM_STUCK_AFTER_SECONDS = env_int("PODIUM_STUCK_AFTER_SECONDS", 30, minimum=1)
+PODIUM_SWEEP_EVERY_SECONDS = env_int("PODIUM_SWEEP_EVERY_SECONDS", 5, minimum=1)
+# Re-enqueue a run's confidence follow-up when it still has no interval this long after it was
+# recorded (its task lost). Longer than the submissions' limit: a follow-up may wait behind
+# verdicts in a busy queue, and each sweep would otherwise queue it again.
+PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS = env_int("PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS", 300, minimum=1)
 # A bundle that kills its worker this many times ends as rejected instead of looping.
 PODIUM_MAX_ATTEMPTS = env_int("PODIUM_MAX_ATTEMPTS", 3, minimum=1)
 # Bootstrap resamples for a run's confidence intervals (scoring.uncertainty); 0 skips the CIs.

@@ -1,15 +1,22 @@
 """Celery tasks: load a row by id, call a service. All are safe to run twice.
 
 Reliability (settings CELERY_*): tasks are acknowledged late and re-queued when
-their worker dies, one at a time per worker process. The verification service
-counts attempts on the row, so redelivery after a crash is bounded; the beat
-sweeper re-enqueues whatever the broker lost (a Redis restart without
-persistence, a dropped on_commit enqueue).
+their worker dies, one at a time per worker process. A verifying worker holds a
+renewed lease on its submission row; the beat sweeper (every
+settings.PODIUM_SWEEP_EVERY_SECONDS) re-enqueues a submission whose lease ran
+out (its worker was killed) and whatever the broker lost (a flushed Redis, a
+dropped on_commit enqueue). The verification service counts attempts on the
+row, so a bundle that kills its worker still ends bounded.
+
+Queues: verification and the sweeper on settings.CELERY_TASK_DEFAULT_QUEUE,
+follow-ups (compute_run_confidence) on settings.PODIUM_FOLLOWUP_QUEUE (routed by
+leaderboard.celery.route_task); workers consume both, verdicts first.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -26,6 +33,7 @@ VERIFY_RETRY_BACKOFF_MAX_SECONDS = 300
 
 
 @shared_task(
+    bind=True,
     name="submissions.tasks.verify_submission",
     acks_late=True,
     reject_on_worker_lost=True,
@@ -35,8 +43,10 @@ VERIFY_RETRY_BACKOFF_MAX_SECONDS = 300
     retry_jitter=True,
     max_retries=VERIFY_MAX_RETRIES,
 )
-def verify_submission(submission_id: str) -> None:
-    submission_verify(submission_id=submission_id)
+def verify_submission(self: Any, submission_id: str) -> None:
+    # The task id is the lease owner: a retry keeps it, so it reclaims its own row at once (a
+    # dropped database connection), while another delivery waits for the lease to run out.
+    submission_verify(submission_id=submission_id, lease_owner=self.request.id or "")
 
 
 @shared_task(
@@ -56,16 +66,19 @@ def compute_run_confidence(run_id: int) -> None:
 
 @shared_task(name="submissions.tasks.sweep_stuck_submissions", acks_late=True)
 def sweep_stuck_submissions() -> int:
-    """Re-enqueue submissions left in received, verifying or error longer than
-    settings.PODIUM_STUCK_AFTER_SECONDS (returns how many), and the confidence intervals
-    of runs recorded that long ago without them. A verifying one that old means its worker
-    died (the claim counted the attempt, so a poison bundle still ends bounded)."""
+    """Re-enqueue submissions whose verifying lease ran out (their worker died; the claim
+    counted the attempt, so a poison bundle still ends bounded) or left in received or error
+    longer than settings.PODIUM_STUCK_AFTER_SECONDS (returns how many), and the confidence
+    intervals of runs recorded a while ago without them."""
     ids = stuck_submission_ids()
     for submission_id in ids:
         verify_submission.delay(str(submission_id))
     if ids:
         logger.warning(
-            "re-enqueued %d stuck submission(s) older than %ss", len(ids), settings.PODIUM_STUCK_AFTER_SECONDS
+            "re-enqueued %d stuck submission(s) (lease %ss, stuck limit %ss)",
+            len(ids),
+            settings.PODIUM_LEASE_SECONDS,
+            settings.PODIUM_STUCK_AFTER_SECONDS,
         )
     # Runs whose confidence follow-up the broker lost; not counted in the return value.
     run_ids = runs_missing_confidence_ids()

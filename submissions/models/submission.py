@@ -1,8 +1,9 @@
 """The Submission row is the state machine of one uploaded bundle.
 
 received -> verifying -> done (with a verdict), or -> error (transient fault,
-retried) -> verifying ... A bundle is never deleted: whatever the verdict, the
-stored file and its SHA-256 stay, so nothing uploaded is ever lost.
+retried) -> verifying ... While verifying, the worker holds a renewed lease
+(lease_owner, lease_expires_at; see submissions.services.verification).
+A bundle is never deleted: whatever the verdict, the stored file and its SHA-256 stay, so nothing uploaded is ever lost.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ class Submission(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     verifying_since = models.DateTimeField(null=True, blank=True)
+    # The lease of the worker verifying this row: who (its task's token) and until when. The
+    # worker's heartbeat renews it; once it lies in the past the worker is presumed dead and
+    # the next claim takes over. Not cleared when done (a done row is never claimed).
+    lease_owner = models.CharField(max_length=64, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

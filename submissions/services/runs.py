@@ -196,7 +196,7 @@ CONFIDENCE_SWEEP_WINDOW = timedelta(days=1)
 
 
 def runs_missing_confidence_ids(*, now: Any = None) -> list[Any]:
-    """Runs recorded longer than settings.PODIUM_STUCK_AFTER_SECONDS ago (and less than
+    """Runs recorded longer than settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS ago (and less than
     ``CONFIDENCE_SWEEP_WINDOW``) that still have no interval but a score to put one on: their
     compute_run_confidence was lost (a Redis restart without persistence, a dropped on_commit
     enqueue). Empty when intervals are switched off (0 resamples)."""
@@ -206,7 +206,7 @@ def runs_missing_confidence_ids(*, now: Any = None) -> list[Any]:
     return list(
         Run.objects.filter(
             confidence={},
-            created_at__lt=now - timedelta(seconds=settings.PODIUM_STUCK_AFTER_SECONDS),
+            created_at__lt=now - timedelta(seconds=settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS),
             created_at__gte=now - CONFIDENCE_SWEEP_WINDOW,
         )
         .filter(Q(overall__isnull=False) | Q(reproduction__isnull=False) | Q(open__isnull=False))

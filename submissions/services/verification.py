@@ -16,9 +16,15 @@ Invariants:
   submission (a one-to-one): running verification twice, concurrently or after
   a worker died mid-way, writes exactly one Run and changes nothing the second
   time. A finished submission is never re-verified.
-* A claim leaves alone a row another worker claimed less than
-  settings.PODIUM_STUCK_AFTER_SECONDS ago (a duplicate delivery); past that
-  limit its worker is presumed dead and the claim takes over (the sweeper).
+* Leases: a claim writes a lease on the row (``lease_owner``, the caller's
+  token, and ``lease_expires_at``, settings.PODIUM_LEASE_SECONDS ahead), and a
+  heartbeat thread renews it every third of that while the bundle is verified.
+  A claim leaves alone a row whose lease another owner still holds (a
+  duplicate delivery); once the lease has run out (the worker was killed, lost
+  its database or hangs) the next claim takes over, counting an attempt. The
+  same owner token reclaims its own row at once: the Celery task passes its
+  task id, which a retry keeps, so the retry after a dropped database
+  connection goes on where it stopped instead of waiting for the lease.
 * A rejected or mismatched submission writes no run rows; the stored bundle is
   never deleted.
 * Transient faults (database unavailable, storage I/O) leave the row in
@@ -31,7 +37,9 @@ import contextlib
 import logging
 import shutil
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -40,7 +48,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from submissions import site_keys
@@ -74,8 +83,10 @@ class Verdict:
 # ------------------------------------------------------------------ the claim
 
 
-def _claim(submission_id: Any) -> Submission | None:
-    """Move the row to verifying and count the attempt; None when there is nothing to do."""
+def _claim(submission_id: Any, owner: str = "") -> Submission | None:
+    """Move the row to verifying under ``owner``'s lease (a fresh token when empty) and count the
+    attempt; None when there is nothing to do (done, missing, or leased by another live owner)."""
+    owner = owner or uuid.uuid4().hex
     with transaction.atomic():
         submission = Submission.objects.select_for_update().filter(pk=submission_id).first()
         if submission is None:
@@ -84,9 +95,13 @@ def _claim(submission_id: Any) -> Submission | None:
         if submission.status == Submission.Status.DONE:
             return None
         now = timezone.now()
-        if submission.status == Submission.Status.VERIFYING and _recent(submission.verifying_since, now):
-            # A live worker claimed it less than the stuck limit ago (a duplicate delivery):
-            # leave it alone. If that worker died, the sweeper brings it back after the limit.
+        if (
+            submission.status == Submission.Status.VERIFYING
+            and submission.lease_owner != owner
+            and lease_held(submission, now)
+        ):
+            # A live worker holds the lease (a duplicate delivery): leave it alone. If that worker
+            # dies, its lease runs out within settings.PODIUM_LEASE_SECONDS and the sweeper brings it back.
             logger.info("submission %s is being verified by another worker; skipped", submission.pk)
             return None
         if submission.attempts >= settings.PODIUM_MAX_ATTEMPTS:
@@ -107,15 +122,68 @@ def _claim(submission_id: Any) -> Submission | None:
                 "submission %s ended as rejected (%s) after %s attempts", submission.pk, code, submission.attempts
             )
             return None
+        if submission.status == Submission.Status.VERIFYING and submission.lease_owner != owner:
+            logger.warning("submission %s: the lease of %s ran out; taken over", submission.pk, submission.lease_owner)
         submission.status = Submission.Status.VERIFYING
         submission.attempts += 1
         submission.verifying_since = now
-        submission.save(update_fields=["status", "attempts", "verifying_since", "updated_at"])
+        submission.lease_owner = owner
+        submission.lease_expires_at = now + timedelta(seconds=settings.PODIUM_LEASE_SECONDS)
+        submission.save(
+            update_fields=["status", "attempts", "verifying_since", "lease_owner", "lease_expires_at", "updated_at"]
+        )
         return submission
 
 
-def _recent(moment: Any, now: Any) -> bool:
-    return moment is not None and now - moment < timedelta(seconds=settings.PODIUM_STUCK_AFTER_SECONDS)
+def lease_held(submission: Submission, now: Any) -> bool:
+    """Whether the row's lease is still running (a row from before leases: its claim time plus one lease)."""
+    expires: Any = submission.lease_expires_at
+    if expires is None and submission.verifying_since is not None:
+        expires = submission.verifying_since + timedelta(seconds=settings.PODIUM_LEASE_SECONDS)
+    return expires is not None and expires > now
+
+
+class _Heartbeat:
+    """Renews ``owner``'s lease on a submission every third of settings.PODIUM_LEASE_SECONDS, on
+    a thread of its own, while the verification runs (used as a context manager).
+
+    The thread touches the database only if the verification outlives one interval (most take
+    milliseconds), on its own connection, closed when it stops. A renewal that fails (the
+    database is down) is logged and tried again at the next beat: the lease then simply runs
+    out, which is what should happen to a worker that cannot reach the database. It renews
+    only while the row is still verifying under ``owner``, so a taken-over row is never claimed back.
+    """
+
+    def __init__(self, submission_id: Any, owner: str) -> None:
+        self.submission_id = submission_id
+        self.owner = owner
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"lease-{submission_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        interval = settings.PODIUM_LEASE_SECONDS / 3
+        try:
+            while not self.stopped.wait(interval):
+                try:
+                    renewed = Submission.objects.filter(
+                        pk=self.submission_id, status=Submission.Status.VERIFYING, lease_owner=self.owner
+                    ).update(lease_expires_at=timezone.now() + timedelta(seconds=settings.PODIUM_LEASE_SECONDS))
+                except DatabaseError:
+                    logger.warning("could not renew the lease on submission %s", self.submission_id, exc_info=True)
+                    connection.close()  # reconnect at the next beat
+                    continue
+                if not renewed:
+                    return  # finished, or taken over: nothing left to hold
+        finally:
+            connection.close()  # this thread's own connection
 
 
 def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> None:
@@ -147,7 +215,13 @@ RETRYING_MESSAGE = "verification was interrupted by a temporary fault on the ser
 
 
 def _mark_error(submission_id: Any, message: str = RETRYING_MESSAGE) -> None:
-    """Record a transient fault; best effort (the database itself may be the fault)."""
+    """Record a transient fault; best effort (the database itself may be the fault).
+
+    A connection the fault left unusable (the server ended it) is closed first, so this
+    write, and the retry after it, open a fresh one instead of failing on the dead one.
+    """
+    if not connection.in_atomic_block and not connection.is_usable():
+        connection.close()
     try:
         with transaction.atomic():
             Submission.objects.filter(pk=submission_id).exclude(status=Submission.Status.DONE).update(
@@ -193,18 +267,25 @@ def _test_delay() -> None:
 # --------------------------------------------------------------- the service
 
 
-def submission_verify(*, submission_id: Any) -> Submission | None:
+def submission_verify(*, submission_id: Any, lease_owner: str = "") -> Submission | None:
     """Verify one submission end to end; safe to call any number of times.
 
-    Returns the submission as left (None when it does not exist). Raises a
-    TRANSIENT_ERRORS exception, after recording status ``error``, when the
-    caller should retry.
+    ``lease_owner`` names the caller for the lease (the Celery task passes its task id, which
+    its retries keep, so a retry reclaims its own row); a fresh token when empty. Returns the
+    submission as left (None when it does not exist). Raises a TRANSIENT_ERRORS exception,
+    after recording status ``error``, when the caller should retry.
     """
-    from submissions.bundle.errors import BundleError
-
-    submission = _claim(submission_id)
+    owner = (lease_owner or uuid.uuid4().hex)[:64]
+    submission = _claim(submission_id, owner)
     if submission is None:
         return Submission.objects.filter(pk=submission_id).first()
+    with _Heartbeat(submission.pk, owner):
+        return _verify_claimed(submission)
+
+
+def _verify_claimed(submission: Submission) -> Submission:
+    from submissions.bundle.errors import BundleError
+
     _test_delay()
     try:
         with bundle_local_path(submission.file.name) as path:
@@ -440,11 +521,29 @@ def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Su
 
 
 def stuck_submission_ids(*, now: Any = None) -> list[Any]:
-    """Submissions that should be verifying but nobody is working on (for the beat sweeper)."""
-    cutoff = (now or timezone.now()) - timedelta(seconds=settings.PODIUM_STUCK_AFTER_SECONDS)
-    return list(
-        Submission.objects.filter(
-            status__in=[Submission.Status.RECEIVED, Submission.Status.VERIFYING, Submission.Status.ERROR],
-            updated_at__lt=cutoff,
-        ).values_list("pk", flat=True)
+    """Submissions that should be verifying but nobody is working on (for the beat sweeper).
+
+    Verifying rows whose lease ran out, and received or error rows untouched for
+    settings.PODIUM_STUCK_AFTER_SECONDS (their task lost with the broker, or a retry lost).
+    Each returned row's ``updated_at`` is touched, so a row the sweeper re-enqueued is not
+    re-enqueued again by every sweep while its task waits in a queue (at most once per lease
+    or stuck period): a backlog is not multiplied by the sweeper's cadence.
+    """
+    now = now or timezone.now()
+    lease = timedelta(seconds=settings.PODIUM_LEASE_SECONDS)
+    stuck = Q(
+        status__in=[Submission.Status.RECEIVED, Submission.Status.ERROR],
+        updated_at__lt=now - timedelta(seconds=settings.PODIUM_STUCK_AFTER_SECONDS),
+    ) | Q(
+        # Lease expired (or, for a row from before leases, claimed over a lease ago) and not
+        # re-enqueued within the last lease period.
+        Q(lease_expires_at__lt=now)
+        | Q(Q(verifying_since__isnull=True) | Q(verifying_since__lt=now - lease), lease_expires_at__isnull=True),
+        status=Submission.Status.VERIFYING,
+        updated_at__lt=now - lease,
     )
+    with transaction.atomic():
+        ids = list(Submission.objects.filter(stuck).values_list("pk", flat=True))
+        if ids:
+            Submission.objects.filter(pk__in=ids).update(updated_at=now)
+    return ids

@@ -129,7 +129,10 @@ def test_verifying_again_after_the_run_exists_writes_no_second_run(demo_release,
     submission = submit(seal())
     # As if a redelivered task found the row unfinished although its Run was written.
     Submission.objects.filter(pk=submission.pk).update(
-        status="verifying", verdict="", verifying_since=timezone.now() - timedelta(hours=1)
+        status="verifying",
+        verdict="",
+        verifying_since=timezone.now() - timedelta(hours=1),
+        lease_expires_at=timezone.now() - timedelta(minutes=59),
     )
     again = submission_verify(submission_id=submission.pk)
     assert (again.status, again.verdict) == ("done", "validated")

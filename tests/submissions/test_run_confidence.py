@@ -120,7 +120,7 @@ def test_the_sweeper_hands_back_runs_whose_confidence_follow_up_was_lost(verifie
     from submissions.tasks import sweep_stuck_submissions
 
     run, _ = verified_run  # its follow-up was never run: as if the broker lost it
-    settings.PODIUM_STUCK_AFTER_SECONDS = 60
+    settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS = 60
     assert sweep_stuck_submissions() == 0  # too recent: its follow-up may still be queued
     run.refresh_from_db()
     assert run.confidence == {}
@@ -139,7 +139,7 @@ def test_the_sweeper_leaves_runs_older_than_a_day_and_runs_with_intervals_alone(
     from submissions.services.runs import runs_missing_confidence_ids
 
     run, _ = verified_run
-    settings.PODIUM_STUCK_AFTER_SECONDS = 60
+    settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS = 60
     now = timezone.now()
     Run.objects.filter(pk=run.pk).update(created_at=now - timedelta(days=1, seconds=1))
     assert runs_missing_confidence_ids(now=now) == []

@@ -43,10 +43,9 @@ def test_a_finished_submission_is_never_verified_again(garbage):
 @pytest.mark.django_db
 def test_a_bundle_that_keeps_killing_its_worker_ends_rejected_after_the_attempt_limit(garbage, settings):
     settings.PODIUM_MAX_ATTEMPTS = 3
-    settings.PODIUM_STUCK_AFTER_SECONDS = 1
     for _ in range(3):
         verification._claim(garbage.pk)  # each claim is a worker that died before finishing ...
-        Submission.objects.filter(pk=garbage.pk).update(verifying_since=timezone.now() - timedelta(seconds=2))
+        Submission.objects.filter(pk=garbage.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     submission = submission_verify(submission_id=garbage.pk)  # ... as the sweeper finds it later
     assert (submission.status, submission.verdict, submission.error_code, submission.attempts) == (
         "done",
@@ -120,3 +119,70 @@ def test_a_duplicate_delivery_leaves_a_submission_another_worker_is_verifying_al
     assert submission_verify(submission_id=garbage.pk).status == "verifying"
     garbage.refresh_from_db()
     assert (garbage.status, garbage.attempts) == ("verifying", 1)
+
+
+@pytest.mark.django_db
+def test_a_claim_writes_a_lease_of_the_configured_length_under_the_callers_token(garbage, settings):
+    settings.PODIUM_LEASE_SECONDS = 15
+    before = timezone.now()
+    claimed = verification._claim(garbage.pk, "task-1")
+    row = Submission.objects.get(pk=garbage.pk)
+    assert (claimed.pk, row.status, row.lease_owner, row.attempts) == (garbage.pk, "verifying", "task-1", 1)
+    assert before + timedelta(seconds=15) <= row.lease_expires_at <= timezone.now() + timedelta(seconds=15)
+
+
+@pytest.mark.django_db
+def test_the_same_owner_reclaims_its_row_at_once_after_a_transient_fault(garbage):
+    verification._claim(garbage.pk, "task-1")  # the first try lost its database connection mid-way
+    assert verification._claim(garbage.pk, "task-2") is None  # anyone else waits for the lease
+    done = submission_verify(submission_id=garbage.pk, lease_owner="task-1")  # the retry keeps its task id
+    assert (done.status, done.verdict, done.error_code, done.attempts) == ("done", "rejected", "not_age_file", 2)
+
+
+@pytest.mark.django_db
+def test_a_submission_whose_lease_ran_out_is_taken_over_by_the_next_claim(garbage):
+    verification._claim(garbage.pk, "dead-worker")
+    Submission.objects.filter(pk=garbage.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    done = submission_verify(submission_id=garbage.pk, lease_owner="next-worker")
+    assert (done.status, done.verdict, done.attempts) == ("done", "rejected", 2)
+
+
+@pytest.mark.django_db
+def test_the_sweeper_lists_a_verifying_submission_only_once_its_lease_ran_out_and_once_per_lease(garbage, settings):
+    settings.PODIUM_LEASE_SECONDS = 15
+    verification._claim(garbage.pk, "worker")
+    now = timezone.now()
+    assert verification.stuck_submission_ids(now=now + timedelta(seconds=14)) == []  # the lease still runs
+    assert verification.stuck_submission_ids(now=now + timedelta(seconds=16)) == [garbage.pk]
+    # Re-enqueued: the next sweeps leave it alone for one lease while its task waits in the queue.
+    assert verification.stuck_submission_ids(now=now + timedelta(seconds=21)) == []
+    assert verification.stuck_submission_ids(now=now + timedelta(seconds=32)) == [garbage.pk]
+
+
+@pytest.mark.django_db(transaction=True)  # the heartbeat writes from a thread of its own
+def test_the_heartbeat_renews_the_lease_while_the_work_goes_on_and_stops_with_it(garbage, settings):
+    import time
+
+    settings.PODIUM_LEASE_SECONDS = 3  # a beat every second
+    Submission.objects.filter(pk=garbage.pk).update(status="received", verdict="")  # verified on commit
+    verification._claim(garbage.pk, "slow-worker")
+    first = Submission.objects.get(pk=garbage.pk).lease_expires_at
+    with verification._Heartbeat(garbage.pk, "slow-worker") as heartbeat:
+        time.sleep(2.5)
+    renewed = Submission.objects.get(pk=garbage.pk).lease_expires_at
+    assert renewed > first + timedelta(seconds=1)
+    assert not heartbeat.thread.is_alive()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_never_renews_a_lease_another_worker_took_over(garbage, settings):
+    import time
+
+    settings.PODIUM_LEASE_SECONDS = 3
+    Submission.objects.filter(pk=garbage.pk).update(status="received", verdict="")  # verified on commit
+    verification._claim(garbage.pk, "new-owner")
+    before = Submission.objects.get(pk=garbage.pk).lease_expires_at
+    with verification._Heartbeat(garbage.pk, "old-owner") as heartbeat:
+        time.sleep(1.5)
+        assert not heartbeat.thread.is_alive()  # it found the row was not its own and stopped
+    assert Submission.objects.get(pk=garbage.pk).lease_expires_at == before
