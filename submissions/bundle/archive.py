@@ -61,6 +61,20 @@ class Limits:
     # The ratio is only judged past this much output, so that tiny archives
     # (mostly tar padding) never trip it.
     ratio_grace_bytes: int = 4 * _MiB
+    # One tar header's own data: a pax extended header (x, g, X) or a GNU long
+    # name / long link (L, K). tarfile reads such a header whole, into memory, before
+    # any member limit applies, so it is checked before it is read. A path is at most
+    # a few KiB (PATH_MAX is 4096) and a member's pax records (path, linkpath, size,
+    # times, owner) fit far below this.
+    max_header_bytes: int = 64 * 1024
+    # Extended headers in front of one member: a real writer emits at most a pax
+    # header plus a long name and a long link; a chain of thousands would be read
+    # recursively (and exhaust the stack) before reaching any member.
+    max_headers_per_member: int = 8
+    # All extended headers of the archive together: global pax headers (g) accumulate
+    # for the whole archive, so their sum is bounded too. 2000 members x 2 KiB of
+    # long names stays under it.
+    max_total_header_bytes: int = 8 * _MiB
 
 
 DEFAULT_LIMITS = Limits()
@@ -137,6 +151,84 @@ class _LimitedStream(io.RawIOBase):
                 )
 
 
+# Header types whose data tarfile reads into memory: pax extended/global (and Solaris'),
+# GNU long name and long link.
+_EXTENDED_HEADER_TYPES = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
+
+
+class _HeaderRefused(Exception):
+    """A tar header refused before tarfile read it (code and detail, without the bundle's name)."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A TarInfo that checks every header's size before tarfile reads its data.
+
+    ``_proc_member`` is tarfile's documented extension point ("can be overridden in a
+    subclass"): it runs once per 512-byte header block, after the block is parsed and
+    before the header's data is read, including for the headers that follow a pax or
+    GNU long-name header (tarfile reads those through the same class). ``limits`` is set
+    on a per-archive subclass (see ``_tarinfo_class``); the counters live on the TarFile.
+    """
+
+    limits: Limits = DEFAULT_LIMITS
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        limits = self.limits
+        state = tarfile_.__dict__.setdefault("_podium_headers", {"chain": 0, "total": 0})
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            # Its extension blocks are read in a loop into a list: refused, like every sparse member.
+            raise _HeaderRefused("special_member", _special_member(self.name))
+        if self.type in _EXTENDED_HEADER_TYPES:
+            if self.size > limits.max_header_bytes:
+                raise _HeaderRefused(
+                    "header_too_large",
+                    f"a tar extended header (type {self.type.decode('ascii', 'replace')!r}) of {self.size} bytes, "
+                    f"more than the limit of {limits.max_header_bytes} bytes",
+                )
+            state["chain"] += 1
+            state["total"] += self.size
+            if state["chain"] > limits.max_headers_per_member:
+                raise _HeaderRefused(
+                    "too_many_headers",
+                    f"more than {limits.max_headers_per_member} extended tar headers in front of one member",
+                )
+            if state["total"] > limits.max_total_header_bytes:
+                raise _HeaderRefused(
+                    "too_many_headers",
+                    f"the archive's extended tar headers add up to more than {limits.max_total_header_bytes} bytes",
+                )
+        else:
+            state["chain"] = 0
+        return super()._proc_member(tarfile_)
+
+    # Sparse maps in pax headers (GNU sparse 0.0, 0.1, 1.0; 1.0 reads its map from the member's
+    # data, as long as it says): refused before any map is read.
+    def _proc_gnusparse_00(self, member: tarfile.TarInfo, *args: object) -> None:
+        raise _HeaderRefused("special_member", _special_member(member.name))
+
+    _proc_gnusparse_01 = _proc_gnusparse_00
+    _proc_gnusparse_10 = _proc_gnusparse_00
+
+
+def _special_member(member_name: str) -> str:
+    return f"member {member_name!r} is not a regular file (device, FIFO or other special file)"
+
+
+def _tarinfo_class(limits: Limits) -> type[tarfile.TarInfo]:
+    return type("BoundedTarInfo", (_BoundedTarInfo,), {"limits": limits})
+
+
 def _safe_name(raw: str, name: str) -> str:
     """Normalise ``raw`` ("./a/b" -> "a/b") or raise unsafe_path."""
     if "\x00" in raw or "\\" in raw:
@@ -162,7 +254,9 @@ def iter_members(
     only; the server never extracts) also streams each member, after its name
     passed the safety checks, to a file under that directory.  Raises BundleError: invalid_archive,
     too_many_members, unsafe_path, link_member, special_member,
-    duplicate_member, too_large, decompression_bomb.
+    duplicate_member, too_large, decompression_bomb, header_too_large, too_many_headers.
+    Every tar header is bounded before it is read (``Limits.max_header_bytes`` and the two
+    header counts), so no header shape can make this hold more than that in memory.
     """
     magic = payload.read(4)
     payload.seek(0)
@@ -179,9 +273,11 @@ def iter_members(
         source = payload
     stream = io.BufferedReader(_LimitedStream(source, counter, limits, name), _READ_CHUNK)
     try:
-        tar = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 -- closed in finally
+        tar = tarfile.open(fileobj=stream, mode="r|", tarinfo=_tarinfo_class(limits))  # noqa: SIM115 -- closed in finally
     except tarfile.TarError:
         raise BundleError("invalid_archive", f"{name}: the decrypted payload is not a tar or tar.zst archive") from None
+    except _HeaderRefused as refused:
+        raise BundleError(refused.code, f"{name}: {refused.detail}") from None
     seen: set[str] = set()
     count = 0
     try:
@@ -190,6 +286,8 @@ def iter_members(
                 info = tar.next()
             except tarfile.TarError as exc:
                 raise BundleError("invalid_archive", f"{name}: the tar archive is damaged ({exc})") from None
+            except _HeaderRefused as refused:
+                raise BundleError(refused.code, f"{name}: {refused.detail}") from None
             if info is None:
                 break
             count += 1
@@ -207,10 +305,7 @@ def iter_members(
             if not info.isfile() or info.issparse():
                 # A sparse member expands holes to zeros locally, outside the
                 # byte-count limits: refused like any special file.
-                raise BundleError(
-                    "special_member",
-                    f"{name}: member {info.name!r} is not a regular file (device, FIFO or other special file)",
-                )
+                raise BundleError("special_member", f"{name}: {_special_member(info.name)}")
             if not member_name:
                 raise BundleError("unsafe_path", f"{name}: member {info.name!r} has an empty name")
             if member_name in seen:

@@ -28,6 +28,8 @@ ERROR_CODES: dict[str, str] = {
     "special_member": "a member is a device, FIFO, sparse or other non-regular file",
     "duplicate_member": "two archive members have the same name",
     "decompression_bomb": "the compressed payload expands beyond the allowed ratio or total size",
+    "header_too_large": "a tar extended header (pax, GNU long name or long link) is larger than allowed",
+    "too_many_headers": "too many tar extended headers in front of one member or in the whole archive",
     # members
     "invalid_json": "a JSON member does not parse (syntax, encoding or duplicate key)",
     "non_finite_number": "a JSON member contains NaN, Infinity or a number too large for a double",

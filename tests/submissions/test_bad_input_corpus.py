@@ -74,6 +74,27 @@ class Corpus:
             payload = zstandard.ZstdCompressor().compress(payload)
         return pyrage.encrypt(payload, [pyrage.x25519.Recipient.from_str(self.recipient)])
 
+    def raw_blocks(self, blocks: bytes) -> bytes:
+        """Tar bytes written block by block (headers tarfile's writer would never emit), ended and sealed."""
+        payload = blocks + bytes(1024)  # the two zero blocks that end an archive
+        return pyrage.encrypt(payload, [pyrage.x25519.Recipient.from_str(self.recipient)])
+
+
+# Tar headers written by hand, for the bounded-header cases.
+OVER_HEADER_LIMIT = 64 * 1024 + 1  # one byte over submissions.bundle.archive.Limits.max_header_bytes
+
+
+def pax_header(records: dict[str, str], kind: bytes = tarfile.XHDTYPE) -> bytes:
+    return tarfile.TarInfo._create_pax_generic_header(records, kind, "utf-8")
+
+
+def member(name: str, data: bytes = b"{}", fmt: int = tarfile.USTAR_FORMAT, **fields) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for field, value in fields.items():
+        setattr(info, field, value)
+    return info.tobuf(fmt, "utf-8", "surrogateescape") + data + bytes(-len(data) % 512)
+
 
 def flip(data: bytes, position: int) -> bytes:
     return data[:position] + bytes([data[position] ^ 0x01]) + data[position + 1 :]
@@ -145,6 +166,50 @@ CASES = {
     ),
     "missing_faithfulness_verdict": (lambda c: c.tampered("missing_faithfulness"), "missing_faithfulness"),
     "forged_signature": (lambda c: c.tampered("forged_signature", sign_with=c.signing_key), "bad_signature"),
+    "pax_header_over_the_limit": (
+        lambda c: c.raw_blocks(pax_header({"comment": "x" * OVER_HEADER_LIMIT}) + member("manifest.json")),
+        "header_too_large",
+    ),
+    "global_pax_header_over_the_limit": (
+        lambda c: c.raw_blocks(
+            pax_header({"comment": "x" * OVER_HEADER_LIMIT}, tarfile.XGLTYPE) + member("manifest.json")
+        ),
+        "header_too_large",
+    ),
+    "gnu_long_name_over_the_limit": (
+        lambda c: c.raw_blocks(member("a/" * (OVER_HEADER_LIMIT // 2) + "x.json", fmt=tarfile.GNU_FORMAT)),
+        "header_too_large",
+    ),
+    "gnu_long_link_over_the_limit": (
+        lambda c: c.raw_blocks(
+            member("manifest.json", b"", tarfile.GNU_FORMAT, type=tarfile.SYMTYPE, linkname="l" * OVER_HEADER_LIMIT)
+        ),
+        "header_too_large",
+    ),
+    "a_chain_of_extended_headers": (
+        lambda c: c.raw_blocks(pax_header({"comment": "x"}) * 9 + member("manifest.json")),
+        "too_many_headers",
+    ),
+    "global_pax_headers_adding_up_past_the_archive_limit": (
+        lambda c: c.raw_blocks(
+            b"".join(
+                pax_header({f"podium.k{i}": "v" * 60000}, tarfile.XGLTYPE) + member(f"artifacts/{i}.txt", b"x")
+                for i in range(140)
+            )
+        ),
+        "too_many_headers",
+    ),
+    "gnu_sparse_member": (
+        lambda c: c.raw_blocks(member("artifacts/a.bin", b"", tarfile.GNU_FORMAT, type=tarfile.GNUTYPE_SPARSE)),
+        "special_member",
+    ),
+    "pax_sparse_map_read_from_the_member_data": (
+        lambda c: c.raw_blocks(
+            pax_header({"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "a.bin"})
+            + member("artifacts/GNUSparseFile.0/a.bin", b"999999999999\n" + bytes(500))
+        ),
+        "special_member",
+    ),
 }
 
 
@@ -189,7 +254,7 @@ def test_the_corpus_covers_every_case_named_by_the_issue():
         "wrong_key", "truncated", "corrupted", "not_age_file", "member_hash_mismatch", "too_many_members",
         "unsafe_path", "link_member", "decompression_bomb", "invalid_json", "schema_error", "non_finite_number",
         "unknown_release", "release_hash_mismatch", "unknown_task", "duplicate_task", "missing_faithfulness",
-        "bad_signature",
+        "bad_signature", "header_too_large", "too_many_headers",
     }  # fmt: skip
 
 
