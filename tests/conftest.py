@@ -75,6 +75,7 @@ def _services_required(request: pytest.FixtureRequest) -> None:
 # One queue per test session, so a worker started by these tests never takes
 # tasks of another suite (or another engineer's run) sharing the same Redis.
 TEST_QUEUE = f"podium-test-{uuid.uuid4().hex[:12]}"
+TEST_FOLLOWUP_QUEUE = f"{TEST_QUEUE}-followups"  # what settings derive from CELERY_QUEUE in a worker
 WORKER_READY_TIMEOUT_SECONDS = 60
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,12 +87,13 @@ def _celery_runs_tasks_in_process(request: pytest.FixtureRequest):
     from leaderboard.celery import app
 
     uses_worker = bool({"celery_worker", "celery_worker_factory"} & set(request.fixturenames))
-    saved = (app.conf.task_always_eager, app.conf.task_default_queue)
+    saved = (app.conf.task_always_eager, app.conf.task_default_queue, settings.PODIUM_FOLLOWUP_QUEUE)
     app.conf.task_always_eager = not uses_worker
     if uses_worker:
         app.conf.task_default_queue = TEST_QUEUE
+        settings.PODIUM_FOLLOWUP_QUEUE = TEST_FOLLOWUP_QUEUE
     yield
-    app.conf.task_always_eager, app.conf.task_default_queue = saved
+    app.conf.task_always_eager, app.conf.task_default_queue, settings.PODIUM_FOLLOWUP_QUEUE = saved
 
 
 def _test_database_url() -> str:
@@ -116,11 +118,12 @@ class CeleryWorker:
         self.log_path: Path | None = None
         self.starts = 0
 
-    def start(self, **extra_env: str) -> CeleryWorker:
+    def start(self, *, beat: bool = False, **extra_env: str) -> CeleryWorker:
+        """Start the worker (``beat=True``: start `celery beat` instead, the sweeper's clock)."""
         from django.conf import settings
 
         self.starts += 1
-        self.log_path = self.log_dir / f"worker-{self.starts}.log"
+        self.log_path = self.log_dir / f"{'beat' if beat else 'worker'}-{self.starts}.log"
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
@@ -132,15 +135,22 @@ class CeleryWorker:
             "PODIUM_SITE_KEYS": settings.PODIUM_SITE_KEYS,
             "PODIUM_MAX_ATTEMPTS": str(settings.PODIUM_MAX_ATTEMPTS),
             "PODIUM_STUCK_AFTER_SECONDS": str(settings.PODIUM_STUCK_AFTER_SECONDS),
+            "PODIUM_LEASE_SECONDS": str(settings.PODIUM_LEASE_SECONDS),
+            "PODIUM_SWEEP_EVERY_SECONDS": str(settings.PODIUM_SWEEP_EVERY_SECONDS),
             **self.extra_env,
             **extra_env,
         }
         celery = str(Path(sys.executable).parent / "celery")
         command = [
-            celery, "-A", "leaderboard", "worker", "--pool=solo", "-Q", TEST_QUEUE,
+            celery, "-A", "leaderboard", "worker", "--pool=solo", "-Q", f"{TEST_QUEUE},{TEST_FOLLOWUP_QUEUE}",
             "-n", f"{TEST_QUEUE}-{self.starts}@%h", "--without-heartbeat", "--without-gossip",
             "--without-mingle", "--loglevel=INFO",
         ]  # fmt: skip
+        ready = " ready."
+        if beat:
+            schedule = self.log_dir / f"celerybeat-schedule-{self.starts}"
+            command = [celery, "-A", "leaderboard", "beat", "-s", str(schedule), "--loglevel=INFO"]
+            ready = "beat: Starting..."
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -150,7 +160,7 @@ class CeleryWorker:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"celery worker exited with {self.process.returncode}:\n{self.log()}")
-            if " ready." in self.log():
+            if ready in self.log():
                 return self
             time.sleep(0.1)
         self.stop()
@@ -191,7 +201,8 @@ def _test_queue_cleanup():
     from tests.broker_leftovers import clean
 
     broker = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
-    broker.delete(TEST_QUEUE, f"_kombu.binding.{TEST_QUEUE}", f"_kombu.binding_permanent.{TEST_QUEUE}")
+    for queue in (TEST_QUEUE, TEST_FOLLOWUP_QUEUE):
+        broker.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     # And the messages killed workers never acknowledged (they would be redelivered into a
     # later run's queue): every queue of this session starts with TEST_QUEUE.
     clean(os.environ["CELERY_BROKER_URL"], TEST_QUEUE)

@@ -1,4 +1,10 @@
-"""Against a real Celery worker process on Redis and PostgreSQL (marked services)."""
+"""Against real Celery worker (and beat) processes on Redis and PostgreSQL (marked services).
+
+The fault tests run at default settings (lease, sweep cadence, stuck limit, attempts): each
+injects its fault, then asserts the verdict, exactly one Run (none for a poison bundle) and the
+time bound of issue 14 -- 60 s after the fault, 180 s for a bundle that kills every worker --
+with the sweeper driven by a real `celery beat`, as in production.
+"""
 
 from __future__ import annotations
 
@@ -43,87 +49,122 @@ def upload(owner, bundle: bytes) -> Submission:
     return submission
 
 
-def sweep_after_stuck_limit(settings) -> int:
-    """Run the beat sweeper once the submission has been stuck past the (shortened) limit."""
-    from submissions.tasks import sweep_stuck_submissions
+def test_the_fault_tests_run_at_the_default_settings(settings):
+    # The time bounds below are only meaningful at the defaults an operator gets.
+    assert (
+        settings.PODIUM_LEASE_SECONDS,
+        settings.PODIUM_SWEEP_EVERY_SECONDS,
+        settings.PODIUM_STUCK_AFTER_SECONDS,
+        settings.PODIUM_MAX_ATTEMPTS,
+    ) == (15, 5, 30, 3)
 
-    time.sleep(settings.PODIUM_STUCK_AFTER_SECONDS + 0.2)
-    return sweep_stuck_submissions()
 
-
-@pytest.mark.services
-@pytest.mark.django_db(transaction=True)
-def test_an_upload_reaches_validated_through_the_real_worker(owner, demo_release, seal, celery_worker):
-    submission = upload(owner, seal())
-    done = wait_for(submission.pk, finished)
-    assert (done.verdict, done.attempts) == ("validated", 1)
-    assert Run.objects.filter(submission=done).count() == 1
-    assert "submissions.tasks.verify_submission" in celery_worker.log()
+# Issue 14's bounds, from the fault to the verdict.
+RECOVERY_SECONDS = 60
+POISON_SECONDS = 180
 
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_a_worker_killed_while_verifying_loses_nothing_and_a_new_worker_finishes_with_one_run(
-    owner, demo_release, seal, settings, celery_worker_factory
+def test_a_worker_killed_while_verifying_is_taken_over_within_a_minute_with_one_run(
+    owner, demo_release, seal, celery_worker_factory
 ):
-    settings.PODIUM_STUCK_AFTER_SECONDS = 1
     slow = celery_worker_factory().start(PODIUM_VERIFY_DELAY_SECONDS="30")
     submission = upload(owner, seal())
     verifying = wait_for(submission.pk, lambda s: s.status == Submission.Status.VERIFYING)
-    assert verifying.attempts == 1
-    slow.kill9()
-    assert Submission.objects.get(pk=submission.pk).status == "verifying"  # nobody is working on it now
+    assert verifying.attempts == 1 and verifying.lease_owner
+    celery_worker_factory().start(beat=True)
     celery_worker_factory().start()
-    assert sweep_after_stuck_limit(settings) == 1
-    done = wait_for(submission.pk, finished)
+    slow.kill9()  # as the OOM killer would
+    killed_at = time.monotonic()
+    assert Submission.objects.get(pk=submission.pk).status == "verifying"  # nobody is working on it now
+    done = wait_for(submission.pk, finished, timeout=RECOVERY_SECONDS)
+    elapsed = time.monotonic() - killed_at
+    print(f"killed worker: verdict {elapsed:.1f} s after the fault")  # shown with pytest -rP
     assert (done.verdict, done.attempts) == ("validated", 2)
+    assert done.lease_owner != verifying.lease_owner  # another worker took it over
     assert Run.objects.filter(submission=done).count() == 1
     assert Run.objects.count() == 1
+    assert elapsed < RECOVERY_SECONDS
 
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_the_sweeper_recovers_a_submission_whose_queued_task_redis_lost(
-    owner, demo_release, seal, settings, celery_worker_factory
+def test_a_submission_whose_queued_task_a_broker_flush_lost_reaches_its_verdict_within_a_minute(
+    owner, demo_release, seal, celery_worker_factory
 ):
     import redis
     from django.conf import settings as django_settings
 
-    from leaderboard.celery import app
+    from tests.conftest import TEST_FOLLOWUP_QUEUE, TEST_QUEUE
 
-    queue = app.conf.task_default_queue  # this session's queue (see tests/conftest.py)
-    settings.PODIUM_STUCK_AFTER_SECONDS = 1
     broker = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
     submission = upload(owner, seal())  # enqueued on commit; no worker yet
-    assert broker.llen(queue) == 1
-    # A Redis restart without persistence: the queue is gone. (Only this session's queue is
-    # deleted; FLUSHALL would also wipe other suites sharing the server.)
-    broker.delete(queue)
+    assert broker.llen(TEST_QUEUE) == 1
+    # The flush: this session's queues only (FLUSHALL would also wipe others sharing the server).
+    broker.delete(TEST_QUEUE, TEST_FOLLOWUP_QUEUE)
+    flushed_at = time.monotonic()
+    celery_worker_factory().start(beat=True)
     celery_worker_factory().start()
-    time.sleep(1)
-    assert Submission.objects.get(pk=submission.pk).status == "received"
-    assert sweep_after_stuck_limit(settings) == 1
-    done = wait_for(submission.pk, finished)
+    done = wait_for(submission.pk, finished, timeout=RECOVERY_SECONDS)
+    elapsed = time.monotonic() - flushed_at
+    print(f"broker flush: verdict {elapsed:.1f} s after the fault")  # shown with pytest -rP
     assert (done.verdict, done.attempts) == ("validated", 1)
+    assert Run.objects.filter(submission=done).count() == 1
     assert Run.objects.count() == 1
+    assert elapsed < RECOVERY_SECONDS
 
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
-def test_a_bundle_that_kills_every_worker_ends_rejected_after_the_attempt_limit(
-    owner, demo_release, seal, settings, celery_worker_factory
+def test_a_verification_whose_database_connections_were_terminated_reaches_its_verdict_within_a_minute(
+    owner, demo_release, seal, celery_worker_factory
 ):
-    settings.PODIUM_STUCK_AFTER_SECONDS = 1
-    settings.PODIUM_MAX_ATTEMPTS = 2
+    from django.db import connection
+
+    celery_worker_factory().start(beat=True)
+    worker = celery_worker_factory().start(PODIUM_VERIFY_DELAY_SECONDS="3")
     submission = upload(owner, seal())
-    for attempt in (1, 2):
-        doomed = celery_worker_factory().start(PODIUM_VERIFY_DELAY_SECONDS="30")
-        if attempt > 1:
-            sweep_after_stuck_limit(settings)
-        wait_for(submission.pk, lambda s, n=attempt: s.status == "verifying" and s.attempts == n)
+    wait_for(submission.pk, lambda s: s.status == Submission.Status.VERIFYING)
+    with connection.cursor() as cursor:
+        # Every other backend on the test database: the worker's, mid-verification.
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        assert cursor.fetchone()[0] >= 1
+    terminated_at = time.monotonic()
+    done = wait_for(submission.pk, finished, timeout=RECOVERY_SECONDS)
+    elapsed = time.monotonic() - terminated_at
+    print(f"terminated database connections: verdict {elapsed:.1f} s after the fault")  # shown with pytest -rP
+    assert done.verdict == "validated"
+    assert done.attempts == 2  # the automatic retry did it, not a lease running out
+    assert Run.objects.filter(submission=done).count() == 1
+    assert Run.objects.count() == 1
+    assert elapsed < RECOVERY_SECONDS
+    assert "retry" in worker.log().lower()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_bundle_that_kills_every_worker_ends_as_worker_crashed_within_three_minutes(
+    owner, demo_release, seal, celery_worker_factory
+):
+    from django.conf import settings
+
+    celery_worker_factory().start(beat=True)
+    doomed = celery_worker_factory().start(PODIUM_VERIFY_DELAY_SECONDS="600")
+    submission = upload(owner, seal())
+    uploaded_at = time.monotonic()
+    for attempt in range(1, settings.PODIUM_MAX_ATTEMPTS + 1):
+        wait_for(submission.pk, lambda s, n=attempt: s.status == "verifying" and s.attempts == n, timeout=60)
+        # The bundle kills its worker (as running out of memory would); the service restarts one.
         doomed.kill9()
-    celery_worker_factory().start()
-    sweep_after_stuck_limit(settings)
-    done = wait_for(submission.pk, finished)
-    assert (done.verdict, done.error_code, done.attempts) == ("rejected", "worker_crashed", 2)
+        last = attempt == settings.PODIUM_MAX_ATTEMPTS
+        doomed = celery_worker_factory().start(**({} if last else {"PODIUM_VERIFY_DELAY_SECONDS": "600"}))
+    done = wait_for(submission.pk, finished, timeout=POISON_SECONDS)
+    elapsed = time.monotonic() - uploaded_at
+    print(f"poison bundle: verdict {elapsed:.1f} s after the fault")  # shown with pytest -rP
+    assert (done.verdict, done.error_code, done.attempts) == ("rejected", "worker_crashed", 3)
     assert Run.objects.count() == 0
+    assert elapsed < POISON_SECONDS
