@@ -1,8 +1,24 @@
 """Precomputed paper-gap standings (seed 000's Overall / Reproduction / Open tabs).
 
-``standings_refresh`` rewrites every Standing row of one release from its Run
-rows alone, so running it twice (or after a crash, inside its transaction)
-always lands on the same rows. Pages read these rows and never aggregate.
+Two writers, one result:
+
+* ``standings_update_version`` -- the one verification, attestation and the
+  confidence follow-up call: it brings one agent version's rows of a release
+  up to date and moves only the ranks that change (one UPDATE over the rows
+  between the old and the new position), so its cost follows what changed,
+  not how many runs the release holds. It runs inside the caller's
+  transaction: a verdict and its board row commit together, so the board
+  never shows a run whose verification rolled back nor misses one that
+  committed; the release row lock it takes is held only for the last few
+  milliseconds of that transaction.
+* ``standings_refresh`` -- the full rebuild, for repairs (``manage.py
+  rebuild_standings``): rewrites every row of a release from its Run rows.
+
+Both take the release row's lock first, so writers of one release serialize
+and a board read (one SELECT, one snapshot) never sees half-moved ranks. Both
+land on the same rows (tests/submissions/test_standings.py checks the
+incremental path against the rebuild after every step). Pages read these
+rows and never aggregate.
 """
 
 from __future__ import annotations
@@ -10,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connections, transaction
+from django.db.models import F, Q
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Release, Standing
@@ -177,40 +194,136 @@ def standings_refresh(*, release: Release) -> int:
     rows: list[Standing] = []
     for tab in TABS:
         for rank, run in enumerate(best_by_tab[tab], start=1):
-            low, high = _interval(run, tab)
-            tokens = (
-                None
-                if run.tokens_in is None and run.tokens_out is None
-                else (run.tokens_in or 0) + (run.tokens_out or 0)
-            )
-            rows.append(
-                Standing(
-                    release=release,
-                    tab=tab,
-                    run=run,
-                    agent_version_id=run.agent_version_id,
-                    rank=rank,
-                    score=_tab_score(run, tab),
-                    ci_low=low,
-                    ci_high=high,
-                    pass_rate=run.pass_rate,
-                    covered=run.covered,
-                    required=run.required,
-                    complete=run.complete,
-                    agent_name=run.standing_agent_name,
-                    agent_slug=run.standing_agent_slug,
-                    version=run.standing_version,
-                    runtime_seconds=run.runtime_seconds,
-                    tokens=tokens,
-                    effort_tier=run.effort_tier,
-                    verification=run.level,
-                    verified_at=run.created_at,
-                )
-            )
+            rows.append(Standing(release=release, tab=tab, rank=rank, **_standing_fields(run, tab)))
     Standing.objects.filter(release=release).delete()
     Standing.objects.bulk_create(rows)
     release.generation = generation
     return len(rows)
+
+
+def _standing_fields(run: Run, tab: str) -> dict[str, Any]:
+    """Every column of a run's Standing row in ``tab`` except release, tab and rank.
+
+    ``run`` carries ``standing_agent_name``, ``standing_agent_slug`` and ``standing_version``
+    (the raw query's columns, or set by ``_version_runs``)."""
+    low, high = _interval(run, tab)
+    tokens = None if run.tokens_in is None and run.tokens_out is None else (run.tokens_in or 0) + (run.tokens_out or 0)
+    return {
+        "run_id": run.pk,
+        "agent_version_id": run.agent_version_id,
+        "score": _tab_score(run, tab),
+        "ci_low": low,
+        "ci_high": high,
+        "pass_rate": run.pass_rate,
+        "covered": run.covered,
+        "required": run.required,
+        "complete": run.complete,
+        "agent_name": run.standing_agent_name,
+        "agent_slug": run.standing_agent_slug,
+        "version": run.standing_version,
+        "runtime_seconds": run.runtime_seconds,
+        "tokens": tokens,
+        "effort_tier": run.effort_tier,
+        "verification": run.level,
+        "verified_at": run.created_at,
+    }
+
+
+# The columns of a Standing row that decide its rank (standing_sort_key's, as stored).
+_ORDER_FIELDS = ("complete", "score", "pass_rate", "verified_at", "run_id")
+
+
+def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
+    """One agent version's public scored runs in a release (the same filter as ``_best_runs_sql``);
+    a version has a handful, whatever the size of the release."""
+    runs = list(
+        Run.objects.filter(
+            release=release,
+            agent_version_id=agent_version_id,
+            level__in=LEADERBOARD_LEVELS,
+            is_private=False,
+            submission__is_private=False,
+        )
+        .filter(Q(overall__isnull=False) | Q(reproduction__isnull=False) | Q(open__isnull=False))
+        .select_related("agent_version__agent")
+        .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
+    )
+    for run in runs:
+        run.standing_agent_name = run.agent_version.agent.name
+        run.standing_agent_slug = run.agent_version.agent.slug
+        run.standing_version = run.agent_version.version
+    return runs
+
+
+def _ranked_before(tab_rows: Any, fields: dict[str, Any]) -> int:
+    """How many of ``tab_rows`` sort before a row with ``fields`` (standing_sort_key's order:
+    complete first, score desc, pass rate desc with None last, verified earlier, run id)."""
+    pass_rate = fields["pass_rate"]
+    if pass_rate is None:
+        pass_better, pass_equal = Q(pass_rate__isnull=False), Q(pass_rate__isnull=True)
+    else:
+        pass_better, pass_equal = Q(pass_rate__gt=pass_rate), Q(pass_rate=pass_rate)
+    later = Q(verified_at__lt=fields["verified_at"]) | Q(verified_at=fields["verified_at"], run_id__lt=fields["run_id"])
+    same_score = Q(score=fields["score"]) & (pass_better | (pass_equal & later))
+    same_coverage = Q(complete=fields["complete"]) & (Q(score__gt=fields["score"]) | same_score)
+    before = (Q(complete=True) if not fields["complete"] else Q(pk__in=[])) | same_coverage
+    return int(tab_rows.filter(before).count())
+
+
+def standings_update_version(*, release: Release, agent_version_id: int) -> int:
+    """Bring one agent version's Standing rows of a release up to date (after one of its runs was
+    recorded, attested, given its interval, or hidden); returns how many rows changed.
+
+    For each tab: the version's best public run (as ``standings_refresh`` picks it) replaces its
+    row, or its row leaves the board when it has none; the rows between the old and the new
+    position shift by one in a single UPDATE, and nothing else is written. A row whose run and
+    order are unchanged is only updated in place (its interval or verification level), and a
+    row identical to what it would be is not written at all. Release.generation is bumped only
+    when something changed, so a run that changes nothing shown leaves every cached page valid.
+    A constant number of queries per tab whatever the number of runs in the release.
+    """
+    with transaction.atomic(savepoint=False):
+        # The release row lock: concurrent writers of this release's standings serialize.
+        Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
+        runs = _version_runs(release, agent_version_id)
+        current = {row.tab: row for row in Standing.objects.filter(release=release, agent_version_id=agent_version_id)}
+        changed = 0
+        for tab in TABS:
+            scored = [run for run in runs if _tab_score(run, tab) is not None]
+            best = min(scored, key=lambda run, tab=tab: standing_sort_key(run, tab)) if scored else None
+            changed += _move_row(release, tab, current.get(tab), None if best is None else _standing_fields(best, tab))
+        if changed:
+            release.generation = _bump_generation(release)
+        return changed
+
+
+def _move_row(release: Release, tab: str, row: Standing | None, fields: dict[str, Any] | None) -> int:
+    """Put a version's row of one tab where ``fields`` rank it (None: off the board); returns 0 or 1."""
+    tab_rows = Standing.objects.filter(release=release, tab=tab)
+    if fields is None:
+        if row is None:
+            return 0
+        row.delete()
+        tab_rows.filter(rank__gt=row.rank).update(rank=F("rank") - 1)
+        return 1
+    if row is not None:
+        if all(getattr(row, name) == value for name, value in fields.items()):
+            return 0  # nothing shown changes
+        if all(getattr(row, name) == fields[name] for name in _ORDER_FIELDS):
+            Standing.objects.filter(pk=row.pk).update(**fields)  # same place: interval or level changed
+            return 1
+    others = tab_rows.exclude(pk=row.pk) if row is not None else tab_rows
+    rank = _ranked_before(others, fields) + 1
+    if row is None:
+        tab_rows.filter(rank__gte=rank).update(rank=F("rank") + 1)
+        Standing.objects.create(release=release, tab=tab, rank=rank, **fields)
+        return 1
+    if rank < row.rank:
+        others.filter(rank__gte=rank, rank__lt=row.rank).update(rank=F("rank") + 1)
+    elif rank > row.rank:
+        others.filter(rank__gt=row.rank, rank__lte=rank).update(rank=F("rank") - 1)
+    Standing.objects.filter(pk=row.pk).update(rank=rank, **fields)
+    return 1
 
 
 def _bump_generation(release: Release) -> int:

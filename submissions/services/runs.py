@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.standings import standings_update_version
 from submissions.bundle.evaluate import Outcome
 from submissions.models import Run, SigningKey, Submission, TaskResult, VerificationEvent
 
@@ -63,7 +63,8 @@ def agent_version_for(*, name: str, version: str, owner_id: Any) -> AgentVersion
 
 def run_record_paper_gap(*, submission: Submission, release: Release, outcome: Outcome) -> Run:
     """Create the Run, its TaskResults and the first VerificationEvent of a validated/attested
-    outcome (submissions.bundle.evaluate.Outcome), then refresh the release's standings.
+    outcome (submissions.bundle.evaluate.Outcome), then update its agent version's standings
+    (only the rows and ranks that change).
 
     Returns the existing Run untouched when the submission already has one.
     """
@@ -126,7 +127,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
     VerificationEvent.objects.create(
         run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
     )
-    standings_refresh(release=release)
+    standings_update_version(release=release, agent_version_id=agent_version.pk)
     if not run.confidence:
         _enqueue_confidence(run.pk)
     return run
@@ -184,7 +185,7 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
             return locked
         locked.confidence = confidence
         locked.save(update_fields=["confidence"])
-        standings_refresh(release=locked.release)
+        standings_update_version(release=locked.release, agent_version_id=locked.agent_version_id)
     return locked
 
 
@@ -250,5 +251,5 @@ def run_record_verified(
     if locked.level != Run.Level.VERIFIED:
         locked.level = Run.Level.VERIFIED
         locked.save(update_fields=["level"])
-    standings_refresh(release=locked.release)
+    standings_update_version(release=locked.release, agent_version_id=locked.agent_version_id)
     return event

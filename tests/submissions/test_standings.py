@@ -172,3 +172,85 @@ def test_a_refresh_costs_four_queries(release, make_run):
         standings_refresh(release=release)
     # bump the generation (locking the release), the three tabs' best runs at once, delete, insert
     assert [query["sql"].split()[0] for query in queries.captured_queries] == ["UPDATE", "SELECT", "DELETE", "INSERT"]
+
+
+def board(release) -> list[tuple]:
+    """Every row of every tab, as a page would show it (rank, run and every displayed column)."""
+    return list(
+        Standing.objects.filter(release=release)
+        .order_by("tab", "rank")
+        .values_list(
+            "tab", "rank", "run_id", "agent_version_id", "score", "ci_low", "ci_high", "pass_rate", "complete",
+            "verification", "agent_name", "version", "tokens",
+        )
+    )  # fmt: skip
+
+
+def rebuilt(release) -> list[tuple]:
+    """The board the full rebuild writes from the same runs (the repair path); leaves it rebuilt."""
+    standings_refresh(release=release)
+    return board(release)
+
+
+@pytest.mark.django_db
+def test_updating_one_version_at_a_time_lands_on_the_board_the_full_rebuild_writes(release, make_run):
+    import random
+
+    from leaderboard.services.standings import standings_update_version
+
+    rng = random.Random(5)
+    for step in range(60):
+        agent = f"agent-{rng.randrange(12)}"
+        choice = rng.random()
+        run = make_run(
+            agent,
+            str(rng.randrange(2)),
+            overall=rng.choice([0.5, 0.8, 1.1, rng.random()]),
+            reproduction=None if choice < 0.15 else rng.random(),
+            open=rng.random(),
+            pass_rate=None if choice > 0.9 else rng.choice([0.5, 0.9, rng.random()]),
+            complete=rng.random() > 0.2,
+            level=rng.choice(["validated", "attested", "mismatch"]),
+            is_private=rng.random() < 0.1,
+        )
+        if step % 7 == 3:  # an interval arrives, or an attestation, for an earlier run
+            earlier = Run.objects.order_by("?").first()
+            Run.objects.filter(pk=earlier.pk).update(
+                confidence={"overall": [0.1, 0.9]}, level="verified" if step % 2 else earlier.level
+            )
+            standings_update_version(release=release, agent_version_id=earlier.agent_version_id)
+        standings_update_version(release=release, agent_version_id=run.agent_version_id)
+        incremental = board(release)
+        assert incremental == rebuilt(release), f"step {step}"
+
+
+@pytest.mark.django_db
+def test_a_run_that_changes_nothing_shown_writes_nothing_and_keeps_cached_pages(release, make_run):
+    from leaderboard.services.standings import standings_update_version
+
+    best = make_run("alpha", overall=0.9)
+    standings_update_version(release=release, agent_version_id=best.agent_version_id)
+    generation = Release.objects.get(pk=release.pk).generation
+    worse = make_run("alpha", overall=0.3, reproduction=0.3, open=0.3)
+    assert standings_update_version(release=release, agent_version_id=worse.agent_version_id) == 0
+    assert Release.objects.get(pk=release.pk).generation == generation
+
+
+@pytest.mark.django_db
+def test_a_new_best_moves_only_the_rows_between_its_old_and_new_place(release, make_run):
+    from leaderboard.services.standings import standings_update_version
+
+    runs = [make_run(f"a{i}", overall=1.0 - i / 10) for i in range(6)]  # ranks 1..6 in order
+    standings_refresh(release=release)
+    before = dict(Standing.objects.filter(release=release, tab="overall").values_list("run_id", "rank"))
+    better = make_run("a4", overall=0.95)  # a4 moves from 5th to 2nd
+    with CaptureQueriesContext(connection) as queries:
+        standings_update_version(release=release, agent_version_id=better.agent_version_id)
+    after = dict(Standing.objects.filter(release=release, tab="overall").values_list("run_id", "rank"))
+    assert after[better.pk] == 2
+    assert [after[run.pk] for run in runs if run.pk != runs[4].pk] == [1, 3, 4, 5, 6]
+    moved = {run_id for run_id, rank in after.items() if before.get(run_id) != rank}
+    assert moved == {better.pk, runs[1].pk, runs[2].pk, runs[3].pk}
+    # A constant number of statements: lock, the version's runs, its rows, then per tab at most
+    # a count, a shift and a write, and the generation bump.
+    assert len(queries) <= 3 + 3 * 3 + 1
