@@ -149,49 +149,90 @@ def test_zero_resamples_are_rejected() -> None:
     assert str(error.value) == "bootstrap: resamples must be an integer >= 1, got 0"
 
 
-def _float_by_float(column: list[float], draws: bytes, n: int) -> list[float]:
-    return [sum(column[i] for i in draws[start : start + n]) for start in range(0, len(draws), n)]
+def _reference_intervals(spec: ReleaseSpec, run: dict[str, TaskResult], resamples: int, seed: int) -> dict:
+    """The documented estimator written the slow, obvious way, replaying the same random stream:
+    every task-level resample, and every drawn task's episode resample, scored by score_run's
+    own functions (aggregate_episodes, task_score) one at a time."""
+    import numpy as np
 
+    from scoring.gap import EXCLUDE, aggregate_episodes, task_score
 
-@pytest.mark.parametrize("values", [[0.0, 1.0], [0.0, 1.0, 2.0, 255.0], [0.0]])
-def test_whole_number_columns_sum_exactly_as_adding_the_floats_in_draw_order(values: list[float]) -> None:
-    from scoring.uncertainty import _chunk_sums, _small_whole_numbers
-
-    rng = random.Random(7)
-    column = [rng.choice(values) for _ in range(97)]
-    draws = bytes(rng.randrange(97) for _ in range(97 * 50))
-    assert _small_whole_numbers(column) is not None
-    sums = _chunk_sums(column, draws, 97)
-    assert sums == _float_by_float(column, draws, 97)
-    assert all(type(total) is float for total in sums)
-
-
-@pytest.mark.parametrize("column", [[0.0, 0.5], [1.0, 256.0], [-1.0, 1.0], [0.013, 0.0]])
-def test_columns_that_are_not_small_whole_numbers_are_added_as_floats(column: list[float]) -> None:
-    from scoring.uncertainty import _chunk_sums, _small_whole_numbers
-
-    draws = bytes([0, 1, 1, 0, 1, 1])
-    assert _small_whole_numbers(column) is None
-    assert _chunk_sums(column, draws, 2) == _float_by_float(column, draws, 2)
-
-
-def test_run_intervals_are_the_same_with_and_without_the_whole_number_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    import scoring.uncertainty as uncertainty
-
-    rng = random.Random(3)
-    release = ReleaseSpec(
-        tasks={
-            "binary": TaskSpec("binary", REPRODUCTION, HIGHER_IS_BETTER, 0.7, 1.5, {"collision_rate": 0.05}),
-            "graded": TaskSpec("graded", OPEN, HIGHER_IS_BETTER, 2.0, 1.5, {}),
-        },
-        missing_task_policy="exclude",
-    )
-    results = {
-        "binary": TaskResult(
-            [Episode(float(rng.random() < 0.6), {"collision_rate": 0.0}, False) for _ in range(100)], True
-        ),
-        "graded": TaskResult([Episode(rng.random() * 3, {}, rng.random() < 0.1) for _ in range(60)], None),
+    rng = np.random.default_rng(seed)
+    covered = sorted(slug for slug in run if aggregate_episodes(run[slug].episodes, {}).measured is not None)
+    zero = spec.missing_task_policy != EXCLUDE
+    overall = sorted(spec.tasks) if zero else covered
+    pools = {"overall": overall}
+    for genre in (REPRODUCTION, OPEN):
+        pools[genre] = [slug for slug in overall if spec.tasks[slug].genre == genre]
+    draws = {name: rng.integers(0, len(pool), size=resamples * len(pool)) for name, pool in pools.items() if pool}
+    usage = {
+        slug: max(list(draws[name]).count(pool.index(slug)) for name, pool in pools.items() if pool and slug in pool)
+        for slug in covered
     }
-    fast = run_intervals(release, results, resamples=300, seed=5)
-    monkeypatch.setattr(uncertainty, "_small_whole_numbers", lambda column: None)
-    assert run_intervals(release, results, resamples=300, seed=5) == fast
+    replicates: dict[str, list[float | None]] = {}
+    for slug in covered:
+        task, episodes = spec.tasks[slug], run[slug].episodes
+        picks = rng.integers(0, len(episodes), size=(usage[slug], len(episodes)))
+        replicates[slug] = []
+        for row in picks:
+            aggregate = aggregate_episodes([episodes[i] for i in row], task.penalties)
+            if aggregate.measured is None:
+                replicates[slug].append(None)
+                continue
+            scored = task_score(
+                measured=aggregate.measured,
+                paper_value=task.paper_value,
+                direction=task.direction,
+                cap=task.cap,
+                penalties=task.penalties,
+                rates=aggregate.rates,
+                genre=task.genre,
+                faithful=run[slug].faithful,
+            )
+            replicates[slug].append(scored.final)
+    intervals = {}
+    for name, pool in pools.items():
+        if not pool:
+            intervals[name] = None
+            continue
+        used = dict.fromkeys(pool, 0)
+        stats = []
+        for start in range(0, resamples * len(pool), len(pool)):
+            block = []
+            for position in draws[name][start : start + len(pool)]:
+                slug = pool[position]
+                block.append(replicates[slug][used[slug]] if slug in replicates else None)
+                used[slug] += 1
+            present = [value for value in block if value is not None]
+            if zero:
+                stats.append(sum(present) / len(pool))
+            elif present:
+                stats.append(sum(present) / len(present))
+        intervals[name] = percentile_interval(stats)
+    return intervals
+
+
+@pytest.mark.parametrize("policy", ["exclude", "zero"])
+def test_the_vectorised_intervals_equal_the_estimator_written_out_resample_by_resample(policy: str) -> None:
+    spec = release(policy)
+    run = results(4)
+    fast = run_intervals(spec, run, resamples=200, seed=9)
+    slow = _reference_intervals(spec, run, 200, 9)
+    for name, interval in (("overall", fast.overall), ("reproduction", fast.reproduction), ("open", fast.open)):
+        expected = slow[name]
+        assert (interval is None) == (expected is None), name
+        if interval is not None:
+            assert interval.low == pytest.approx(expected.low, rel=1e-12, abs=1e-12), name
+            assert interval.high == pytest.approx(expected.high, rel=1e-12, abs=1e-12), name
+
+
+def test_a_success_rate_interval_matches_counting_solves_among_resampled_episodes() -> None:
+    import numpy as np
+
+    # Binomial(n, solved / n) draws are the solves of n episodes drawn with replacement:
+    # compare the two samplers' intervals over many resamples (same distribution).
+    interval = success_rate_interval(card(37), resamples=20000, seed=1)
+    rng = np.random.default_rng(2)
+    flags = np.array([1] * 37 + [0] * 63)
+    counted = percentile_interval((flags[rng.integers(0, 100, size=(20000, 100))].sum(axis=1) / 100).tolist())
+    assert abs(interval.low - counted.low) <= 0.011 and abs(interval.high - counted.high) <= 0.011
