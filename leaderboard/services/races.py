@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Race
-from leaderboard.services.scheme_standings import race_standings_refresh
+from leaderboard.services.scheme_standings import race_standings_update
 
 
 class RaceTransitionError(ValueError):
@@ -100,7 +100,7 @@ def race_start(*, race: Race, user: Any = None) -> Race:
     _check_task_ids(current.task_ids)
     current.starts_at = current.starts_at or timezone.now()
     current.save(update_fields=["status", "starts_at"])
-    race_standings_refresh(benchmark=current.benchmark)
+    race_standings_update(race=current)
     return current
 
 
@@ -110,7 +110,7 @@ def race_close(*, race: Race, user: Any = None) -> Race:
     current = _step(race, expected=Race.Status.RUNNING, target=Race.Status.EMBARGOED, verb="closed")
     current.ends_at = current.ends_at or timezone.now()
     current.save(update_fields=["status", "ends_at"])
-    race_standings_refresh(benchmark=current.benchmark)
+    race_standings_update(race=current)
     return current
 
 
@@ -120,5 +120,5 @@ def race_release(*, race: Race, user: Any = None) -> Race:
     current = _step(race, expected=Race.Status.EMBARGOED, target=Race.Status.RELEASED, verb="released")
     current.released_at = timezone.now()
     current.save(update_fields=["status", "released_at"])
-    race_standings_refresh(benchmark=current.benchmark)
+    race_standings_update(race=current)
     return current

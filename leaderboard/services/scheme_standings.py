@@ -1,9 +1,18 @@
 """Precomputed standings of the scorecard (seed 001) and race (seed 002) schemes.
 
-Pages never aggregate per request: every verified scorecard or race run, and
-every race lifecycle step, rewrites the affected rows here. Each refresh
-recomputes from the run rows alone, so running it twice (or after a crash
-half-way, inside its transaction) always lands on the same rows.
+Pages never aggregate per request. What a new result changes, and only that,
+is rewritten:
+
+* scorecards: ``scorecard_standing_update(release=, agent_id=)`` -- call it when
+  one of an agent's cards closes (or changes level or privacy): it recomputes
+  that agent's best card and moves only the rows whose rank changes;
+* races: ``race_standings_update(race=)`` -- a race's field baseline (the
+  median) moves with every run, so that race's results are recomputed, and
+  Overall from that race on; earlier races are read, never rewritten.
+
+The ``*_refresh`` functions rebuild a whole release / benchmark from the run
+rows alone, for repairs (``manage.py rebuild_standings``); running them twice,
+or after a crash half-way (inside their transaction), lands on the same rows.
 """
 
 from __future__ import annotations
@@ -82,6 +91,64 @@ def scorecard_standings_refresh(*, release: Release) -> int:
     return len(ranked)
 
 
+def _agent_best_card(release: Release, agent_id: int) -> ScorecardRun | None:
+    """An agent's best public card on a release (the first of equal cards, as the rebuild keeps)."""
+    best: tuple[tuple[float, int, float, float, int, float, int], ScorecardRun] | None = None
+    for run in ScorecardRun.objects.filter(
+        release=release,
+        agent_version__agent_id=agent_id,
+        level__in=LEADERBOARD_LEVELS,
+        submission__is_private=False,
+    ).order_by("created_at", "id"):
+        key = scorecard_scoring.rank_key(scorecard_from_run(run))
+        if best is None or key < best[0]:
+            best = (key, run)
+    return None if best is None else best[1]
+
+
+@transaction.atomic
+def scorecard_standing_update(*, release: Release, agent_id: int) -> int:
+    """Bring one agent's row of a scorecard release's board up to date (after one of its cards
+    closed, or changed level or privacy); returns how many rows were written.
+
+    Only that agent's cards are scored; the other rows are read (one per agent, never their
+    cards) to place it, and only rows whose rank changes are written. The generation moves
+    only when the board does. Same rows as ``scorecard_standings_refresh``.
+    """
+    Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
+    best = _agent_best_card(release, agent_id)
+    rows = {row.agent_id: row for row in ScorecardStanding.objects.filter(release=release).select_related("scorecard")}
+    mine = rows.get(agent_id)
+    if mine is not None and best is not None and mine.scorecard_id == best.pk:
+        return 0
+    written = 0
+    if mine is not None:
+        del rows[agent_id]
+        if best is None:
+            mine.delete()
+            written += 1
+    cards = {key: scorecard_from_run(row.scorecard) for key, row in rows.items()}
+    if best is not None:
+        cards[agent_id] = scorecard_from_run(best)
+    ordered = sorted(cards, key=lambda key: (scorecard_scoring.rank_key(cards[key]), _entrant_key(key)))
+    moved = []
+    for rank, key in enumerate(ordered, start=1):
+        if key == agent_id:
+            if mine is None or mine.pk is None or best is None:
+                ScorecardStanding.objects.create(release=release, agent_id=agent_id, scorecard=best, rank=rank)
+            else:
+                ScorecardStanding.objects.filter(pk=mine.pk).update(scorecard=best, rank=rank)
+            written += 1
+        elif rows[key].rank != rank:
+            rows[key].rank = rank
+            moved.append(rows[key])
+    ScorecardStanding.objects.bulk_update(moved, ["rank"])
+    written += len(moved)
+    if written:
+        Release.objects.filter(pk=release.pk).update(generation=F("generation") + 1)
+    return written
+
+
 def _run_score(run: RaceRun) -> race_scoring.RunScore:
     return race_scoring.RunScore(
         status=run.status,
@@ -129,7 +196,7 @@ def _version_key(version_id: int) -> str:
 
 @transaction.atomic
 def race_standings_refresh(*, benchmark: Benchmark) -> None:
-    """Recompute every started race of a race benchmark, in race order.
+    """Recompute every started race of a race benchmark, in race order (the full rebuild).
 
     Races are numbered by their position among started races (1, 2, ...), so
     scoring.race.overall sees a contiguous sequence. The launch race is the
@@ -140,11 +207,40 @@ def race_standings_refresh(*, benchmark: Benchmark) -> None:
     The top spot passes from race to race and changes hands only when a
     challenger beats the holder by more than that race's challenge_margin.
     """
-    # One refresh per benchmark at a time (see scorecard_standings_refresh).
+    _race_standings_from(benchmark, first=None)
+
+
+@transaction.atomic
+def race_standings_update(*, race: Race | None) -> None:
+    """What a result of ``race`` (or its start) changes, and only that: its results (its field
+    baseline moves with every run) and Overall from that race on. Earlier races' rows are read
+    (their results feed the rolling window, their top spot the hand-over), never rewritten.
+    Same rows as ``race_standings_refresh``. None (a qualifying run, outside any race): no race
+    board changes."""
+    if race is not None:
+        _race_standings_from(race.benchmark, first=race)
+
+
+def _race_standings_from(benchmark: Benchmark, *, first: Race | None) -> None:
+    # One writer per benchmark at a time (see scorecard_standing_update).
     Benchmark.objects.select_for_update().filter(pk=benchmark.pk).first()
     races = list(Race.objects.filter(benchmark=benchmark, status__in=STARTED_STATUSES).order_by("number"))
-    RaceResult.objects.filter(race__benchmark=benchmark).delete()
-    OverallStanding.objects.filter(race__benchmark=benchmark).delete()
+    start = 0
+    if first is not None:
+        start = next((index for index, race in enumerate(races) if race.number >= first.number), len(races))
+    rewritten = races[start:]
+    RaceResult.objects.filter(race__in=rewritten).delete()
+    OverallStanding.objects.filter(race__in=rewritten).delete()
+    if first is None:
+        # A full rebuild also clears what races no longer started (a reverted start) left behind.
+        RaceResult.objects.filter(race__benchmark=benchmark).delete()
+        OverallStanding.objects.filter(race__benchmark=benchmark).delete()
+    kept: dict[int, list[RaceResult]] = defaultdict(list)
+    for stored in RaceResult.objects.filter(race__in=races[:start]):
+        kept[stored.race_id].append(stored)
+    holders = dict(
+        OverallStanding.objects.filter(race__in=races[:start], is_top=True).values_list("race_id", "agent_version_id")
+    )
     launch_position = 1
     holder: str | None = None
     entries: dict[int, list[race_scoring.RaceEntry]] = defaultdict(list)
@@ -154,12 +250,19 @@ def race_standings_refresh(*, benchmark: Benchmark) -> None:
             launch_position = position
             entries.clear()
             holder = None
-        results = _race_results(race)
-        RaceResult.objects.bulk_create(results)
+        if position <= start:
+            results = kept[race.pk]
+        else:
+            results = _race_results(race)
+            RaceResult.objects.bulk_create(results)
         for result in results:
             entries[result.agent_version_id].append(
                 race_scoring.RaceEntry(race=position, raw_score=result.raw_score, baseline=result.baseline)
             )
+        if position <= start:
+            top = holders.get(race.pk)
+            holder = None if top is None else _version_key(top)
+            continue
         window_start = max(launch_position, position - race_scoring.OVERALL_WINDOW + 1)
         span = position - window_start + 1
         overalls: dict[int, tuple[float, int]] = {}

@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from leaderboard.models import Benchmark, Race, Release
-from leaderboard.services.scheme_standings import race_standings_refresh
+from leaderboard.services.scheme_standings import race_standings_update
 from scoring import compare as compare_scoring
 from scoring import race as race_scoring
 from scoring.errors import ScoringError
@@ -327,4 +327,4 @@ def race_run_submission_verify(*, submission: Submission, bundle: Any) -> None:
     elif score.status == race_scoring.RUN_FAILED:
         message = "the run produced no output at all; it failed and adds nothing to the score"
     _finish(submission, verdict=Submission.Verdict.ATTESTED, message=message, diff=diff_rows)
-    race_standings_refresh(benchmark=release.benchmark)
+    race_standings_update(race=race)

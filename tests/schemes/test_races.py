@@ -381,3 +381,39 @@ def test_between_races_the_overall_view_falls_back_to_the_last_completed_race(ru
     race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)
     anchor = race_anchor(benchmark=race_benchmark)
     assert (anchor.number, anchor.status) == (1, "released")
+
+
+def race_board(benchmark) -> list[tuple]:
+    from leaderboard.models.races import OverallStanding, RaceResult
+
+    results = sorted(
+        RaceResult.objects.filter(race__benchmark=benchmark).values_list(
+            "race__number", "agent_version_id", "raw_score", "rank", "baseline", "delta", "runs_included"
+        )
+    )
+    overall = sorted(
+        OverallStanding.objects.filter(race__benchmark=benchmark).values_list(
+            "race__number", "agent_version_id", "overall", "rank", "races_counted", "window", "is_top"
+        )
+    )
+    return results + overall
+
+
+def test_a_race_run_rewrites_only_its_race_and_later_ones_and_lands_where_the_rebuild_does(run_race, race_benchmark):
+    from leaderboard.models.races import OverallStanding, RaceResult
+    from leaderboard.services.scheme_standings import race_standings_refresh
+
+    run_race(1, {("Alpha", "1"): 0.8, ("Bravo", "1"): 0.6}, is_launch=True, margin=0.05)
+    run_race(2, {("Alpha", "1"): 0.5, ("Bravo", "1"): 1.0}, margin=0.05)
+    earlier = set(RaceResult.objects.filter(race__number=1).values_list("pk", flat=True)) | set(
+        OverallStanding.objects.filter(race__number=1).values_list("pk", flat=True)
+    )
+    run_race(3, {("Alpha", "1"): 0.7, ("Bravo", "1"): 1.0, ("Charlie", "1"): 0.9}, release=False, margin=0.05)
+    # Race 1's rows were never rewritten by the runs of races 2 and 3 (same primary keys) ...
+    assert earlier == set(RaceResult.objects.filter(race__number=1).values_list("pk", flat=True)) | set(
+        OverallStanding.objects.filter(race__number=1).values_list("pk", flat=True)
+    )
+    incremental = race_board(race_benchmark)
+    # ... and the incremental rows are the ones the full rebuild writes.
+    race_standings_refresh(benchmark=race_benchmark)
+    assert race_board(race_benchmark) == incremental

@@ -207,3 +207,39 @@ def test_a_solve_shorter_than_the_optimal_path_is_rejected(submitter, scorecard_
         "the episode record is inconsistent"
     )
     assert not ScorecardRun.objects.exists()
+
+
+def test_a_closed_card_updates_only_its_agents_place_and_lands_where_the_rebuild_does(scorecard_release, submitter):
+    import random
+
+    from leaderboard.models import Agent, AgentVersion
+    from leaderboard.models.races import ScorecardStanding
+    from leaderboard.services.scheme_standings import scorecard_standing_update, scorecard_standings_refresh
+    from submissions.models import Submission
+
+    def board():
+        return list(
+            ScorecardStanding.objects.filter(release=scorecard_release)
+            .order_by("rank")
+            .values_list("rank", "agent_id", "scorecard_id")
+        )
+
+    rng = random.Random(3)
+    for n in range(40):
+        agent, _ = Agent.objects.get_or_create(slug=f"agent-{rng.randrange(8)}", defaults={"name": "A"})
+        version, _ = AgentVersion.objects.get_or_create(agent=agent, version=str(rng.randrange(2)))
+        solved = rng.randrange(0, 11)
+        submission = Submission.objects.create(
+            submitter=submitter, sha256=f"{n:064x}", size=1, file=f"b/{n}.age", status="done",
+            is_private=rng.random() < 0.1,
+        )  # fmt: skip
+        ScorecardRun.objects.create(
+            submission=submission, release=scorecard_release, agent_version=version,
+            level=rng.choice(["validated", "mismatch"]), episodes=10, solved=solved, success_rate=solved / 10,
+            move_efficiency=rng.choice([0.5, 0.8, 1.0]) if solved else None,
+            avg_steps_solved=40.0 if solved else None, deadlock_rate=rng.choice([0.0, 0.1]), total_actions=400,
+        )  # fmt: skip
+        scorecard_standing_update(release=scorecard_release, agent_id=agent.pk)
+        incremental = board()
+        scorecard_standings_refresh(release=scorecard_release)
+        assert board() == incremental, f"card {n}"

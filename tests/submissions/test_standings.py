@@ -254,3 +254,26 @@ def test_a_new_best_moves_only_the_rows_between_its_old_and_new_place(release, m
     # A constant number of statements: lock, the version's runs, its rows, then per tab at most
     # a count, a shift and a write, and the generation bump.
     assert len(queries) <= 3 + 3 * 3 + 1
+
+
+@pytest.mark.django_db
+def test_the_rebuild_command_repairs_a_damaged_board(release, make_run):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from leaderboard.services.standings import standings_update_version
+
+    for i, score in enumerate([0.9, 0.7, 0.8]):
+        run = make_run(f"agent-{i}", overall=score)
+        standings_update_version(release=release, agent_version_id=run.agent_version_id)
+    good = board(release)
+    Standing.objects.filter(release=release, tab="overall", rank=1).delete()  # a damaged board
+    Standing.objects.filter(release=release, tab="open").update(rank=7)
+    out = StringIO()
+    call_command("rebuild_standings", "--benchmark", release.benchmark.slug, stdout=out)
+    assert board(release) == good
+    assert out.getvalue() == f"{release.benchmark.slug} {release.version}: {len(good)} standing rows\n"
+    with pytest.raises(CommandError, match="no benchmark has this slug"):
+        call_command("rebuild_standings", "--benchmark", "no-such-benchmark")
