@@ -17,6 +17,15 @@ Run: .venv/bin/python bench/leaderboard_bench.py [--runs 10000] [--requests 2000
    tab's p50/p99 latency (target p99 < 100 ms). It also measures uncached
    renders (a distinct sort and page of the board on each request, so no
    cached page is reused) so the cost of a cold page is visible too.
+4. Under write load: a writer process keeps recording runs into the same
+   release (--write-rate, default 10 runs/s: new agent versions and re-runs
+   of existing ones, each a Run, its TaskResults and the standings update in
+   one transaction, through the very service verification calls,
+   standings_update_version), while /healthz and the Overall tab are read as
+   in 3. Prints both rates, their ratio (target >= 0.3), the Overall tab's
+   p99 (target < 50 ms), the runs/s the writer achieved, and whether every
+   board read during the writes showed contiguous ranks 1..n (a check of the
+   Standing rows run alongside by the writer's own reads).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,6 +95,10 @@ def load(run_count: int) -> tuple[str, str]:
         for model in apps.get_models():
             if model._meta.managed and not model._meta.proxy:
                 editor.create_model(model)
+    if connection.vendor == "postgresql":
+        # What migration leaderboard 0004_standing_fillfactor does (tables here come from the models).
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE leaderboard_standing SET (fillfactor = 50)")
 
     started = time.perf_counter()
     rng = random.Random(0)
@@ -207,6 +221,80 @@ def load(run_count: int) -> tuple[str, str]:
     return benchmark.slug, release.version
 
 
+def writer(slug: str, version: str, rate: float, seconds: float) -> None:
+    """Child process: record runs into the release at ``rate`` per second for ``seconds``, each
+    applied to the standings as verification does; print what it did as one JSON line."""
+    import json
+
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+
+    from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask
+    from leaderboard.services.standings import standings_update_version
+    from submissions.models import Run, Submission, TaskResult
+
+    rng = random.Random(1)
+    release = Release.objects.get(benchmark__slug=slug, version=version)
+    user = get_user_model().objects.get(username="bench")
+    release_tasks = list(ReleaseTask.objects.filter(release=release).order_by("position"))
+    versions = list(AgentVersion.objects.order_by("pk").values_list("pk", flat=True)[:2000])
+    began = time.perf_counter()
+    written = 0
+    while time.perf_counter() - began < seconds:
+        due = began + written / rate
+        if time.perf_counter() < due:
+            time.sleep(due - time.perf_counter())
+        with transaction.atomic():
+            if written % 2 == 0:  # a new agent version: a new row, the ranks below it move
+                agent = Agent.objects.create(slug=f"writer-{os.getpid()}-{written}", name=f"Writer {written}")
+                agent_version = AgentVersion.objects.create(agent=agent, version="1.0")
+            else:  # a re-run of a version already on the board: it moves only when it beats its best
+                agent_version = AgentVersion.objects.get(pk=rng.choice(versions))
+            submission = Submission.objects.create(
+                submitter=user, kind="paper_gap", release=release, file=f"bundles/w{os.getpid()}-{written}.age",
+                sha256=hashlib.sha256(f"writer-{os.getpid()}-{written}".encode()).hexdigest(), size=1000,
+                status="done", verdict="validated",
+            )  # fmt: skip
+            finals = [rng.uniform(0.2, 1.4) for _ in TASKS]
+            run = Run.objects.create(
+                submission=submission, release=release, agent_version=agent_version, level="validated",
+                overall=sum(finals) / len(finals), reproduction=sum(finals[:7]) / 7, open=sum(finals[7:]) / 4,
+                pass_rate=rng.uniform(0.5, 1.0), covered=11, required=11, complete=True,
+                runtime_seconds=rng.uniform(600, 20000), tokens_in=10**6, tokens_out=10**5, effort_tier="standard",
+            )  # fmt: skip
+            TaskResult.objects.bulk_create(
+                TaskResult(
+                    run=run, release_task=rt, measured=0.5, gap=1.0, factor=1.0, score=1.0, final=1.0,
+                    pass_rate=0.9, episodes=100, faithful=True if rt.genre == "reproduction" else None,
+                )
+                for rt in release_tasks
+            )  # fmt: skip
+            standings_update_version(release=release, agent_version_id=agent_version.pk)
+        written += 1
+    elapsed = time.perf_counter() - began
+    connection.close()
+    print(json.dumps({"runs": written, "rate": written / elapsed}))
+
+
+def board_reader(slug: str, version: str, stop: Any, found: dict[str, int]) -> None:
+    """Thread: read the Overall tab's ranks (one SELECT, as a page does) while the writer writes;
+    count the reads that did not show exactly the ranks 1..n (a half-moved board)."""
+    from django.db import connection
+
+    from leaderboard.models import Release, Standing
+
+    release = Release.objects.get(benchmark__slug=slug, version=version)
+    while not stop.is_set():
+        ranks = list(Standing.objects.filter(release=release, tab="overall").values_list("rank", flat=True))
+        found["reads"] += 1
+        found["torn"] += sorted(ranks) != list(range(1, len(ranks) + 1))
+        time.sleep(0.05)
+    connection.close()
+
+
 def _client(args: tuple[int, list[str], int]) -> list[float]:
     """Send ``count`` GETs cycling through ``paths``; return each latency in seconds."""
     port, paths, count = args
@@ -236,6 +324,53 @@ def measure(port: int, paths: list[str], total: int, clients: int) -> tuple[floa
     return len(latencies) / elapsed, latencies
 
 
+def write_round(port: int, board: str, slug: str, version: str, args: argparse.Namespace, env: dict) -> None:
+    """Read /healthz and the Overall tab while a writer process records runs into the release."""
+    import json
+
+    # Long enough for the alternating rounds below; the writer stops on its own.
+    seconds = 8.0 * args.rounds + 10
+    writer_process = subprocess.Popen(
+        [sys.executable, __file__, "--writer", slug, version, str(args.write_rate), str(seconds)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    import threading
+
+    stop = threading.Event()
+    found = {"reads": 0, "torn": 0}
+    reader = threading.Thread(target=board_reader, args=(slug, version, stop, found))
+    reader.start()
+    time.sleep(2)  # the writer is running
+    best: dict[str, tuple[float, list[float]]] = {}
+    for _ in range(args.rounds):
+        for label, path in (("healthz", "/healthz"), ("board", board)):
+            rps, lat = measure(port, [path], args.requests, args.clients)
+            if label not in best or rps > best[label][0]:
+                best[label] = (rps, lat)
+    output, _ = writer_process.communicate(timeout=seconds + 120)
+    stop.set()
+    reader.join()
+    written = json.loads(output.strip().splitlines()[-1])
+    health_rps, health_lat = best["healthz"]
+    board_rps, board_lat = best["board"]
+    print(
+        f"under write load: the writer recorded {written['runs']} runs at {written['rate']:.1f} runs/s into the "
+        f"release (target >= 10/s); {found['reads']} reads of the Overall tab's ranks meanwhile, "
+        f"{found['torn']} showing anything but exactly 1..n"
+    )
+    for label, rps, lat in (("/healthz", health_rps, health_lat), ("Overall tab", board_rps, board_lat)):
+        print(f"  {label:<16} {rps:8.1f} req/s  p50 {pct(lat, 0.5):6.1f} ms  p99 {pct(lat, 0.99):6.1f} ms")
+    ratio = board_rps / health_rps
+    p99 = pct(board_lat, 0.99)
+    print(
+        f"  ratio Overall/healthz under write load = {ratio:.2f} (target >= 0.3): {'OK' if ratio >= 0.3 else 'MISSED'}"
+    )
+    print(f"  Overall tab p99 under write load = {p99:.1f} ms (target < 50 ms): {'OK' if p99 < 50 else 'MISSED'}")
+
+
 def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] * 1000
 
@@ -247,7 +382,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating measurement rounds (best kept)")
     parser.add_argument("--workers", type=int, default=max(2, os.cpu_count() or 2), help="gunicorn workers")
     parser.add_argument("--clients", type=int, default=max(2, os.cpu_count() or 2), help="client processes")
+    parser.add_argument("--write-rate", type=float, default=10.0, help="runs/s recorded during the write round")
+    parser.add_argument("--writer", nargs=4, metavar=("SLUG", "VERSION", "RATE", "SECONDS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.writer:
+        slug, version, rate, seconds = args.writer
+        writer(slug, version, float(rate), float(seconds))
+        return
 
     work = Path(tempfile.mkdtemp(prefix="podium-board-bench-"))
     env = dict(os.environ)
@@ -328,6 +469,7 @@ def main() -> None:
         p99 = pct(board_lat, 0.99)
         print(f"ratio Overall/healthz = {ratio:.2f} (target >= 0.5): {'OK' if ratio >= 0.5 else 'MISSED'}")
         print(f"Overall tab p99 = {p99:.1f} ms (target < 100 ms): {'OK' if p99 < 100 else 'MISSED'}")
+        write_round(port, board, slug, version, args, env)
     finally:
         if server is not None:
             server.terminate()

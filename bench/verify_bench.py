@@ -15,7 +15,23 @@ Run: .venv/bin/python bench/verify_bench.py [--bundles 60] [--sizes 50,200] [--d
    clock, plus the baseline "intervals inline" cost measured in the same run.
    Database: a fresh SQLite file in a temporary directory, or a scratch
    PostgreSQL database (tables built from the models). Target: >= 50 bundles/s.
-2. Memory: peak resident memory above the process baseline while opening
+   Also printed: verification plus intervals together (what one worker process
+   does per run; target >= 50 runs/s by CPU).
+3. A full release (--preload, default 10000,100000): the same release is
+   loaded with that many runs (one agent version each, bulk-inserted, the
+   board rebuilt once), then bundles are verified again, both as re-runs of
+   one agent version and as a new agent version each (a new board row, the
+   ranks below it move). Prints each rate and its ratio to the empty release
+   (target: within 1.5x, i.e. ratio >= 0.67).
+4. Scaling (PostgreSQL only): the same number of uploads verified (with
+   their intervals) by one worker process, then by two at once sharing the
+   database; prints the wall-clock ratio (target >= 1.7x) and, from a reader
+   thread meanwhile, how many board reads showed ranks other than exactly 1..n.
+5. Latency (with --broker-url, a Redis database of your own): a real Celery
+   worker consuming both queues (verdicts first), uploads at 2/s through
+   submission_create; prints upload->verdict p50 and p95 (targets < 1 s,
+   < 2 s) and how long the intervals followed.
+6. Memory: peak resident memory above the process baseline while opening
    (decrypt + read + hash every member) bundles carrying a 50 MiB and a
    200 MiB artifact, each in a fresh subprocess (VmHWM - VmRSS before), plus
    tracemalloc's peak. Target: < 64 MiB, flat in bundle size.
@@ -71,6 +87,10 @@ def setup_django(work: Path, database_url: str = "") -> None:
         for model in apps.get_models():
             if model._meta.managed and not model._meta.proxy:
                 editor.create_model(model)
+    if connection.vendor == "postgresql":
+        # What migration leaderboard 0004_standing_fillfactor does (tables here come from the models).
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE leaderboard_standing SET (fillfactor = 50)")
 
 
 def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
@@ -148,9 +168,276 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
         f"verification alone is {combined / (verify.cpu / n):.2f}x that"
     )
     print(
+        f"verification + intervals (what a worker process does per run): {1 / combined:.1f} runs/s per worker "
+        f"process by CPU (target >= 50/s): {'OK' if 1 / combined >= 50 else 'MISSED'}"
+    )
+    print(
         "  (CPU figures are this process only: the honest per-worker rate on a shared, noisy machine; "
         "they exclude the database server's own time, which wall clock includes)"
     )
+    return 1 / combined  # the empty release's verification + intervals rate, for part 3
+
+
+def _sealed_uploads(work: Path, count: int, *, new_versions: bool, tag: str) -> list[Any]:
+    """``count`` fresh uploads of the standard bundle (committed; their tasks left queued)."""
+    import io
+
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from submissions import site_keys
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+    from submissions.services.submissions import submission_create
+
+    user = get_user_model().objects.get(username="bench")
+    recipient = site_keys.current_public_key()[1]
+    ids = []
+    for i in range(count):
+        version = f"{tag}.{i}" if new_versions else "1.0.0"
+        directory = write_paper_gap_bundle_dir(work / f"{tag}-{i}", episodes_per_task=100, agent_version=version)
+        sealed = seal_dir(directory, recipient, work / f"{tag}-{i}.age").read_bytes()
+        with transaction.atomic():
+            submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(sealed))
+        ids.append(submission.pk)
+    return ids
+
+
+def _verify_cpu(ids: list[Any]) -> float:
+    """Verify the uploads as a worker does (verdict, then the intervals); runs per CPU second."""
+    from submissions.models import Run
+    from submissions.services.runs import run_confidence_compute
+    from submissions.services.verification import submission_verify
+
+    began = time.process_time()
+    for submission_id in ids:
+        verdict = submission_verify(submission_id=submission_id).verdict
+        assert verdict == "validated", verdict
+        run_confidence_compute(run_id=Run.objects.get(submission_id=submission_id).pk)
+    return len(ids) / (time.process_time() - began)
+
+
+def _preload(total: int) -> float:
+    """Bulk-insert runs (one new agent version each) into the demo release up to ``total`` runs,
+    then rebuild its board once; returns the seconds it took."""
+    import hashlib
+    import random
+
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from leaderboard.models import Agent, AgentVersion, Release
+    from leaderboard.services.standings import standings_refresh
+    from submissions.models import Run, Submission
+
+    began = time.perf_counter()
+    release = Release.objects.get()
+    user = get_user_model().objects.get(username="bench")
+    existing = Run.objects.filter(release=release).count()
+    rng = random.Random(total)
+    batch = 10_000
+    for start in range(existing, total, batch):
+        size = min(batch, total - start)
+        with transaction.atomic():
+            agents = Agent.objects.bulk_create(
+                [Agent(slug=f"preload-{start + i}", name=f"Preload {start + i}") for i in range(size)]
+            )
+            versions = AgentVersion.objects.bulk_create([AgentVersion(agent=agent, version="1") for agent in agents])
+            submissions = Submission.objects.bulk_create(
+                [
+                    Submission(
+                        submitter=user, kind="paper_gap", release=release, file=f"bundles/p{start + i}.age",
+                        sha256=hashlib.sha256(f"preload-{start + i}".encode()).hexdigest(), size=1,
+                        status="done", verdict="validated",
+                    )
+                    for i in range(size)
+                ]
+            )  # fmt: skip
+            runs = []
+            for submission, version in zip(submissions, versions, strict=True):
+                finals = [rng.uniform(0.2, 1.4) for _ in range(11)]
+                runs.append(
+                    Run(
+                        submission=submission, release=release, agent_version=version, level="validated",
+                        overall=sum(finals) / 11, reproduction=sum(finals[:7]) / 7, open=sum(finals[7:]) / 4,
+                        pass_rate=rng.uniform(0.5, 1.0), covered=11, required=11, complete=True,
+                        confidence={"overall": [0.1, 0.2]},
+                    )
+                )  # fmt: skip
+            Run.objects.bulk_create(runs)
+    with transaction.atomic():
+        standings_refresh(release=release)
+    return time.perf_counter() - began
+
+
+def preloaded(work: Path, sizes: list[int], empty_rate: float, count: int) -> None:
+    """Verification + intervals in a release already holding ``sizes`` runs, against the empty release."""
+    for total in sizes:
+        seconds = _preload(total)
+        rerun = _verify_cpu(_sealed_uploads(work, count, new_versions=False, tag=f"rerun{total}"))
+        fresh = _verify_cpu(_sealed_uploads(work, count, new_versions=True, tag=f"new{total}"))
+        print(
+            f"release with {total} runs (loaded and board rebuilt in {seconds:.0f} s): verification + intervals "
+            f"{rerun:.1f} runs/s by CPU as re-runs of one version "
+            f"(ratio to the empty release {rerun / empty_rate:.2f}), "
+            f"{fresh:.1f} runs/s as a new agent version each (ratio {fresh / empty_rate:.2f}); "
+            f"target ratio >= 0.67 (within 1.5x): {'OK' if min(rerun, fresh) / empty_rate >= 0.67 else 'MISSED'}"
+        )
+
+
+def verify_child(ids_path: str) -> None:
+    """Child process: verify the listed uploads as a worker would (verdict, then intervals), print JSON."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+    import django
+
+    django.setup()
+    ids = Path(ids_path).read_text().split()
+    began, cpu = time.perf_counter(), time.process_time()
+    _verify_cpu(ids)
+    print(json.dumps({"wall": time.perf_counter() - began, "cpu": time.process_time() - cpu, "count": len(ids)}))
+
+
+def scaling(work: Path, count: int) -> None:
+    """One worker process, then two at once, each verifying ``count`` uploads; wall-clock scaling."""
+    import threading
+
+    from django.db import connection
+
+    from leaderboard.models import Release, Standing
+
+    def run_children(groups: list[list[Any]]) -> float:
+        paths = []
+        for number, group in enumerate(groups):
+            path = work / f"ids-{len(groups)}-{number}.txt"
+            path.write_text("\n".join(str(submission_id) for submission_id in group))
+            paths.append(path)
+        connection.close()  # the children must not inherit it
+        began = time.perf_counter()
+        children = [
+            subprocess.Popen([sys.executable, __file__, "--verify-child", str(path)], stdout=subprocess.PIPE, text=True)
+            for path in paths
+        ]
+        for child in children:
+            output, _ = child.communicate(timeout=600)
+            assert child.returncode == 0, output
+        return time.perf_counter() - began
+
+    release = Release.objects.get()
+    stop = threading.Event()
+    found = {"reads": 0, "torn": 0}
+
+    def reader() -> None:
+        while not stop.is_set():
+            ranks = list(Standing.objects.filter(release=release, tab="overall").values_list("rank", flat=True))
+            found["reads"] += 1
+            found["torn"] += sorted(ranks) != list(range(1, len(ranks) + 1))
+            time.sleep(0.02)
+        connection.close()
+
+    one = run_children([_sealed_uploads(work, count, new_versions=True, tag="one")])
+    groups = [_sealed_uploads(work, count, new_versions=True, tag=f"two{n}") for n in range(2)]
+    thread = threading.Thread(target=reader)
+    thread.start()
+    two = run_children(groups)
+    stop.set()
+    thread.join()
+    ratio = (2 * count / two) / (count / one)
+    print(
+        f"scaling: one worker process {count / one:.1f} runs/s, two at once {2 * count / two:.1f} runs/s "
+        f"(wall clock, verification + intervals, new agent versions into one release): {ratio:.2f}x "
+        f"(target >= 1.7x): {'OK' if ratio >= 1.7 else 'MISSED'}; {found['reads']} board reads meanwhile, "
+        f"{found['torn']} showing ranks other than exactly 1..n (os.cpu_count() = {os.cpu_count()})"
+    )
+
+
+def latency(work: Path, broker_url: str, uploads: int, rate: float) -> None:
+    """A real Celery worker on a queue of its own; uploads at ``rate``/s; upload->verdict percentiles."""
+    import uuid
+
+    from django.conf import settings
+    from django.db import connection
+
+    from leaderboard.celery import app
+    from submissions.models import Run, Submission
+
+    queue = f"podium-bench-{uuid.uuid4().hex[:8]}"
+    followups = f"{queue}-followups"
+    app.conf.broker_url = broker_url
+    app.conf.task_default_queue = queue
+    settings.PODIUM_FOLLOWUP_QUEUE = followups
+    app.conf.task_always_eager = False
+    env = {**os.environ, "CELERY_BROKER_URL": broker_url, "CELERY_QUEUE": queue, "DB_CONN_MAX_AGE": "60"}
+    env.pop("REDIS_URL", None)
+    log = (work / "worker.log").open("wb")
+    worker = subprocess.Popen(
+        [str(Path(sys.executable).parent / "celery"), "-A", "leaderboard", "worker", "--pool=solo",
+         "-Q", f"{queue},{followups}", "-n", f"{queue}@%h", "--without-heartbeat", "--without-gossip",
+         "--without-mingle", "--loglevel=WARNING"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        time.sleep(6)  # the worker starts
+        connection.close()
+        with app.connection_for_write() as conn:  # warm the publisher's connection
+            conn.ensure_connection()
+        ids = _sealed_uploads_paced(work, uploads, rate)
+        deadline = time.monotonic() + 120
+        while Submission.objects.filter(pk__in=ids, status="done").count() < len(ids):
+            if time.monotonic() > deadline:
+                raise RuntimeError("uploads did not all reach a verdict within 120 s")
+            time.sleep(0.2)
+        while Run.objects.filter(submission_id__in=ids, confidence={}).exists():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        rows = Submission.objects.filter(pk__in=ids).values_list("created_at", "finished_at", "verdict")
+        delays = sorted((finished - created).total_seconds() for created, finished, _ in rows)
+        verdicts = sorted({verdict for _, _, verdict in rows})
+        p50, p95 = delays[len(delays) // 2], delays[min(len(delays) - 1, int(0.95 * len(delays)))]
+        missing = Run.objects.filter(submission_id__in=ids, confidence={}).count()
+        print(
+            f"latency: {len(ids)} uploads at {rate:g}/s to a live worker (one process, both queues, verdicts first): "
+            f"upload->verdict p50 {p50:.2f} s (target < 1 s), p95 {p95:.2f} s (target < 2 s): "
+            f"{'OK' if p50 < 1 and p95 < 2 else 'MISSED'}; verdicts {verdicts}; "
+            f"{len(ids) - missing} of {len(ids)} runs had their intervals when the verdicts were all in"
+        )
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        log.close()
+        import redis
+
+        broker = redis.Redis.from_url(broker_url)
+        for name in (queue, followups):
+            broker.delete(name, f"_kombu.binding.{name}")
+
+
+def _sealed_uploads_paced(work: Path, count: int, rate: float) -> list[Any]:
+    """Seal ahead, then upload at ``rate`` per second (each enqueued on commit)."""
+    import io
+
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from submissions import site_keys
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+    from submissions.services.submissions import submission_create
+
+    user = get_user_model().objects.get(username="bench")
+    recipient = site_keys.current_public_key()[1]
+    sealed = []
+    for i in range(count):
+        directory = write_paper_gap_bundle_dir(work / f"paced-{i}", episodes_per_task=100, agent_version=f"9.{i}")
+        sealed.append(seal_dir(directory, recipient, work / f"paced-{i}.age").read_bytes())
+    ids = []
+    began = time.perf_counter()
+    for i, data in enumerate(sealed):
+        due = began + i / rate
+        if time.perf_counter() < due:
+            time.sleep(due - time.perf_counter())
+        with transaction.atomic():
+            submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(data))
+        ids.append(submission.pk)
+    return ids
 
 
 class Timing:
@@ -299,16 +586,37 @@ def main() -> None:
         help="a scratch PostgreSQL database for the throughput part (its tables are created; default: temp SQLite)",
     )
     parser.add_argument("--rounds", type=int, default=4, help="alternating rounds of verification and follow-up")
+    parser.add_argument("--preload", default="10000,100000", help="runs already in the release (part 3); '' skips")
+    parser.add_argument("--per-size", type=int, default=20, help="bundles verified per preloaded size and kind")
+    parser.add_argument("--scaling", type=int, default=30, help="uploads per worker process in part 4 (0 skips)")
+    parser.add_argument(
+        "--broker-url", default="", help="a Redis database of your own for part 5 (latency); '' skips it"
+    )
+    parser.add_argument("--uploads", type=int, default=40, help="uploads in part 5, at --upload-rate per second")
+    parser.add_argument("--upload-rate", type=float, default=2.0)
     parser.add_argument("--open-child", nargs=2, metavar=("BUNDLE", "IDENTITY"), help=argparse.SUPPRESS)
+    parser.add_argument("--verify-child", metavar="IDS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.open_child:
         open_memory(*args.open_child)
+        return
+    if args.verify_child:
+        verify_child(args.verify_child)
         return
     with tempfile.TemporaryDirectory(prefix="podium-verify-bench-") as tmp:
         work = Path(tmp)
         if args.sizes:
             memory([int(size) for size in args.sizes.split(",")], work)
-        throughput(args.bundles, work, args.database_url, args.rounds)
+        empty_rate = throughput(args.bundles, work, args.database_url, args.rounds)
+        from django.db import connection
+
+        postgres = connection.vendor == "postgresql"
+        if args.broker_url:
+            latency(work, args.broker_url, args.uploads, args.upload_rate)
+        if args.scaling and postgres:
+            scaling(work, args.scaling)
+        if args.preload:
+            preloaded(work, [int(size) for size in args.preload.split(",")], empty_rate, args.per_size)
 
 
 if __name__ == "__main__":
