@@ -284,16 +284,21 @@ def preloaded(work: Path, sizes: list[int], empty_rate: float, count: int) -> No
         )
 
 
-def verify_child(ids_path: str) -> None:
-    """Child process: verify the listed uploads as a worker would (verdict, then intervals), print JSON."""
+def verify_child(ids_path: str, start_at: float) -> None:
+    """Child process: at ``start_at`` (epoch seconds, so that start-up is not timed and both
+    children begin together), verify the listed uploads as a worker would (verdict, then
+    intervals); print when it finished as JSON."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
     import django
 
     django.setup()
+    from django.db import connection
+
     ids = Path(ids_path).read_text().split()
-    began, cpu = time.perf_counter(), time.process_time()
+    connection.ensure_connection()
+    time.sleep(max(0.0, start_at - time.time()))
     _verify_cpu(ids)
-    print(json.dumps({"wall": time.perf_counter() - began, "cpu": time.process_time() - cpu, "count": len(ids)}))
+    print(json.dumps({"end": time.time(), "count": len(ids)}))
 
 
 def scaling(work: Path, count: int) -> None:
@@ -311,15 +316,21 @@ def scaling(work: Path, count: int) -> None:
             path.write_text("\n".join(str(submission_id) for submission_id in group))
             paths.append(path)
         connection.close()  # the children must not inherit it
-        began = time.perf_counter()
+        start_at = time.time() + 8  # after both children started up
         children = [
-            subprocess.Popen([sys.executable, __file__, "--verify-child", str(path)], stdout=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [sys.executable, __file__, "--verify-child", str(path), str(start_at)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             for path in paths
         ]
+        ends = []
         for child in children:
             output, _ = child.communicate(timeout=600)
             assert child.returncode == 0, output
-        return time.perf_counter() - began
+            ends.append(json.loads(output.strip().splitlines()[-1])["end"])
+        return max(ends) - start_at
 
     release = Release.objects.get()
     stop = threading.Event()
@@ -350,23 +361,24 @@ def scaling(work: Path, count: int) -> None:
 
 
 def latency(work: Path, broker_url: str, uploads: int, rate: float) -> None:
-    """A real Celery worker on a queue of its own; uploads at ``rate``/s; upload->verdict percentiles."""
+    """A real Celery worker on a queue of its own, and an uploading child process at ``rate``/s."""
     import uuid
+    from urllib.parse import urlsplit
 
-    from django.conf import settings
     from django.db import connection
-
-    from leaderboard.celery import app
-    from submissions.models import Run, Submission
 
     queue = f"podium-bench-{uuid.uuid4().hex[:8]}"
     followups = f"{queue}-followups"
-    app.conf.broker_url = broker_url
-    app.conf.task_default_queue = queue
-    settings.PODIUM_FOLLOWUP_QUEUE = followups
-    app.conf.task_always_eager = False
-    env = {**os.environ, "CELERY_BROKER_URL": broker_url, "CELERY_QUEUE": queue, "DB_CONN_MAX_AGE": "60"}
-    env.pop("REDIS_URL", None)
+    parts = urlsplit(broker_url)
+    cache_db = int((parts.path or "/0").lstrip("/") or 0) + 1  # the cache on the next Redis database
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": broker_url,
+        "REDIS_URL": parts._replace(path=f"/{cache_db}").geturl(),
+        "CELERY_QUEUE": queue,
+        "DB_CONN_MAX_AGE": "60",
+    }
+    connection.close()
     log = (work / "worker.log").open("wb")
     worker = subprocess.Popen(
         [str(Path(sys.executable).parent / "celery"), "-A", "leaderboard", "worker", "--pool=solo",
@@ -376,30 +388,13 @@ def latency(work: Path, broker_url: str, uploads: int, rate: float) -> None:
     )  # fmt: skip
     try:
         time.sleep(6)  # the worker starts
-        connection.close()
-        with app.connection_for_write() as conn:  # warm the publisher's connection
-            conn.ensure_connection()
-        ids = _sealed_uploads_paced(work, uploads, rate)
-        deadline = time.monotonic() + 120
-        while Submission.objects.filter(pk__in=ids, status="done").count() < len(ids):
-            if time.monotonic() > deadline:
-                raise RuntimeError("uploads did not all reach a verdict within 120 s")
-            time.sleep(0.2)
-        while Run.objects.filter(submission_id__in=ids, confidence={}).exists():
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        rows = Submission.objects.filter(pk__in=ids).values_list("created_at", "finished_at", "verdict")
-        delays = sorted((finished - created).total_seconds() for created, finished, _ in rows)
-        verdicts = sorted({verdict for _, _, verdict in rows})
-        p50, p95 = delays[len(delays) // 2], delays[min(len(delays) - 1, int(0.95 * len(delays)))]
-        missing = Run.objects.filter(submission_id__in=ids, confidence={}).count()
-        print(
-            f"latency: {len(ids)} uploads at {rate:g}/s to a live worker (one process, both queues, verdicts first): "
-            f"upload->verdict p50 {p50:.2f} s (target < 1 s), p95 {p95:.2f} s (target < 2 s): "
-            f"{'OK' if p50 < 1 and p95 < 2 else 'MISSED'}; verdicts {verdicts}; "
-            f"{len(ids) - missing} of {len(ids)} runs had their intervals when the verdicts were all in"
-        )
+        child = subprocess.run(
+            [sys.executable, __file__, "--latency-child", str(work), str(uploads), str(rate)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        if child.returncode != 0:
+            raise RuntimeError(child.stdout + child.stderr)
+        print(child.stdout.strip().splitlines()[-1])
     finally:
         worker.terminate()
         worker.wait(timeout=30)
@@ -409,6 +404,33 @@ def latency(work: Path, broker_url: str, uploads: int, rate: float) -> None:
         broker = redis.Redis.from_url(broker_url)
         for name in (queue, followups):
             broker.delete(name, f"_kombu.binding.{name}")
+
+
+def latency_child(work: Path, uploads: int, rate: float) -> None:
+    """Child process (broker configured): upload at ``rate``/s, wait for every verdict, print the line."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+    import django
+
+    django.setup()
+    from submissions.models import Run, Submission
+
+    ids = _sealed_uploads_paced(work, uploads, rate)
+    deadline = time.monotonic() + 120
+    while Submission.objects.filter(pk__in=ids, status="done").count() < len(ids):
+        if time.monotonic() > deadline:
+            raise RuntimeError("uploads did not all reach a verdict within 120 s")
+        time.sleep(0.2)
+    missing_at_last_verdict = Run.objects.filter(submission_id__in=ids, confidence={}).count()
+    rows = list(Submission.objects.filter(pk__in=ids).values_list("created_at", "finished_at", "verdict"))
+    delays = sorted((finished - created).total_seconds() for created, finished, _ in rows)
+    verdicts = sorted({verdict for _, _, verdict in rows})
+    p50, p95 = delays[len(delays) // 2], delays[min(len(delays) - 1, int(0.95 * len(delays)))]
+    print(
+        f"latency: {len(ids)} uploads at {rate:g}/s to a live worker (one process, both queues, verdicts first): "
+        f"upload->verdict p50 {p50:.2f} s (target < 1 s), p95 {p95:.2f} s (target < 2 s), max {delays[-1]:.2f} s: "
+        f"{'OK' if p50 < 1 and p95 < 2 else 'MISSED'}; verdicts {verdicts}; "
+        f"{len(ids) - missing_at_last_verdict} of {len(ids)} runs already had their intervals at the last verdict"
+    )
 
 
 def _sealed_uploads_paced(work: Path, count: int, rate: float) -> list[Any]:
@@ -595,13 +617,17 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=40, help="uploads in part 5, at --upload-rate per second")
     parser.add_argument("--upload-rate", type=float, default=2.0)
     parser.add_argument("--open-child", nargs=2, metavar=("BUNDLE", "IDENTITY"), help=argparse.SUPPRESS)
-    parser.add_argument("--verify-child", metavar="IDS", help=argparse.SUPPRESS)
+    parser.add_argument("--verify-child", nargs=2, metavar=("IDS", "START_AT"), help=argparse.SUPPRESS)
+    parser.add_argument("--latency-child", nargs=3, metavar=("WORK", "UPLOADS", "RATE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.open_child:
         open_memory(*args.open_child)
         return
     if args.verify_child:
-        verify_child(args.verify_child)
+        verify_child(args.verify_child[0], float(args.verify_child[1]))
+        return
+    if args.latency_child:
+        latency_child(Path(args.latency_child[0]), int(args.latency_child[1]), float(args.latency_child[2]))
         return
     with tempfile.TemporaryDirectory(prefix="podium-verify-bench-") as tmp:
         work = Path(tmp)
