@@ -172,7 +172,7 @@ def _reference_intervals(spec: ReleaseSpec, run: dict[str, TaskResult], resample
     replicates: dict[str, list[float | None]] = {}
     for slug in covered:
         task, episodes = spec.tasks[slug], run[slug].episodes
-        picks = rng.integers(0, len(episodes), size=(usage[slug], len(episodes)))
+        picks = rng.integers(0, len(episodes), size=(usage[slug], len(episodes)), dtype=np.uint16)
         replicates[slug] = []
         for row in picks:
             aggregate = aggregate_episodes([episodes[i] for i in row], task.penalties)
