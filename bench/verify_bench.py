@@ -175,7 +175,8 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
         "  (CPU figures are this process only: the honest per-worker rate on a shared, noisy machine; "
         "they exclude the database server's own time, which wall clock includes)"
     )
-    return 1 / combined  # the empty release's verification + intervals rate, for part 3
+    # The empty release's verification + intervals rates (by CPU, by wall clock), for part 3.
+    return 1 / combined, n / (verify.wall + follow_up.wall)
 
 
 def _sealed_uploads(work: Path, count: int, *, new_versions: bool, tag: str) -> list[Any]:
@@ -202,18 +203,19 @@ def _sealed_uploads(work: Path, count: int, *, new_versions: bool, tag: str) -> 
     return ids
 
 
-def _verify_cpu(ids: list[Any]) -> float:
-    """Verify the uploads as a worker does (verdict, then the intervals); runs per CPU second."""
+def _verify_cpu(ids: list[Any]) -> tuple[float, float]:
+    """Verify the uploads as a worker does (verdict, then the intervals); runs per second of this
+    process's CPU, and per second of wall clock (which includes the database server's work)."""
     from submissions.models import Run
     from submissions.services.runs import run_confidence_compute
     from submissions.services.verification import submission_verify
 
-    began = time.process_time()
+    began, wall = time.process_time(), time.perf_counter()
     for submission_id in ids:
         verdict = submission_verify(submission_id=submission_id).verdict
         assert verdict == "validated", verdict
         run_confidence_compute(run_id=Run.objects.get(submission_id=submission_id).pk)
-    return len(ids) / (time.process_time() - began)
+    return len(ids) / (time.process_time() - began), len(ids) / (time.perf_counter() - wall)
 
 
 def _preload(total: int) -> float:
@@ -269,18 +271,24 @@ def _preload(total: int) -> float:
     return time.perf_counter() - began
 
 
-def preloaded(work: Path, sizes: list[int], empty_rate: float, count: int) -> None:
+def preloaded(work: Path, sizes: list[int], empty: tuple[float, float], count: int) -> None:
     """Verification + intervals in a release already holding ``sizes`` runs, against the empty release."""
+    empty_cpu, empty_wall = empty
     for total in sizes:
         seconds = _preload(total)
-        rerun = _verify_cpu(_sealed_uploads(work, count, new_versions=False, tag=f"rerun{total}"))
-        fresh = _verify_cpu(_sealed_uploads(work, count, new_versions=True, tag=f"new{total}"))
+        rerun_cpu, rerun_wall = _verify_cpu(_sealed_uploads(work, count, new_versions=False, tag=f"rerun{total}"))
+        fresh_cpu, fresh_wall = _verify_cpu(_sealed_uploads(work, count, new_versions=True, tag=f"new{total}"))
+        worst = min(rerun_cpu / empty_cpu, fresh_cpu / empty_cpu)
         print(
             f"release with {total} runs (loaded and board rebuilt in {seconds:.0f} s): verification + intervals "
-            f"{rerun:.1f} runs/s by CPU as re-runs of one version "
-            f"(ratio to the empty release {rerun / empty_rate:.2f}), "
-            f"{fresh:.1f} runs/s as a new agent version each (ratio {fresh / empty_rate:.2f}); "
-            f"target ratio >= 0.67 (within 1.5x): {'OK' if min(rerun, fresh) / empty_rate >= 0.67 else 'MISSED'}"
+            f"by CPU {rerun_cpu:.1f} runs/s as re-runs of one version (ratio to the empty release "
+            f"{rerun_cpu / empty_cpu:.2f}), {fresh_cpu:.1f} runs/s as a new agent version each (ratio "
+            f"{fresh_cpu / empty_cpu:.2f}); target ratio >= 0.67 (within 1.5x): {'OK' if worst >= 0.67 else 'MISSED'}"
+        )
+        print(
+            f"  by wall clock (includes the database server's work, e.g. the ranks a new row moves; noisy on a "
+            f"shared machine): re-runs {rerun_wall:.1f} runs/s (ratio {rerun_wall / empty_wall:.2f}), new versions "
+            f"{fresh_wall:.1f} runs/s (ratio {fresh_wall / empty_wall:.2f})"
         )
 
 
@@ -633,7 +641,7 @@ def main() -> None:
         work = Path(tmp)
         if args.sizes:
             memory([int(size) for size in args.sizes.split(",")], work)
-        empty_rate = throughput(args.bundles, work, args.database_url, args.rounds)
+        empty = throughput(args.bundles, work, args.database_url, args.rounds)
         from django.db import connection
 
         postgres = connection.vendor == "postgresql"
@@ -642,7 +650,7 @@ def main() -> None:
         if args.scaling and postgres:
             scaling(work, args.scaling)
         if args.preload:
-            preloaded(work, [int(size) for size in args.preload.split(",")], empty_rate, args.per_size)
+            preloaded(work, [int(size) for size in args.preload.split(",")], empty, args.per_size)
 
 
 if __name__ == "__main__":
