@@ -23,7 +23,7 @@ def reset_fillfactor(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("leaderboard", "0003_standing_rank_not_indexed"),
+        ("leaderboard", "0004_standing_rank_not_indexed"),
     ]
 
     operations = [migrations.RunPython(set_fillfactor, reset_fillfactor)]
