@@ -26,11 +26,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Release, Standing
-from submissions.models import Run
+from submissions.models import Run, TaskResult
 
 # Verification levels that enter a leaderboard; mismatch and rejected never do.
 LEADERBOARD_LEVELS = (Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED)
@@ -234,7 +234,7 @@ _ORDER_FIELDS = ("complete", "score", "pass_rate", "verified_at", "run_id")
 
 
 def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
-    """One agent version's public scored runs in a release (the same filter as ``_best_runs_sql``);
+    """One agent version's public, rankable scored runs in a release (the same filter as ``_best_runs_sql``);
     a version has a handful, whatever the size of the release."""
     runs = list(
         Run.objects.filter(
@@ -245,6 +245,15 @@ def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
             submission__is_private=False,
         )
         .filter(Q(overall__isnull=False) | Q(reproduction__isnull=False) | Q(open__isnull=False))
+        # leaderboard.disclosure, as in _best_runs_sql: a run with an unsigned result on a
+        # withheld-anchor task is never ranked.
+        .filter(
+            ~Exists(
+                TaskResult.objects.filter(run=OuterRef("pk"), release_task__anchor_published=False).exclude(
+                    signature=EVALUATOR_SIGNED
+                )
+            )
+        )
         .select_related("agent_version__agent")
         .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
     )

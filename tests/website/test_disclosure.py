@@ -225,3 +225,20 @@ def test_a_draft_releases_published_flags_do_not_disclose_its_anchors(client, re
     body = client.get(f"/api/v1/runs/{run.pk}/").json()
     assert body["overall"] is None
     assert all(task["gap"] is None for task in body["tasks"])
+
+
+def test_the_incremental_standings_update_never_ranks_an_unsigned_withheld_result_either(release):
+    from leaderboard.services.standings import standings_update_version
+
+    signed = make_run(release, agent_name="Signed", with_standings=False, score=0.9)
+    unsigned = make_run(
+        release, agent_name="Unsigned", with_standings=False, score=UNSIGNED_SCORE, signature="unsigned"
+    )
+    for run in (signed, unsigned):
+        standings_update_version(release=release, agent_version_id=run.agent_version_id)
+    for tab in ("overall", "reproduction", "open"):
+        assert list(Standing.objects.filter(release=release, tab=tab).values_list("run_id", flat=True)) == [signed.pk]
+    ReleaseTask.objects.filter(release=release).update(anchor_published=True)  # the anchor is published
+    standings_update_version(release=release, agent_version_id=unsigned.agent_version_id)
+    ranked = list(Standing.objects.filter(release=release, tab="overall").values_list("agent_name", flat=True))
+    assert ranked == ["Unsigned", "Signed"]
