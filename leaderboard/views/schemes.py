@@ -49,6 +49,26 @@ def scorecard_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "release": card.release,
             "benchmark": card.release.benchmark,
             "reading": selectors.scorecard_reading(card=card),
+            "episodes": selectors.scorecard_episodes(card=card),
+        },
+    )
+
+
+@require_GET
+def scorecard_episode(request: HttpRequest, pk: int, level: str) -> HttpResponse:
+    """Replay of one episode of a closed card, drawn by static/js/replay.js from the recorded moves."""
+    card = selectors.scorecard_get(pk=pk, user=request.user)
+    replay = selectors.scorecard_replay(card=card, level_id=level, user=request.user)
+    return render(
+        request,
+        "scorecards/episode.html",
+        {
+            "card": card,
+            "release": card.release,
+            "benchmark": card.release.benchmark,
+            "replay": replay,
+            "episode": replay["episode"],
+            "replay_data": {"layout": replay["layout"], "moves": replay["moves"]},
         },
     )
 
