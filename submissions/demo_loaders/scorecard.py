@@ -32,7 +32,7 @@ from django.contrib.auth import get_user_model
 
 from leaderboard.models import Release
 from scoring import scorecard as scorecard_scoring
-from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, parse_xsb, solve
+from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, solve
 
 BENCHMARK_SLUG = "sokoban-hidden"
 BENCHMARK_NAME = "Sokoban hidden set"
@@ -68,12 +68,20 @@ class Plan:
 # ------------------------------------------------------------------ scripted moves
 
 
-def bump_action(level: Level) -> str:
-    """An action that is blocked at the level's start (player against a wall): a wasted step."""
+OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
+
+
+def waste_actions(level: Level, count: int) -> tuple[str, ...]:
+    """``count`` wasted steps from the level's start that move no crate: bumps into a
+    wall beside the player, else a step onto free floor and back, repeated."""
     for action in ACTIONS:
         if apply(level, level.start, action).outcome == "blocked":
-            return action
-    raise ValueError("the player has no wall beside it at the start")
+            return (action,) * count
+    for action in ACTIONS:
+        if apply(level, level.start, action).outcome == "moved":
+            pair = (action, OPPOSITE[action])
+            return tuple(pair[index % 2] for index in range(count))
+    raise ValueError("the player cannot move at the start")
 
 
 def optimal_moves(level: Level) -> tuple[str, ...]:
@@ -88,8 +96,8 @@ def deadlock_moves(level: Level, max_nodes: int = 50_000) -> tuple[str, ...] | N
         state = frontier.popleft()
         for action in ACTIONS:
             result = apply(level, state, action)
-            if result.outcome == "blocked" or result.state in parent:
-                continue
+            if result.outcome == "blocked" or result.state in parent or is_solved(level, result.state):
+                continue  # (a path through a solved state would end the episode solved)
             parent[result.state] = (state, action)
             if is_deadlocked(level, result.state):
                 moves: list[str] = []
@@ -103,10 +111,14 @@ def deadlock_moves(level: Level, max_nodes: int = 50_000) -> tuple[str, ...] | N
 
 
 def _bumps(level: DemoLevel, count: int) -> tuple[str, ...]:
-    return (bump_action(level.level),) * count
+    # An even number of steps onto floor and back ends where it started, so the solve
+    # that follows still works; bumps end there after any count.
+    return waste_actions(level.level, count)
 
 
 def solved_with_waste(level: DemoLevel, waste: int) -> Plan:
+    if not _has_bump(level.level):
+        waste -= waste % 2  # floor-and-back steps come in pairs, so the solve starts where it should
     return Plan(level.level_id, _bumps(level, waste) + optimal_moves(level.level))
 
 
@@ -124,6 +136,7 @@ def wedged(level: DemoLevel) -> Plan | None:
 
 def _seed_solves(levels: list[DemoLevel]) -> list[tuple[DemoLevel, int]] | None:
     """31 levels and wasted steps per solve giving 725 steps and efficiency 0.874 (3 d.p.)."""
+    # Solves waste steps by bumping into a wall (any count leaves the player in place).
     usable = [lvl for lvl in levels if _has_bump(lvl.level)]
     usable.sort(key=lambda lvl: (lvl.optimal, lvl.level_id))
     for start in range(len(usable) - SEED_SOLVED + 1):
@@ -179,7 +192,7 @@ def seed_example_plans(levels: list[DemoLevel]) -> list[Plan]:
     used |= {plan.level_id for plan in wedges}
     remaining = SEED_ACTIONS - sum(len(plan.actions) for plan in plans)
     for level in rest:
-        if level.level_id in used or remaining <= 0 or not _has_bump(level.level):
+        if level.level_id in used or remaining <= 0:
             continue
         # Out of steps while the budget fits what is left, else one unfinished episode with the rest.
         spend = level.budget if level.budget <= remaining else remaining
@@ -243,15 +256,13 @@ def demo_user(username: str) -> Any:
 
 def play_card(*, user: Any, agent: str, version: str, plans: list[Plan]) -> int:
     """Open a card, play ``plans`` through the services, close it; returns the card id."""
-    from submissions.services.cards import card_close, card_episode_act, card_episode_reset, card_open
+    from submissions.services.cards import card_close, card_episode_play, card_episode_reset, card_open
 
     card = card_open(user=user, api_key=None, benchmark_slug=BENCHMARK_SLUG, agent_name=agent, agent_version=version)
     for plan in plans:
         card_episode_reset(card_id=card.pk, user=user, level_id=plan.level_id)
-        for action in plan.actions:
-            view = card_episode_act(card_id=card.pk, user=user, level_id=plan.level_id, action=action)
-            if view.done:
-                break
+        if plan.actions:
+            card_episode_play(card_id=card.pk, user=user, level_id=plan.level_id, actions=plan.actions)
     card_close(card_id=card.pk, user=user)
     return card.pk
 

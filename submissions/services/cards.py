@@ -30,6 +30,7 @@ unsolved (``abandoned``): one level at a time.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -49,6 +50,7 @@ __all__ = [
     "CardError",
     "card_close",
     "card_episode_act",
+    "card_episode_play",
     "card_episode_reset",
     "card_expires_at",
     "card_for_player",
@@ -258,11 +260,15 @@ def _level_of(card: Card, level_id: str) -> ScorecardLevel:
     return level
 
 
-def _record(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -> None:
-    seq = CardMove.objects.filter(episode=episode).count() + 1
-    CardMove.objects.create(
+def _move(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -> CardMove:
+    """The log row of the request just applied to ``episode``.
+
+    Every action adds a step and every restart a restart, so the entry's number
+    in the episode's log is steps + restarts + 1 (the first reset is entry 1),
+    with no count query; the (episode, seq) constraint would catch a slip."""
+    return CardMove(
         episode=episode,
-        seq=seq,
+        seq=episode.steps + episode.restarts + 1,
         step=episode.steps,
         action=action,
         result=result,
@@ -310,44 +316,68 @@ def card_episode_reset(*, card_id: int, user: Any, level_id: str) -> EpisodeView
         episode.player, episode.crates = level.start.player, list(level.start.crates)
         episode.restarts += 1
         episode.save(update_fields=["player", "crates", "restarts"])
-    _record(episode, action="reset", result=CardMove.Result.RESET, now=now)
+    _move(episode, action="reset", result=CardMove.Result.RESET, now=now).save()
     _touch(card, now)
     return episode_view(episode)
 
 
-@transaction.atomic
 def card_episode_act(*, card_id: int, user: Any, level_id: str, action: Any) -> EpisodeView:
     """Apply one move to the level's episode; it ends when solved, deadlocked (corner
     test) or when its steps reach the budget."""
-    if not isinstance(action, str) or action not in ACTIONS:
-        shown = action[:20] if isinstance(action, str) else type(action).__name__
-        raise CardError(400, "invalid_action", f"action: expected one of {', '.join(ACTIONS)}, got {shown!r}.")
+    return card_episode_play(card_id=card_id, user=user, level_id=level_id, actions=[action])
+
+
+@transaction.atomic
+def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequence[Any]) -> EpisodeView:
+    """Apply ``actions`` in order under one lock, stopping when the episode ends (the rest
+    are not applied and not counted). The API sends one action per request; the demo
+    loader plays whole scripted episodes through here, so both take the same path."""
+    for action in actions:
+        if not isinstance(action, str) or action not in ACTIONS:
+            shown = action[:20] if isinstance(action, str) else type(action).__name__
+            raise CardError(400, "invalid_action", f"action: expected one of {', '.join(ACTIONS)}, got {shown!r}.")
     now = timezone.now()
     card = _open_card_for_play(card_id, user, now)
-    level_row = _level_of(card, level_id)
-    episode = CardEpisode.objects.filter(card=card, level=level_row).select_related("level").first()
+    # One query for the episode and its level (the level is checked to belong to the card's release).
+    episode = (
+        CardEpisode.objects.filter(card=card, level__level_id=level_id, level__release_id=card.release_id)
+        .select_related("level")
+        .first()
+    )
     if episode is None:
+        _level_of(card, level_id)  # an unknown level answers level_unknown
         raise CardError(409, "episode_not_started", f"level {level_id!r}: reset it first to start its episode.")
     if episode.done:
         raise CardError(
             409, "episode_done", f"level {level_id!r} is finished on this card; further actions are refused."
         )
-    level = _parsed(level_row.xsb)
-    moved = apply(level, State(episode.player, tuple(episode.crates)), action)
-    episode.player, episode.crates = moved.state.player, list(moved.state.crates)
-    episode.steps += 1
-    episode.solved = is_solved(level, moved.state)
-    # Seed 001: the cheap corner test only, under the card's lock (an exact search would hold it for seconds).
-    episode.deadlocked = not episode.solved and is_deadlocked(level, moved.state)
-    budget = scorecard_scoring.step_budget(level_row.optimal_len)
-    episode.out_of_budget = not episode.solved and not episode.deadlocked and episode.steps >= budget
-    episode.done = episode.solved or episode.deadlocked or episode.out_of_budget
+    level = _parsed(episode.level.xsb)
+    budget = scorecard_scoring.step_budget(episode.level.optimal_len)
+    state = State(episode.player, tuple(episode.crates))
+    log: list[CardMove] = []
+    last: dict[str, str] | None = None
+    for action in actions:
+        if episode.done:
+            break
+        moved = apply(level, state, action)
+        state = moved.state
+        episode.steps += 1
+        episode.solved = is_solved(level, state)
+        # Seed 001: the cheap corner test only, under the card's lock (an exact search would hold it for seconds).
+        episode.deadlocked = not episode.solved and is_deadlocked(level, state)
+        episode.out_of_budget = not episode.solved and not episode.deadlocked and episode.steps >= budget
+        episode.done = episode.solved or episode.deadlocked or episode.out_of_budget
+        log.append(_move(episode, action=action, result=moved.outcome, now=now))
+        last = {"action": action, "result": moved.outcome}
+    episode.player, episode.crates = state.player, list(state.crates)
     if episode.done:
         episode.ended_at = now
-    episode.save()
-    _record(episode, action=action, result=moved.outcome, now=now)
+    episode.save(
+        update_fields=["player", "crates", "steps", "solved", "deadlocked", "out_of_budget", "done", "ended_at"]
+    )
+    CardMove.objects.bulk_create(log)
     _touch(card, now)
-    return episode_view(episode, last={"action": action, "result": moved.outcome})
+    return episode_view(episode, last=last)
 
 
 # ------------------------------------------------------------------ closing
