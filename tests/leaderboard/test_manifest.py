@@ -321,7 +321,8 @@ def test_a_scorecard_manifest_carries_each_levels_text_and_its_bfs_optimal_lengt
     [
         (
             '- {id: l2, xsb: "#####\\n#@$x#\\n#####"}\n',
-            "levels.yaml:2: [1].xsb: level 'l2': malformed XSB: line 2, column 4: unknown character 'x'; expected one of # @ + $ * . space",
+            "levels.yaml:2: [1].xsb: level 'l2': malformed XSB: line 2, column 4: unknown character 'x'; "
+            "expected one of # @ + $ * . space",
         ),
         (
             '- {id: l2, xsb: "######\\n#$  .#\\n#@   #\\n######"}\n',
@@ -329,7 +330,8 @@ def test_a_scorecard_manifest_carries_each_levels_text_and_its_bfs_optimal_lengt
         ),
         (
             '- {id: l2, optimal_len: 7, xsb: "#######\\n#@ $ .#\\n#######"}\n',
-            "levels.yaml:2: [1].optimal_len: level 'l2': optimal_len is 7, but BFS finds a shortest solution of 3 moves",
+            "levels.yaml:2: [1].optimal_len: level 'l2': optimal_len is 7, "
+            "but BFS finds a shortest solution of 3 moves",
         ),
         ("- {id: l2}\n", "levels.yaml:2: [1]: missing required field 'xsb'"),
     ],
