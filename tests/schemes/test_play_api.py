@@ -345,3 +345,54 @@ def test_only_the_owner_plays_a_card_others_get_exact_codes(api, make_user, play
 
 def test_a_card_that_does_not_exist_answers_like_anothers(api):
     assert error(api.get("/api/v1/scorecards/999999")) == (404, "card_not_found")
+
+
+# ------------------------------------------------------------------ concurrency (PostgreSQL)
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_actions_on_one_card_are_serialised_by_its_row_lock(make_user, tmp_path):
+    import threading
+
+    from django.db import connection
+
+    from leaderboard.services.releases import release_sync
+    from submissions.services.cards import card_episode_act, card_episode_reset, card_open
+    from tests.schemes.conftest import write_play_manifest
+
+    write_play_manifest(tmp_path / "play")
+    release_sync(manifest=tmp_path / "play")
+    user = make_user("racer")
+    cards = [
+        card_open(user=user, api_key=None, benchmark_slug="sokoban-play", agent_name="Racer", agent_version=str(n))
+        for n in range(2)
+    ]
+    for card in cards:
+        card_episode_reset(card_id=card.pk, user=user, level_id="room")
+    errors: list[BaseException] = []
+
+    def send(card_id: int) -> None:
+        try:
+            for _ in range(7):
+                # "up" from the start is a step onto floor, then bumps into the top wall: never done early.
+                card_episode_act(card_id=card_id, user=user, level_id="room", action="up")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(card.pk,)) for card in cards for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for card in cards:
+        episode = CardEpisode.objects.get(card=card)
+        # 4 threads x 7 actions, none lost and none counted twice; the log numbered without a gap.
+        assert episode.steps == 28
+        assert list(episode.moves.order_by("seq").values_list("seq", flat=True)) == list(range(1, 30))
+        assert list(episode.moves.exclude(action="reset").values_list("step", flat=True).order_by("seq")) == list(
+            range(1, 29)
+        )
