@@ -60,6 +60,9 @@ __all__ = [
     "episode_view",
 ]
 
+# last_activity_at is written at most this often; an idle card may so expire up to this
+# much earlier than PODIUM_CARD_IDLE_SECONDS after its very last request.
+ACTIVITY_RESOLUTION_SECONDS = 5
 # Restarts per episode: each is recorded, and a restart costs no step, so without a cap one
 # episode could grow its move log without bound.
 MAX_RESTARTS = 50
@@ -184,6 +187,7 @@ def card_for_player(*, card_id: int, user: Any) -> Card:
 
 
 def _open_card_for_play(card_id: int, user: Any, now: dt.datetime) -> Card:
+    """The card, locked, if ``user`` may play it now."""
     card = _locked_card(card_id)
     _check_player(card, user)
     if _is_expired(card, now):
@@ -279,8 +283,12 @@ def _move(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -
 
 
 def _touch(card: Card, now: dt.datetime) -> None:
-    card.last_activity_at = now
-    card.save(update_fields=["last_activity_at"])
+    """Record activity for the idle expiry, at most once per ACTIVITY_RESOLUTION_SECONDS:
+    the expiry is measured in minutes, and skipping the write keeps an action to one
+    UPDATE and one INSERT."""
+    if (now - card.last_activity_at).total_seconds() >= ACTIVITY_RESOLUTION_SECONDS:
+        card.last_activity_at = now
+        card.save(update_fields=["last_activity_at"])
 
 
 def _end_unfinished(card: Card, *, keep: int | None, now: dt.datetime) -> None:
@@ -337,8 +345,10 @@ def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequen
             shown = action[:20] if isinstance(action, str) else type(action).__name__
             raise CardError(400, "invalid_action", f"action: expected one of {', '.join(ACTIONS)}, got {shown!r}.")
     now = timezone.now()
+    # The card row is locked first and alone, as in every service; the episode is read after
+    # the lock is held. (Locking "OF card" in a join would read the episode from the snapshot
+    # taken before waiting: two racing actions would both see the same step.)
     card = _open_card_for_play(card_id, user, now)
-    # One query for the episode and its level (the level is checked to belong to the card's release).
     episode = (
         CardEpisode.objects.filter(card=card, level__level_id=level_id, level__release_id=card.release_id)
         .select_related("level")
