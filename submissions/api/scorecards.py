@@ -40,14 +40,14 @@ METRICS = (
 )
 
 
-class AgentSerializer(serializers.Serializer):
+class CardAgentSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     version = serializers.CharField(max_length=100)
 
 
 class CardOpenSerializer(serializers.Serializer):
     benchmark = serializers.SlugField(max_length=64)
-    agent = AgentSerializer()
+    agent = CardAgentSerializer()
 
 
 class ActionSerializer(serializers.Serializer):
