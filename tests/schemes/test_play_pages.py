@@ -103,3 +103,13 @@ def test_a_revealed_release_shows_the_layout_and_actions_to_anyone(played, play_
 def test_a_level_the_card_did_not_play_has_no_replay(played, client):
     assert client.get(reverse("scorecard_episode", args=[played.pk, "room-b"])).status_code == 404
     assert client.get(reverse("scorecard_episode", args=[played.pk, "nope"])).status_code == 404
+
+
+def test_staff_audit_cards_and_moves_in_the_admin_read_only(played, client, django_user_model):
+    admin_user = django_user_model.objects.create_superuser(username="root", password="a-long-test-password-123")
+    client.force_login(admin_user)
+    assert client.get(reverse("admin:submissions_card_changelist")).status_code == 200
+    page = client.get(reverse("admin:submissions_card_change", args=[played.pk])).content.decode()
+    assert "corridor" in page and 'name="_save"' not in page
+    assert client.get(reverse("admin:submissions_cardmove_changelist")).status_code == 200
+    assert client.get(reverse("admin:submissions_card_delete", args=[played.pk])).status_code == 403
