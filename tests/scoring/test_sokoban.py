@@ -249,3 +249,12 @@ def test_the_engine_imports_no_django_in_a_fresh_interpreter() -> None:
         env={"PYTHONPATH": str(ROOT)},
     )
     assert json.loads(completed.stdout) == []
+
+
+def test_the_sokoban_package_imports_only_the_standard_library() -> None:
+    allowed = set(sys.stdlib_module_names) | {"scoring", "__future__"}
+    for path in (ROOT / "scoring" / "sokoban").glob("*.py"):
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] in {"import", "from"} and not line.startswith(" "):
+                assert words[1].split(".")[0] in allowed, f"{path.name}: {line}"
