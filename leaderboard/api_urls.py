@@ -45,15 +45,15 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Seed 001 scorecards played on the server; the issue fixes these paths (no trailing slash
     # on the level and close calls; one is accepted too).
     path("scorecards/", play.CardOpenView.as_view(), name="api-scorecard-open"),
-    re_path(r"^scorecards/(?P<card_id>[0-9]+)/?$", play.CardDetailView.as_view(), name="api-scorecard"),
-    re_path(r"^scorecards/(?P<card_id>[0-9]+)/close/?$", play.CardCloseView.as_view(), name="api-scorecard-close"),
+    re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/?$", play.CardDetailView.as_view(), name="api-scorecard"),
+    re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/close/?$", play.CardCloseView.as_view(), name="api-scorecard-close"),
     re_path(
-        r"^scorecards/(?P<card_id>[0-9]+)/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/reset/?$",
+        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/reset/?$",
         play.LevelResetView.as_view(),
         name="api-scorecard-reset",
     ),
     re_path(
-        r"^scorecards/(?P<card_id>[0-9]+)/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/actions/?$",
+        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/actions/?$",
         play.LevelActionView.as_view(),
         name="api-scorecard-action",
     ),

@@ -27,6 +27,8 @@ EMBARGO_NOTE = "Under embargo until the race result is released"
 
 # ----------------------------------------------------------------- scorecards
 
+MAX_ID = 2**63 - 1
+
 
 def _benchmark(slug: str, scheme: str) -> Benchmark:
     benchmark = Benchmark.objects.filter(slug=slug, scheme=scheme).first()
@@ -97,6 +99,8 @@ def scorecard_board(*, release: Release) -> list[ScorecardRow]:
 def scorecard_get(*, pk: int, user: Any = None) -> ScorecardRun:
     """A closed card by its card id (the id the play API answers). Open cards have no page:
     their episodes are still being played."""
+    if pk > MAX_ID:  # beyond a bigint the database would raise instead of finding nothing
+        raise Http404("No such scorecard")
     card = (
         ScorecardRun.objects.select_related("release__benchmark", "agent_version__agent", "card")
         .filter(card_id=pk)

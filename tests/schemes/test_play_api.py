@@ -396,3 +396,9 @@ def test_concurrent_actions_on_one_card_are_serialised_by_its_row_lock(make_user
         assert list(episode.moves.exclude(action="reset").values_list("step", flat=True).order_by("seq")) == list(
             range(1, 29)
         )
+
+
+def test_an_out_of_range_card_id_answers_a_json_404(api):
+    for path in ("/api/v1/scorecards/99999999999999999999999", "/api/v1/scorecards/99999999999999999999999/close"):
+        response = api.post(path) if path.endswith("close") else api.get(path)
+        assert error(response) == (404, "not_found")

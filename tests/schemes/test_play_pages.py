@@ -113,3 +113,8 @@ def test_staff_audit_cards_and_moves_in_the_admin_read_only(played, client, djan
     assert "corridor" in page and 'name="_save"' not in page
     assert client.get(reverse("admin:submissions_cardmove_changelist")).status_code == 200
     assert client.get(reverse("admin:submissions_card_delete", args=[played.pk])).status_code == 403
+
+
+def test_an_out_of_range_card_id_is_a_404_not_a_500(client, db):
+    assert client.get("/scorecards/cards/99999999999999999999999/").status_code == 404
+    assert client.get("/scorecards/cards/99999999999999999999999/episodes/x/").status_code == 404
