@@ -6,6 +6,8 @@ embargo of race failure categories is enforced there, not in templates.
 
 from __future__ import annotations
 
+import json
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
@@ -68,7 +70,8 @@ def scorecard_episode(request: HttpRequest, pk: int, level: str) -> HttpResponse
             "benchmark": card.release.benchmark,
             "replay": replay,
             "episode": replay["episode"],
-            "replay_data": {"layout": replay["layout"], "moves": replay["moves"]},
+            # Read by static/js/replay.js from a data attribute (autoescaped): no inline script at all.
+            "replay_json": json.dumps({"layout": replay["layout"], "moves": replay["moves"]}),
         },
     )
 

@@ -1,14 +1,13 @@
 // Replay of one scorecard episode (templates/scorecards/episode.html).
 // Reads the recorded moves (and, when the operator revealed the hidden set, the
-// level's layout) from the #replay-data JSON block, and steps through them: the
+// level's layout) from the section's data-replay-json attribute, and steps through them: the
 // same rules as scoring/sokoban/engine.py (one crate pushed one cell, never two,
 // never into a wall). Without a layout it steps through the move list only.
 (function () {
   "use strict";
   var root = document.querySelector("[data-replay]");
-  var source = document.getElementById("replay-data");
-  if (!root || !source) return;
-  var data = JSON.parse(source.textContent);
+  if (!root || !root.dataset.replayJson) return;
+  var data = JSON.parse(root.dataset.replayJson);
   var layout = data.layout, moves = data.moves || [];
   var OFFSETS = { up: [-1, 0], down: [1, 0], left: [0, -1], right: [0, 1] };
   var SVG = "http://www.w3.org/2000/svg";
