@@ -402,3 +402,16 @@ def test_an_out_of_range_card_id_answers_a_json_404(api):
     for path in ("/api/v1/scorecards/99999999999999999999999", "/api/v1/scorecards/99999999999999999999999/close"):
         response = api.post(path) if path.endswith("close") else api.get(path)
         assert error(response) == (404, "not_found")
+
+
+def test_a_release_with_cards_cannot_change_its_hidden_levels(api, play_release, tmp_path):
+    from leaderboard.manifest import ManifestError
+    from leaderboard.services.releases import release_sync
+    from tests.schemes.conftest import write_play_manifest
+
+    open_card(api)
+    write_play_manifest(tmp_path / "changed", levels={**PLAY_LEVELS, "corridor": "########\n#@ $  .#\n########"})
+    with pytest.raises(ManifestError) as caught:
+        release_sync(manifest=tmp_path / "changed")
+    assert "cannot change" in str(caught.value)
+    assert play_release.scorecard_levels.get(level_id="corridor").optimal_len == 3
