@@ -415,3 +415,7 @@ def test_a_release_with_cards_cannot_change_its_hidden_levels(api, play_release,
         release_sync(manifest=tmp_path / "changed")
     assert "cannot change" in str(caught.value)
     assert play_release.scorecard_levels.get(level_id="corridor").optimal_len == 3
+
+
+def test_the_api_root_links_where_cards_are_opened(api):
+    assert api.get("/api/v1/").json()["scorecards"] == "http://testserver/api/v1/scorecards/"
