@@ -155,7 +155,9 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
         return super().get_queryset(request).annotate(task_count=Count("release_tasks"))
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [name for name in super().get_readonly_fields(request, obj) if name != "manifest"]
+        # reveal_hidden_levels is the operator's one editable setting here (docs/schemes.md "Replay").
+        editable = {"manifest", "reveal_hidden_levels"}
+        return [name for name in super().get_readonly_fields(request, obj) if name not in editable]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -9,6 +9,7 @@ from leaderboard.api import views as public
 from leaderboard.api_errors import api_not_found
 from submissions.api import admin_views as keys_admin
 from submissions.api import schema as _schema  # noqa: F401 - registers the Api-Key scheme
+from submissions.api import scorecards as play
 from submissions.api import views as submitter
 
 router = SimpleRouter()
@@ -41,6 +42,21 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("admin/releases/sync/", registry_admin.ManifestSyncView.as_view(), name="api-manifest-sync"),
     path("admin/races/<int:race_id>/release/", registry_admin.RaceReleaseView.as_view(), name="api-race-release"),
+    # Seed 001 scorecards played on the server; the issue fixes these paths (no trailing slash
+    # on the level and close calls; one is accepted too).
+    path("scorecards/", play.CardOpenView.as_view(), name="api-scorecard-open"),
+    re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/?$", play.CardDetailView.as_view(), name="api-scorecard"),
+    re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/close/?$", play.CardCloseView.as_view(), name="api-scorecard-close"),
+    re_path(
+        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/reset/?$",
+        play.LevelResetView.as_view(),
+        name="api-scorecard-reset",
+    ),
+    re_path(
+        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/actions/?$",
+        play.LevelActionView.as_view(),
+        name="api-scorecard-action",
+    ),
     *router.urls,
     # Unknown paths under /api/ answer JSON, never the HTML 404 page.
     re_path(r"^.*$", api_not_found),

@@ -52,6 +52,7 @@ __all__ = [
     "PLATFORMS",
     "SCHEMES",
     "BenchmarkSpec",
+    "EpisodeLevel",
     "EpisodeSet",
     "EvaluatorSpec",
     "ManifestError",
@@ -83,6 +84,11 @@ RELEASE_FILE = "release.yaml"
 TASK_FILES = ("task.yaml", "paper.md", "brief.md", "sandbox/Dockerfile")
 # Larger text files are refused: a paper rendering is a few hundred KiB at most.
 MAX_FILE_BYTES = 2 * 1024 * 1024
+# A hidden Sokoban level: XSB of at most 50 x 50 cells (scoring.sokoban.engine.MAX_SIDE) plus newlines.
+MAX_LEVEL_CHARS = 51 * 50
+# BFS states per level at sync. Every level is solved on every sync, so the budget bounds
+# how long a sync takes; the demo set's largest level needs a few thousand.
+LEVEL_SEARCH_MAX_NODES = 200_000
 
 _TASK_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
 _BENCHMARK_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -334,11 +340,20 @@ class Penalty:
 
 
 @dataclass(frozen=True)
+class EpisodeLevel:
+    """One hidden level: its XSB text and the optimal length BFS found at parse time."""
+
+    level_id: str
+    optimal_len: int
+    xsb: str
+
+
+@dataclass(frozen=True)
 class EpisodeSet:
-    """The hidden episode set of a scorecard release: ``levels`` are (id, optimal_len)."""
+    """The hidden episode set of a scorecard release (every level solved by BFS at parse)."""
 
     size: int
-    levels: tuple[tuple[str, int], ...]
+    levels: tuple[EpisodeLevel, ...]
 
 
 @dataclass(frozen=True)
@@ -510,7 +525,11 @@ class ReleaseManifest:
             if self.episode_set is None
             else {
                 "size": self.episode_set.size,
-                "levels": [{"id": level, "optimal_len": length} for level, length in self.episode_set.levels],
+                # The level texts by hash only: Release.manifest is never shown, but it need not hold them.
+                "levels": [
+                    {"id": level.level_id, "optimal_len": level.optimal_len, "xsb_sha256": _sha256(level.xsb)}
+                    for level in self.episode_set.levels
+                ],
             },
             "qualifying": {"task_ids": list(self.qualifying_task_ids)} if self.benchmark.scheme == "race" else None,
             "required_task_set_hash": self.required_task_set_hash,
@@ -1146,23 +1165,28 @@ def _parse_episode_set(
     return EpisodeSet(size=size, levels=tuple(levels))
 
 
-def _parse_levels(value: Any, check: _Checker, path: tuple[Any, ...]) -> list[tuple[str, int]] | None:
+def _parse_levels(value: Any, check: _Checker, path: tuple[Any, ...]) -> list[EpisodeLevel] | None:
+    """Each level's XSB text, solved by BFS here so a level that cannot be served never syncs.
+
+    Refused, naming the file, line and level: malformed XSB, no solution, no
+    solution found within LEVEL_SEARCH_MAX_NODES states, and a stated
+    ``optimal_len`` that differs from the BFS length."""
     if not isinstance(value, list) or not value:
-        check.problem(path, f"expected a non-empty list of {{id, optimal_len}}, got {_describe(value)}")
+        check.problem(path, f"expected a non-empty list of {{id, xsb, optimal_len}}, got {_describe(value)}")
         return None
-    levels: list[tuple[str, int]] = []
+    levels: list[EpisodeLevel] = []
     seen: set[str] = set()
     ok = True
     for index, item in enumerate(value):
         where = (*path, index)
-        data = check.mapping(item, where, "a mapping with id and optimal_len")
+        data = check.mapping(item, where, "a mapping with id, xsb and optionally optimal_len")
         if data is None:
             ok = False
             continue
-        check.known_keys(data, ("id", "optimal_len"), where)
+        check.known_keys(data, ("id", "xsb", "optimal_len"), where)
         level_id = check.string(data, "id", where, max_len=100)
-        length = check.integer(data, "optimal_len", where, minimum=1)
-        if level_id is None or length is None:
+        stated = check.integer(data, "optimal_len", where, minimum=1, required=False)
+        if level_id is None or not check.required(data, "xsb", where):
             ok = False
             continue
         if level_id in seen:
@@ -1170,8 +1194,44 @@ def _parse_levels(value: Any, check: _Checker, path: tuple[Any, ...]) -> list[tu
             ok = False
             continue
         seen.add(level_id)
-        levels.append((level_id, length))
+        optimal = _solve_level(data["xsb"], level_id, check, (*where, "xsb"))
+        if optimal is None:
+            ok = False
+            continue
+        if stated is not None and stated != optimal:
+            check.problem(
+                (*where, "optimal_len"),
+                f"level {level_id!r}: optimal_len is {stated}, but BFS finds a shortest solution of {optimal} moves",
+            )
+            ok = False
+            continue
+        levels.append(EpisodeLevel(level_id, optimal, data["xsb"].strip("\n")))
     return levels if ok else None
+
+
+def _solve_level(text: Any, level_id: str, check: _Checker, where: tuple[Any, ...]) -> int | None:
+    from scoring.sokoban import OVER_BUDGET, UNSOLVABLE, LevelError, parse_xsb, solve
+
+    if not isinstance(text, str) or len(text) > MAX_LEVEL_CHARS:
+        check.problem(where, f"level {level_id!r}: expected XSB text of at most {MAX_LEVEL_CHARS} characters")
+        return None
+    try:
+        level = parse_xsb(text)
+    except LevelError as exc:
+        check.problem(where, f"level {level_id!r}: malformed XSB: {exc}")
+        return None
+    solution = solve(level, max_nodes=LEVEL_SEARCH_MAX_NODES)
+    if solution.status == UNSOLVABLE:
+        check.problem(where, f"level {level_id!r}: has no solution (BFS searched every reachable state)")
+        return None
+    if solution.status == OVER_BUDGET:
+        check.problem(
+            where,
+            f"level {level_id!r}: not solved within the search budget of {LEVEL_SEARCH_MAX_NODES} states; "
+            "expected a smaller level",
+        )
+        return None
+    return solution.length
 
 
 def _parse_qualifying(release: Mapping[str, Any], check: _Checker, scheme: str | None) -> list[str]:

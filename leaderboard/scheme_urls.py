@@ -10,6 +10,7 @@ from leaderboard.views import schemes as views
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("scorecards/cards/<int:pk>/", views.scorecard_detail, name="scorecard_detail"),
+    path("scorecards/cards/<int:pk>/episodes/<str:level>/", views.scorecard_episode, name="scorecard_episode"),
     path("scorecards/<slug:benchmark>/", views.scorecard_benchmark, name="scorecard_benchmark"),
     path("scorecards/<slug:benchmark>/<str:version>/", views.scorecard_board, name="scorecard_board"),
     path("races/runs/<int:pk>/", views.race_run_detail, name="race_run_detail"),

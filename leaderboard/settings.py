@@ -249,9 +249,16 @@ PODIUM_VERIFY_DELAY_SECONDS = env_int("PODIUM_VERIFY_DELAY_SECONDS", 0)
 # Beat's schedule state lives under var/ (never the repository root, wherever beat is started).
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "leaderboard.celery:Scheduler"
+# Seed 001 scorecards played over the API: an open card with no reset or action for this
+# long is closed as if its player had closed it (unplayed levels padded as unsolved).
+PODIUM_CARD_IDLE_SECONDS = env_int("PODIUM_CARD_IDLE_SECONDS", 1800, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "submissions.tasks.sweep_stuck_submissions",
+        "schedule": float(PODIUM_SWEEP_EVERY_SECONDS),
+    },
+    "close-idle-scorecards": {
+        "task": "submissions.tasks.close_idle_scorecards",
         "schedule": float(PODIUM_SWEEP_EVERY_SECONDS),
     },
 }

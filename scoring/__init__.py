@@ -5,6 +5,8 @@ Modules, one concept each:
 * :mod:`scoring.gap` -- paper-gap task scores, penalties, faithfulness gate,
   macro mean, coverage, episodes, whole runs (seeds 000 and 003);
 * :mod:`scoring.scorecard` -- episode scorecards and their ranking (seed 001);
+* :mod:`scoring.sokoban` -- the Sokoban puzzle the server hosts for them: engine,
+  corner deadlock test, BFS solver, level generator (seed 001);
 * :mod:`scoring.race` -- race rewards, runs, field baselines, Overall (seed 002);
 * :mod:`scoring.uncertainty` -- seeded bootstrap confidence intervals;
 * :mod:`scoring.compare` -- claimed vs recomputed breakdowns;

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from leaderboard.models import Evaluator, Validator
-from submissions.models import Run, SigningKey, Submission, TaskResult, VerificationEvent
+from submissions.models import Card, CardEpisode, CardMove, Run, SigningKey, Submission, TaskResult, VerificationEvent
 from submissions.services.runs import RunError, run_record_verified
 from submissions.services.signing_keys import (
     SigningKeyError,
@@ -199,3 +199,43 @@ class SigningKeyAdmin(admin.ModelAdmin):
         for key in queryset:
             signing_key_revoke(signing_key=key, user=request.user)
         self.message_user(request, f"revoked {queryset.count()} key(s)")
+
+
+class CardEpisodeInline(admin.TabularInline):
+    """A card's episodes, read-only: the audit view of what the server measured."""
+
+    model = CardEpisode
+    extra = 0
+    can_delete = False
+    fields = ["level", "steps", "restarts", "solved", "deadlocked", "out_of_budget", "abandoned", "done", "started_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Card)
+class CardAdmin(ReadOnlyAdmin):
+    """Played scorecards, read-only: only the play API and the idle sweep change them."""
+
+    list_display = ["id", "release", "agent_version", "owner", "status", "closed_by", "opened_at", "closed_at"]
+    list_filter = ["status", "closed_by", "release"]
+    search_fields = ["owner__username", "agent_version__agent__name"]
+    inlines = [CardEpisodeInline]
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # view-only: a measured card is never edited
+
+
+@admin.register(CardMove)
+class CardMoveAdmin(ReadOnlyAdmin):
+    """Every reset and action as the server recorded it, for audits."""
+
+    list_display = ["episode", "seq", "step", "action", "result", "solved", "deadlocked", "at"]
+    list_filter = ["result"]
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

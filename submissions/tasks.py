@@ -87,3 +87,15 @@ def sweep_stuck_submissions() -> int:
     if run_ids:
         logger.warning("re-enqueued the confidence intervals of %d run(s)", len(run_ids))
     return len(ids)
+
+
+@shared_task(name="submissions.tasks.close_idle_scorecards", acks_late=True)
+def close_idle_scorecards() -> int:
+    """Close every scorecard idle past settings.PODIUM_CARD_IDLE_SECONDS, as /close would
+    (returns how many). Safe to run twice: each card is re-checked under its row lock."""
+    from submissions.services.cards import cards_close_idle
+
+    closed = cards_close_idle()
+    if closed:
+        logger.info("closed %d idle scorecard(s)", closed)
+    return closed

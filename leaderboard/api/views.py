@@ -81,6 +81,7 @@ class ApiRootView(APIView):
             "runs": "api-run-list",
             "agents": "api-agent-list",
             "submissions": "api-submission-list",
+            "scorecards": "api-scorecard-open",
             "site_key": "api-site-key",
             "schema": "api-schema",
             "docs": "api-docs",

@@ -8,12 +8,17 @@ from leaderboard.models.registry import Benchmark, Release
 
 
 class ScorecardLevel(models.Model):
-    """One level of a scorecard release's hidden episode set. The optimal length
-    is the server's own data (BFS at generation), never taken from a bundle."""
+    """One level of a scorecard release's hidden episode set: its XSB text and
+    the optimal length BFS computed at manifest sync (never a player's claim).
+
+    The text leaves the server only to the player of an open card, one level
+    at a time (submissions.services.scorecards), and on the replay page of a
+    closed card when the operator set Release.reveal_hidden_levels."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="scorecard_levels")
     level_id = models.CharField(max_length=100)
     optimal_len = models.PositiveIntegerField()
+    xsb = models.TextField(default="")
 
     class Meta:
         ordering = ["release", "level_id"]

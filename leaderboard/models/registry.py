@@ -123,6 +123,10 @@ class Release(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
     # Scorecard benchmarks: the size of the hidden episode set every card is padded to.
     episode_set_size = models.PositiveIntegerField(null=True, blank=True)
+    # Scorecard benchmarks: the operator's choice (admin, not the manifest) to show the
+    # hidden level layouts on the replay pages of closed cards, e.g. once the set is retired.
+    # Off: replays show moves and metrics only.
+    reveal_hidden_levels = models.BooleanField(default=False)
     # Race benchmarks: the public frozen qualifying task set (seed 002), from release.yaml `qualifying.task_ids`.
     qualifying_task_ids = models.JSONField(default=list, blank=True)
     synced_at = models.DateTimeField(auto_now=True)

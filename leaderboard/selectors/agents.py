@@ -4,8 +4,8 @@ pages and anything else that lists agent names.
 An Agent row is written the first time a bundle names it, whatever becomes of that
 bundle (a private run, or a rejected race bundle written before its rejection). Its
 name is public only once something public stands behind it: an accepted paper-gap
-run that is not private on a published release, or a scorecard or race run on a
-published release whose submission is not private. Private and rejected
+run that is not private on a published release, a closed scorecard played on a published
+release, or a race run on a published release whose submission is not private. Private and rejected
 submissions never make a name public; staff see every agent.
 """
 
@@ -39,9 +39,9 @@ def agent_versions_public(*, user: Any = None) -> QuerySet[AgentVersion]:
         submission__is_private=False,
         release__published=True,
     )
-    card = ScorecardRun.objects.filter(
-        agent_version=OuterRef("pk"), submission__is_private=False, release__published=True
-    )
+    # A closed card played on the server (scorecards are never private; a card is
+    # closed by construction when it has a ScorecardRun).
+    card = ScorecardRun.objects.filter(agent_version=OuterRef("pk"), card__isnull=False, release__published=True)
     race_run = RaceRun.objects.filter(
         agent_version=OuterRef("pk"), submission__is_private=False, release__published=True
     )

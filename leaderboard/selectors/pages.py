@@ -293,7 +293,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
         if card.rank == 1:
             leaders[card.release_id] = HomeLeader(
                 name=f"{card.agent.name} {card.scorecard.agent_version.version}",
-                url=reverse("scorecard_detail", args=[card.scorecard_id]),
+                url=reverse("scorecard_detail", args=[card.scorecard.card_id]),
                 figure=f"success {card.scorecard.success_rate:.0%}",
             )
 

@@ -229,8 +229,9 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
 
 def _has_scored_runs(release: Release) -> bool:
     """Runs of any scheme exist for ``release``: their scores rest on its current contents."""
-    # Reverse accessors of submissions' Run, ScorecardRun and RaceRun (release FKs, PROTECT).
-    for accessor in ("runs", "scorecards", "race_runs"):
+    # Reverse accessors of submissions' Run, ScorecardRun, Card and RaceRun (release FKs, PROTECT):
+    # an open card's episodes rest on the hidden levels as synced.
+    for accessor in ("runs", "scorecards", "cards", "race_runs"):
         related = getattr(release, accessor, None)
         if related is not None and related.exists():
             return True
@@ -438,15 +439,22 @@ def _upsert_release_tasks(
 
 
 def _replace_scorecard_levels(release: Release, m: ReleaseManifest, changes: list[str]) -> None:
-    wanted = list(m.episode_set.levels) if m.episode_set else []
-    current = list(
-        ScorecardLevel.objects.filter(release=release).order_by("level_id").values_list("level_id", "optimal_len")
+    wanted = sorted(
+        (level.level_id, level.optimal_len, level.xsb) for level in (m.episode_set.levels if m.episode_set else ())
     )
-    if sorted(wanted) == current:
+    current = list(
+        ScorecardLevel.objects.filter(release=release)
+        .order_by("level_id")
+        .values_list("level_id", "optimal_len", "xsb")
+    )
+    if wanted == current:
         return
     ScorecardLevel.objects.filter(release=release).delete()
     ScorecardLevel.objects.bulk_create(
-        [ScorecardLevel(release=release, level_id=level_id, optimal_len=length) for level_id, length in wanted]
+        [
+            ScorecardLevel(release=release, level_id=level_id, optimal_len=length, xsb=xsb)
+            for level_id, length, xsb in wanted
+        ]
     )
     changes.append(f"scorecard levels: {len(wanted)} written")
 

@@ -63,8 +63,9 @@ def scorecard_standings_refresh(*, release: Release) -> int:
     # otherwise both delete and both re-insert the same rows.
     Release.objects.select_for_update().filter(pk=release.pk).first()
     runs = (
-        # A private submission's card stays off the public board (its submitter still sees its page).
-        ScorecardRun.objects.filter(release=release, level__in=LEADERBOARD_LEVELS, submission__is_private=False)
+        # Only cards played on the server rank (submissions.services.cards); rows left by the
+        # retired self-reported bundle kind have no card and never do.
+        ScorecardRun.objects.filter(release=release, level__in=LEADERBOARD_LEVELS, card__isnull=False)
         .select_related("agent_version")
         .order_by("created_at", "id")
     )
@@ -98,7 +99,8 @@ def _agent_best_card(release: Release, agent_id: int) -> ScorecardRun | None:
         release=release,
         agent_version__agent_id=agent_id,
         level__in=LEADERBOARD_LEVELS,
-        submission__is_private=False,
+        # Only cards played on the server rank, exactly as in scorecard_standings_refresh.
+        card__isnull=False,
     ).order_by("created_at", "id"):
         key = scorecard_scoring.rank_key(scorecard_from_run(run))
         if best is None or key < best[0]:

@@ -6,6 +6,8 @@ embargo of race failure categories is enforced there, not in templates.
 
 from __future__ import annotations
 
+import json
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
@@ -49,6 +51,27 @@ def scorecard_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "release": card.release,
             "benchmark": card.release.benchmark,
             "reading": selectors.scorecard_reading(card=card),
+            "episodes": selectors.scorecard_episodes(card=card),
+        },
+    )
+
+
+@require_GET
+def scorecard_episode(request: HttpRequest, pk: int, level: str) -> HttpResponse:
+    """Replay of one episode of a closed card, drawn by static/js/replay.js from the recorded moves."""
+    card = selectors.scorecard_get(pk=pk, user=request.user)
+    replay = selectors.scorecard_replay(card=card, level_id=level, user=request.user)
+    return render(
+        request,
+        "scorecards/episode.html",
+        {
+            "card": card,
+            "release": card.release,
+            "benchmark": card.release.benchmark,
+            "replay": replay,
+            "episode": replay["episode"],
+            # Read by static/js/replay.js from a data attribute (autoescaped): no inline script at all.
+            "replay_json": json.dumps({"layout": replay["layout"], "moves": replay["moves"]}),
         },
     )
 

@@ -24,19 +24,16 @@ from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import (
     PAPER_GAP,
     RACE_RUN,
-    SCORECARD,
     EvaluatorResult,
     FaithfulnessVerdict,
     Manifest,
     RaceRun,
-    ScorecardSubmission,
     check_no_duplicate_keys,
     parse_breakdown,
     parse_faithfulness,
     parse_manifest,
     parse_race_run,
     parse_result,
-    parse_scorecard,
 )
 from submissions.bundle.strict_json import parse_json
 
@@ -45,7 +42,6 @@ __all__ = ["Bundle", "open_bundle", "read_bundle_dir", "read_payload"]
 MANIFEST = "manifest.json"
 BREAKDOWN = "score_breakdown.json"
 FAITHFULNESS = "faithfulness.json"
-SCORECARD_MEMBER = "scorecard.json"
 RACE_RUN_MEMBER = "race_run.json"
 RESULTS_PREFIX = "results/"
 ARTIFACTS_PREFIX = "artifacts/"
@@ -61,7 +57,6 @@ class Bundle:
     results: dict[str, EvaluatorResult] = field(default_factory=dict)
     claimed_breakdown: dict[str, Any] | None = None
     faithfulness: dict[str, FaithfulnessVerdict] = field(default_factory=dict)
-    scorecard: ScorecardSubmission | None = None
     race_run: RaceRun | None = None
     # every member other than manifest.json: name -> size in bytes
     member_sizes: dict[str, int] = field(default_factory=dict)
@@ -191,7 +186,6 @@ def _assemble(members: dict[str, Member], *, members_as_sealed: bool = False) ->
     sizes = {n: m.size for n, m in members.items() if n != MANIFEST}
     allowed_top = {
         PAPER_GAP: {BREAKDOWN, FAITHFULNESS},
-        SCORECARD: {SCORECARD_MEMBER},
         RACE_RUN: {RACE_RUN_MEMBER},
     }[manifest.kind]
     for member_name in sorted(sizes):
@@ -213,12 +207,6 @@ def _assemble(members: dict[str, Member], *, members_as_sealed: bool = False) ->
             )
     if manifest.kind == PAPER_GAP:
         return _paper_gap(manifest, members, sizes)
-    if manifest.kind == SCORECARD:
-        member = _require(members, SCORECARD_MEMBER, "a scorecard bundle carries its episodes")
-        doc = _json(member)
-        card = parse_scorecard(doc)
-        check_no_duplicate_keys(doc, where=SCORECARD_MEMBER)
-        return Bundle(kind=SCORECARD, manifest=manifest, scorecard=card, member_sizes=sizes)
     member = _require(members, RACE_RUN_MEMBER, "a race_run bundle carries the validator's run")
     doc = _json(member)
     run = parse_race_run(doc)

@@ -39,6 +39,7 @@ ERROR_CODES: dict[str, str] = {
     "member_hash_mismatch": "a member's SHA-256 differs from the one in manifest.json",
     "unsupported_format": "manifest.json names a format version this server does not read",
     "wrong_kind": "the bundle is of another kind than the one being evaluated",
+    "kind_retired": "manifest.json names kind 'scorecard': scorecards are played on the server, never uploaded",
     # release and tasks
     "unknown_release": "the benchmark/release named by the manifest is not known",
     "release_hash_mismatch": "required_task_set_hash differs from the release's",

@@ -28,21 +28,21 @@ __all__ = [
     "Manifest",
     "RaceOutcome",
     "RaceRun",
-    "ScorecardEpisode",
-    "ScorecardSubmission",
     "parse_breakdown",
     "parse_faithfulness",
     "parse_manifest",
     "parse_race_run",
     "parse_result",
-    "parse_scorecard",
 ]
 
 FORMAT = "podium-bundle/1"
 PAPER_GAP = "paper_gap"
-SCORECARD = "scorecard"
+# Retired: a scorecard bundle carried episodes its own harness wrote, so a harness writing
+# "solved": true everywhere scored 100%. Scorecards are played on the server instead
+# (docs/api.md "Scorecards"); a bundle of this kind is refused with kind_retired.
+RETIRED_SCORECARD = "scorecard"
 RACE_RUN = "race_run"
-KINDS = (PAPER_GAP, SCORECARD, RACE_RUN)
+KINDS = (PAPER_GAP, RACE_RUN)
 GENRES = ("reproduction", "open")
 VERDICT_STATUSES = ("accepted", "rejected")
 
@@ -185,6 +185,12 @@ def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
             "unsupported_format", f"{where}: format must be {FORMAT!r}, got {fmt!r} (see docs/bundle-format.md)"
         )
     kind = value.get("kind")
+    if kind == RETIRED_SCORECARD:
+        raise BundleError(
+            "kind_retired",
+            f"{where}: kind 'scorecard' is no longer accepted: scorecards are played on the server "
+            "(POST /api/v1/scorecards/, see docs/api.md), never uploaded",
+        )
     if kind not in KINDS:
         raise _fail(where, "kind", "one of " + ", ".join(repr(k) for k in KINDS), kind)
     required = _COMMON | (_PAPER_GAP if kind == PAPER_GAP else set())
@@ -421,60 +427,6 @@ def parse_faithfulness(value: object, *, where: str = "faithfulness.json") -> di
             judge=_text(where, f"{slug}.judge", item["judge"]),
         )
     return verdicts
-
-
-# ---------------------------------------------------------------- scorecard
-
-
-@dataclass(frozen=True)
-class ScorecardEpisode:
-    level_id: str
-    steps: int
-    solved: bool
-    deadlocked: bool
-    actions: int
-
-
-@dataclass(frozen=True)
-class ScorecardSubmission:
-    """scorecard.json: played episodes plus the claimed card."""
-
-    episodes: tuple[ScorecardEpisode, ...]
-    claimed: dict[str, Any]
-    signed: bool
-    raw: dict[str, Any] = field(repr=False)
-
-    def scoring_episodes(self) -> list[Any]:
-        """As :class:`scoring.scorecard.ScorecardEpisode` for ``summarize``."""
-        from scoring.scorecard import ScorecardEpisode as Scored
-
-        return [Scored(e.level_id, e.steps, e.solved, e.deadlocked, e.actions) for e in self.episodes]
-
-
-def parse_scorecard(value: object, *, where: str = "scorecard.json") -> ScorecardSubmission:
-    doc = _obj(where, "the document", value, {"episodes", "claimed"}, {"signature"})
-    episodes: list[ScorecardEpisode] = []
-    levels: set[str] = set()
-    for index, item in enumerate(_list(where, "episodes", doc["episodes"])):
-        path = f"episodes[{index}]"
-        ep = _obj(where, path, item, {"level_id", "steps", "solved", "deadlocked", "actions"})
-        level = _text(where, f"{path}.level_id", ep["level_id"], max_len=100)
-        if level in levels:
-            raise _fail(where, f"{path}.level_id", "a level not already played", level)
-        levels.add(level)
-        episodes.append(
-            ScorecardEpisode(
-                level_id=level,
-                steps=_int(where, f"{path}.steps", ep["steps"]),  # type: ignore[arg-type]
-                solved=_bool(where, f"{path}.solved", ep["solved"]),
-                deadlocked=_bool(where, f"{path}.deadlocked", ep["deadlocked"]),
-                actions=_int(where, f"{path}.actions", ep["actions"]),  # type: ignore[arg-type]
-            )
-        )
-    claimed = _map(where, "claimed", doc["claimed"])
-    if "signature" in doc:
-        _signature(where, doc["signature"])
-    return ScorecardSubmission(episodes=tuple(episodes), claimed=claimed, signed="signature" in doc, raw=dict(doc))
 
 
 # ----------------------------------------------------------------- race run

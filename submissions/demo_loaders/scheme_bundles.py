@@ -1,4 +1,4 @@
-"""Writing scorecard and race_run bundles (docs/bundle-format.md) for the demo and tests.
+"""Writing race_run bundles (docs/bundle-format.md) for the demo and tests.
 
 The same bytes a harness or a validator would upload: manifest.json listing
 every member's SHA-256, the kind's payload member, a plain tar archive sealed
@@ -14,13 +14,12 @@ import json
 import os
 import tarfile
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from scoring import race as race_scoring
-from scoring import scorecard as scorecard_scoring
 from submissions.bundle.envelope import seal_file
 from submissions.bundle.schema import FORMAT
 from submissions.bundle.signatures import sign_object
@@ -43,40 +42,6 @@ def bundle_members(
         "members": {name: hashlib.sha256(data).hexdigest() for name, data in payload.items()},
     }
     return {"manifest.json": _dump(manifest), **payload}
-
-
-def scorecard_document(
-    episodes: Iterable[scorecard_scoring.ScorecardEpisode], *, claimed: Mapping[str, Any]
-) -> dict[str, Any]:
-    """scorecard.json: the played episodes and the card the harness claims."""
-    return {
-        "episodes": [
-            {
-                "level_id": episode.level_id,
-                "steps": episode.steps,
-                "solved": episode.solved,
-                "deadlocked": episode.deadlocked,
-                "actions": episode.actions,
-            }
-            for episode in episodes
-        ],
-        "claimed": dict(claimed),
-    }
-
-
-def scorecard_members(
-    *,
-    benchmark: str,
-    release: str,
-    agent: str,
-    version: str,
-    episodes: list[scorecard_scoring.ScorecardEpisode],
-    claimed: Mapping[str, Any],
-) -> dict[str, bytes]:
-    payload = {"scorecard.json": _dump(scorecard_document(episodes, claimed=claimed))}
-    return bundle_members(
-        kind="scorecard", benchmark=benchmark, release=release, agent=agent, version=version, payload=payload
-    )
 
 
 def outcome_document(outcome: race_scoring.TaskOutcome) -> dict[str, Any]:

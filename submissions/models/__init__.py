@@ -3,10 +3,14 @@ produce, signing keys and API keys."""
 
 from submissions.models.keys import ApiKey, SigningKey
 from submissions.models.runs import RaceRun, RaceTaskOutcome, Run, ScorecardRun, TaskResult, VerificationEvent
+from submissions.models.scorecards import Card, CardEpisode, CardMove
 from submissions.models.submission import Submission
 
 __all__ = [
     "ApiKey",
+    "Card",
+    "CardEpisode",
+    "CardMove",
     "RaceRun",
     "RaceTaskOutcome",
     "Run",

@@ -89,9 +89,12 @@ class VerificationEvent(models.Model):
 
 
 class ScorecardRun(models.Model):
-    """A closed scorecard (seed 001), padded to the release's hidden set."""
+    """A closed scorecard (seed 001), padded to the release's hidden set: the
+    metrics scoring.scorecard computed from the card's own recorded episodes."""
 
-    submission = models.OneToOneField("submissions.Submission", on_delete=models.PROTECT, related_name="scorecard")
+    # Null only on rows closed from a retired self-reported `scorecard` bundle (before cards
+    # were played on the server); those are never ranked (scorecard_standings_refresh).
+    card = models.OneToOneField("submissions.Card", null=True, on_delete=models.PROTECT, related_name="run")
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="scorecards")
     agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="scorecards")
     level = models.CharField(max_length=16, choices=Run.Level.choices)

@@ -17,7 +17,7 @@ from django.db import models
 class Submission(models.Model):
     class Kind(models.TextChoices):
         PAPER_GAP = "paper_gap"
-        SCORECARD = "scorecard"
+        # (No "scorecard": scorecards are played on the server, never uploaded; docs/schemes.md.)
         RACE_RUN = "race_run"
 
     class Status(models.TextChoices):

@@ -1,32 +1,19 @@
-"""Closing a submitted scorecard (seed 001) into a leaderboard card.
+"""What the scheme verifiers share: the release a scheme bundle names, the agent
+version it plays as, and their rejection type.
 
-The bundle brings episode records and the card its harness claims. The server
-closes the card itself with scoring.scorecard.summarize against the release's
-hidden level set (ScorecardLevel rows: the optimal lengths are server data and
-never read from a bundle), padded to the full set and with each episode held
-to its step budget max(30, 3 x optimal). The claim is compared field by field
-(scoring.compare, tolerance 1e-6): every field matches -> validated and the
-card enters the board; any difference -> mismatch with the diff kept for the
-submitter; an unusable card -> rejected with a stable code. Nothing is written
-for a rejected or mismatched card except the verdict on the submission.
+Scorecards are no longer uploaded as bundles (a harness could write
+``"solved": true`` everywhere): they are played on the server, see
+submissions.services.cards and docs/schemes.md. The race verifier
+(submissions.services.races) uses these helpers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from django.db import transaction
 from django.utils.text import slugify
 
-from leaderboard.models import Agent, AgentVersion, Benchmark, Release
-from leaderboard.services.scheme_standings import scorecard_standings_refresh
-from scoring import compare as compare_scoring
-from scoring import scorecard as scorecard_scoring
-from scoring.errors import ScoringError
-from submissions.models import Run, ScorecardRun, Submission
-from submissions.quotas import QuotaExceeded, quota_consume
+from leaderboard.models import Agent, AgentVersion, Release
 
 COMPARE_TOLERANCE = 1e-6
 
@@ -38,30 +25,6 @@ class SchemeRejection(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-@dataclass(frozen=True)
-class ScorecardClaim:
-    """What a scorecard bundle says, independent of how the archive spells it."""
-
-    benchmark: str
-    release: str
-    agent_name: str
-    agent_version: str
-    episodes: Sequence[scorecard_scoring.ScorecardEpisode]
-    claimed: Mapping[str, Any]
-
-
-def scorecard_claim_from_bundle(bundle: Any) -> ScorecardClaim:
-    """Read the scorecard members of an opened bundle (submissions.bundle.Bundle)."""
-    return ScorecardClaim(
-        benchmark=bundle.manifest.benchmark,
-        release=bundle.manifest.release,
-        agent_name=bundle.manifest.agent.name,
-        agent_version=bundle.manifest.agent.version,
-        episodes=bundle.scorecard.scoring_episodes(),
-        claimed=dict(bundle.scorecard.claimed),
-    )
 
 
 def scheme_release(*, benchmark_slug: str, version: str, scheme: str) -> Release:
@@ -100,130 +63,3 @@ def agent_version_for(*, name: str, version: str, owner: Any | None) -> AgentVer
         )
     agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:100])
     return agent_version
-
-
-def hidden_level_set(release: Release) -> tuple[dict[str, int], int]:
-    """The release's hidden set: {level_id: optimal_len} and the size every card is padded to."""
-    optimal = dict(release.scorecard_levels.values_list("level_id", "optimal_len"))
-    size = release.episode_set_size or len(optimal)
-    if not optimal or size < len(optimal):
-        raise SchemeRejection(
-            "release_not_ready",
-            f"release {release}: its hidden episode set is not configured on this server; "
-            "tell the site's maintainers (nothing was counted)",
-        )
-    return optimal, size
-
-
-def _check_episodes(claim: ScorecardClaim, optimal: Mapping[str, int], size: int) -> None:
-    """The errors a submitter can fix, with their own codes (scoring would catch them too)."""
-    if len(claim.episodes) > size:
-        raise SchemeRejection(
-            "scorecard_too_many_episodes",
-            f"scorecard: {len(claim.episodes)} episodes, but the hidden set of release {claim.release!r} "
-            f"has only {size}; a card holds at most one episode per hidden level",
-        )
-    seen: set[str] = set()
-    for index, episode in enumerate(claim.episodes):
-        if episode.level_id not in optimal:
-            raise SchemeRejection(
-                "scorecard_unknown_level",
-                f"scorecard episode {index}: level_id {episode.level_id!r} is not a level of the hidden set "
-                f"of release {claim.release!r}",
-            )
-        if episode.level_id in seen:
-            raise SchemeRejection(
-                "scorecard_duplicate_level",
-                f"scorecard episode {index}: level {episode.level_id!r} was already played; each level counts once",
-            )
-        seen.add(episode.level_id)
-        if episode.solved and isinstance(episode.steps, int) and episode.steps < optimal[episode.level_id]:
-            # Said without the optimal length: the hidden set's lengths never leave the server.
-            raise SchemeRejection(
-                "scorecard_invalid",
-                f"scorecard episode {index}: level {episode.level_id!r} is marked solved in {episode.steps} steps, "
-                "fewer than its shortest solution; the episode record is inconsistent",
-            )
-
-
-def _diff_rows(diffs: Sequence[compare_scoring.FieldDiff]) -> list[dict[str, Any]]:
-    return [asdict(diff) for diff in diffs]
-
-
-def _finish(submission: Submission, *, verdict: str, code: str = "", message: str = "", diff: Any = None) -> None:
-    submission.verdict = verdict
-    submission.error_code = code
-    submission.error_message = message
-    submission.diff = diff if diff is not None else []
-    submission.save(update_fields=["verdict", "error_code", "error_message", "diff", "release", "kind", "updated_at"])
-
-
-@transaction.atomic
-def scorecard_submission_verify(*, submission: Submission, bundle: Any) -> None:
-    """Close the bundle's scorecard and record the verdict (idempotent).
-
-    Sets submission.verdict/error_code/error_message/diff; on validated creates
-    the ScorecardRun (get_or_create on the submission) and refreshes the board.
-    The daily limit (per API key, else per user, per benchmark and UTC day)
-    is counted here, where the benchmark is first known, via submissions.quotas.
-    """
-    submission.kind = Submission.Kind.SCORECARD
-    existing = ScorecardRun.objects.filter(submission=submission).select_related("release").first()
-    if existing is not None:
-        # Already closed: re-running verification changes nothing and counts nothing.
-        submission.release = existing.release
-        _finish(submission, verdict=Submission.Verdict.VALIDATED)
-        return
-    try:
-        claim = scorecard_claim_from_bundle(bundle)
-        release = scheme_release(
-            benchmark_slug=claim.benchmark, version=claim.release, scheme=Benchmark.Scheme.SCORECARD
-        )
-        submission.release = release
-        optimal, size = hidden_level_set(release)
-        _check_episodes(claim, optimal, size)
-        card = scorecard_scoring.summarize(claim.episodes, size, optimal)
-    except SchemeRejection as exc:
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code=exc.code, message=exc.message)
-        return
-    except ScoringError as exc:
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code="scorecard_invalid", message=str(exc))
-        return
-    diffs = compare_scoring.compare_claims(claim.claimed, card.to_dict(), tol=COMPARE_TOLERANCE)
-    if compare_scoring.has_mismatch(diffs):
-        wrong = ", ".join(diff.path for diff in diffs if diff.status != compare_scoring.MATCH)
-        _finish(
-            submission,
-            verdict=Submission.Verdict.MISMATCH,
-            code="scorecard_mismatch",
-            message=f"the claimed scorecard differs from the server's recomputation in: {wrong}",
-            diff=_diff_rows(diffs),
-        )
-        return
-    try:
-        agent_version = agent_version_for(
-            name=claim.agent_name, version=claim.agent_version, owner=submission.submitter
-        )
-        quota_consume(
-            user=submission.submitter,
-            api_key=submission.api_key,
-            scope=f"scorecard:{release.benchmark.slug}",
-            limit=release.benchmark.daily_submission_limit,
-        )
-    except SchemeRejection as exc:
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code=exc.code, message=exc.message)
-        return
-    except QuotaExceeded as exc:
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code="daily_limit_exceeded", message=exc.message)
-        return
-    ScorecardRun.objects.get_or_create(
-        submission=submission,
-        defaults={
-            "release": release,
-            "agent_version": agent_version,
-            "level": Run.Level.VALIDATED,
-            **card.to_dict(),
-        },
-    )
-    _finish(submission, verdict=Submission.Verdict.VALIDATED, diff=_diff_rows(diffs))
-    scorecard_standings_refresh(release=release)

@@ -340,7 +340,7 @@ def _dispatch(submission: Submission, bundle: Any) -> Submission:
         )
     if kind == Submission.Kind.PAPER_GAP:
         return _verify_paper_gap(submission, bundle)
-    if kind in (Submission.Kind.SCORECARD, Submission.Kind.RACE_RUN):
+    if kind == Submission.Kind.RACE_RUN:
         return _dispatch_scheme(submission, bundle, kind)
     return _conclude(
         submission,
@@ -443,12 +443,9 @@ def _jsonable_diff(diff: Any) -> list[Any]:
 
 
 def _dispatch_scheme(submission: Submission, bundle: Any, kind: str) -> Submission:
-    """Scorecard and race bundles are verified by the schemes' own services, under our row lock."""
+    """Race bundles are verified by the scheme's own service, under our row lock."""
     try:
-        if kind == Submission.Kind.SCORECARD:
-            from submissions.services.scorecards import scorecard_submission_verify as verify
-        else:
-            from submissions.services.races import race_run_submission_verify as verify
+        from submissions.services.races import race_run_submission_verify as verify
     except ImportError:
         return _conclude(
             submission,

@@ -166,21 +166,24 @@ def test_it_scores_partial_coverage_over_the_covered_tasks(sealed_demo, judge):
 def test_it_rejects_a_bundle_of_another_kind(site_identity, release, seal_bytes, tar_bytes):
     import hashlib
 
-    card = json.dumps({"episodes": [], "claimed": {}}).encode()
+    from submissions.bundle.signatures import generate_signing_key
+    from tests.bundle.test_kinds import _race_doc
+
+    run = json.dumps(_race_doc(generate_signing_key())).encode()
     manifest = {
         "format": "podium-bundle/1",
-        "kind": "scorecard",
-        "benchmark": "sokoban",
+        "kind": "race_run",
+        "benchmark": "shop",
         "release": "r1",
-        "agent": {"name": "a", "version": "1"},
-        "members": {"scorecard.json": hashlib.sha256(card).hexdigest()},
+        "agent": {"name": "agent", "version": "1.0"},
+        "members": {"race_run.json": hashlib.sha256(run).hexdigest()},
     }
-    path = seal_bytes(tar_bytes([("manifest.json", json.dumps(manifest).encode()), ("scorecard.json", card)]))
+    path = seal_bytes(tar_bytes([("manifest.json", json.dumps(manifest).encode()), ("race_run.json", run)]))
     bundle = open_bundle(path, [site_identity[0]])
     outcome = evaluate_paper_gap(bundle, release_spec=release[0], required_task_set_hash=release[1], signing_keys={})
     assert (outcome.error_code, outcome.message) == (
         "wrong_kind",
-        "manifest.json: kind is 'scorecard', expected 'paper_gap'",
+        "manifest.json: kind is 'race_run', expected 'paper_gap'",
     )
 
 

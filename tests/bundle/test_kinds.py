@@ -1,4 +1,4 @@
-"""scorecard and race_run bundles: schemas and the race run's required signature."""
+"""race_run bundles (schema, required signature) and the retired scorecard kind."""
 
 from __future__ import annotations
 
@@ -61,26 +61,18 @@ def _open(seal_bytes, tar_bytes, site_identity, entries):
     return open_bundle(seal_bytes(tar_bytes(entries)), [site_identity[0]])
 
 
-def test_it_reads_a_scorecard_bundle(seal_bytes, tar_bytes, site_identity):
+def test_a_scorecard_bundle_is_refused_as_retired(seal_bytes, tar_bytes, site_identity):
+    # A harness-written card ("solved": true everywhere) is never trusted: cards are played on the server.
     doc = {
         "episodes": [{"level_id": "L1", "steps": 12, "solved": True, "deadlocked": False, "actions": 12}],
         "claimed": {"episodes": 100, "solved": 1, "success_rate": 0.01},
     }
-    bundle = _open(seal_bytes, tar_bytes, site_identity, _bundle("scorecard", "scorecard.json", doc))
-    assert bundle.kind == "scorecard"
-    assert bundle.scorecard.episodes[0].level_id == "L1"
-    assert bundle.scorecard.claimed["success_rate"] == 0.01
-    assert bundle.scorecard.scoring_episodes()[0].steps == 12
-
-
-def test_it_rejects_a_scorecard_level_played_twice(seal_bytes, tar_bytes, site_identity):
-    episode = {"level_id": "L1", "steps": 12, "solved": True, "deadlocked": False, "actions": 12}
-    doc = {"episodes": [episode, episode], "claimed": {}}
     with pytest.raises(BundleError) as err:
         _open(seal_bytes, tar_bytes, site_identity, _bundle("scorecard", "scorecard.json", doc))
     assert (err.value.code, err.value.message) == (
-        "schema_error",
-        "scorecard.json: episodes[1].level_id must be a level not already played, got 'L1'",
+        "kind_retired",
+        "manifest.json: kind 'scorecard' is no longer accepted: scorecards are played on the server "
+        "(POST /api/v1/scorecards/, see docs/api.md), never uploaded",
     )
 
 

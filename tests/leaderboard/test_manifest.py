@@ -296,21 +296,68 @@ def test_the_reference_tree_is_never_read(demo_dir: Path, monkeypatch: pytest.Mo
     assert "hidden seeds are" not in manifest.canonical_json()
 
 
-def test_a_scorecard_manifest_carries_its_episode_set(tmp_path: Path) -> None:
-    (tmp_path / "release.yaml").write_text(
-        "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\nversion: '1'\npublished: false\n"
-        "tasks: []\nepisode_set:\n  size: 2\n  levels_file: levels.yaml\n"
-    )
-    (tmp_path / "levels.yaml").write_text("- {id: l1, optimal_len: 12}\n- {id: l2, optimal_len: 40}\n")
+SCORECARD_HEAD = (
+    "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\nversion: '1'\npublished: false\n"
+    "tasks: []\nepisode_set:\n  size: 2\n  levels_file: levels.yaml\n"
+)
+CORRIDOR = "#######\\n#@ $ .#\\n#######"
+
+
+def _levels_file(tmp_path: Path, second: str) -> None:
+    (tmp_path / "release.yaml").write_text(SCORECARD_HEAD)
+    (tmp_path / "levels.yaml").write_text(f'- {{id: l1, xsb: "{CORRIDOR}"}}\n{second}')
+
+
+def test_a_scorecard_manifest_carries_each_levels_text_and_its_bfs_optimal_length(tmp_path: Path) -> None:
+    _levels_file(tmp_path, "- id: l2\n  optimal_len: 1\n  xsb: |-\n    ######\n    #@$.##\n    #    #\n    ######\n")
     manifest = load_manifest(tmp_path)
     assert manifest.episode_set is not None
-    assert manifest.episode_set.levels == (("l1", 12), ("l2", 40))
+    assert [(lvl.level_id, lvl.optimal_len) for lvl in manifest.episode_set.levels] == [("l1", 3), ("l2", 1)]
+    assert manifest.episode_set.levels[1].xsb == "######\n#@$.##\n#    #\n######"
+
+
+@pytest.mark.parametrize(
+    ("second", "problem"),
+    [
+        (
+            '- {id: l2, xsb: "#####\\n#@$x#\\n#####"}\n',
+            "levels.yaml:2: [1].xsb: level 'l2': malformed XSB: line 2, column 4: unknown character 'x'; "
+            "expected one of # @ + $ * . space",
+        ),
+        (
+            '- {id: l2, xsb: "######\\n#$  .#\\n#@   #\\n######"}\n',
+            "levels.yaml:2: [1].xsb: level 'l2': has no solution (BFS searched every reachable state)",
+        ),
+        (
+            '- {id: l2, optimal_len: 7, xsb: "#######\\n#@ $ .#\\n#######"}\n',
+            "levels.yaml:2: [1].optimal_len: level 'l2': optimal_len is 7, "
+            "but BFS finds a shortest solution of 3 moves",
+        ),
+        ("- {id: l2}\n", "levels.yaml:2: [1]: missing required field 'xsb'"),
+    ],
+)
+def test_a_level_that_cannot_be_served_is_refused_naming_file_line_and_level(
+    tmp_path: Path, second: str, problem: str
+) -> None:
+    _levels_file(tmp_path, second)
+    assert problems_of(tmp_path) == [problem]
+
+
+def test_a_level_bfs_cannot_settle_within_its_budget_is_refused(tmp_path: Path, monkeypatch) -> None:
+    import leaderboard.manifest as manifest_module
+
+    monkeypatch.setattr(manifest_module, "LEVEL_SEARCH_MAX_NODES", 2)
+    _levels_file(tmp_path, '- {id: l2, xsb: "#######\\n#@ $ .#\\n#######"}\n')
+    assert problems_of(tmp_path) == [
+        "levels.yaml:1: [0].xsb: level 'l1': not solved within the search budget of 2 states; expected a smaller level",
+        "levels.yaml:2: [1].xsb: level 'l2': not solved within the search budget of 2 states; expected a smaller level",
+    ]
 
 
 def test_a_scorecard_episode_set_size_must_match_its_levels(tmp_path: Path) -> None:
     (tmp_path / "release.yaml").write_text(
         "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\nversion: '1'\npublished: false\n"
-        "tasks: []\nepisode_set:\n  size: 100\n  levels:\n    - {id: l1, optimal_len: 12}\n"
+        f'tasks: []\nepisode_set:\n  size: 100\n  levels:\n    - {{id: l1, xsb: "{CORRIDOR}"}}\n'
     )
     assert problems_of(tmp_path) == [
         "release.yaml:7: episode_set.size: expected 1 (the number of levels listed), got 100"

@@ -368,13 +368,17 @@ def test_previous_release_and_the_benchmark_list_follow_version_order(
 def test_a_scorecard_release_writes_its_levels(tmp_path: Path, staff) -> None:
     (tmp_path / "release.yaml").write_text(
         "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\nversion: '1'\npublished: true\n"
-        "tasks: []\nepisode_set:\n  size: 2\n  levels:\n    - {id: l1, optimal_len: 12}\n"
-        "    - {id: l2, optimal_len: 40}\n"
+        'tasks: []\nepisode_set:\n  size: 2\n  levels:\n    - {id: l1, xsb: "#######\\n#@ $ .#\\n#######"}\n'
+        '    - {id: l2, optimal_len: 1, xsb: "######\\n#@$.##\\n#    #\\n######"}\n'
     )
     result = release_sync(manifest=tmp_path, user=staff)
     assert result.release.episode_set_size == 2
     assert result.release.published is True
-    assert list(ScorecardLevel.objects.values_list("level_id", "optimal_len")) == [("l1", 12), ("l2", 40)]
+    assert list(ScorecardLevel.objects.values_list("level_id", "optimal_len", "xsb")) == [
+        ("l1", 3, "#######\n#@ $ .#\n#######"),
+        ("l2", 1, "######\n#@$.##\n#    #\n######"),
+    ]
+    assert "#@" not in str(result.release.manifest)
 
 
 def test_a_race_release_stores_its_qualifying_task_ids(tmp_path: Path, staff) -> None:

@@ -10,7 +10,6 @@ from django.core.cache import cache
 from leaderboard.models import Benchmark, Release, Validator
 from submissions.bundle.signatures import generate_signing_key, key_id_for, public_key_b64
 from submissions.demo_loaders import scheme_bundles
-from submissions.demo_loaders.scorecard import demo_level_set, scorecard_release_ensure
 from submissions.models import SigningKey
 
 
@@ -30,16 +29,6 @@ def fresh_quotas():
 @pytest.fixture
 def submitter(make_user):
     return make_user("submitter")
-
-
-@pytest.fixture
-def levels() -> dict[str, int]:
-    return demo_level_set()
-
-
-@pytest.fixture
-def scorecard_release(db) -> Release:
-    return scorecard_release_ensure()
 
 
 @pytest.fixture
@@ -89,3 +78,42 @@ def make_validator(db):
         return validator, key
 
     return make
+
+
+# ------------------------------------------------------------------ played scorecards
+
+# A small hidden set for the play API tests (BFS optimal lengths checked at sync).
+PLAY_LEVELS = {
+    # A corridor: optimal 3 (right, right, right).
+    "corridor": "#######\n#@ $ .#\n#######",
+    # Open room: the crate can be pushed into the top-left corner (a deadlock).
+    "room": "######\n#    #\n# $@ #\n#   .#\n######",
+    "room-b": "######\n#.   #\n# $  #\n#  @ #\n######",
+    "room-c": "#######\n#  .  #\n#  $  #\n#  @  #\n#######",
+    "room-d": "######\n# @  #\n# $$ #\n# .. #\n######",
+}
+
+
+def write_play_manifest(directory, *, version="p1", levels=PLAY_LEVELS, published=True) -> None:
+    import yaml
+
+    directory.mkdir(parents=True, exist_ok=True)
+    release = {
+        "format": 1,
+        "benchmark": {"slug": "sokoban-play", "name": "Sokoban play", "scheme": "scorecard"},
+        "version": version,
+        "title": "Play set",
+        "published": published,
+        "published_at": "2026-06-01T00:00:00Z",
+        "tasks": [],
+        "episode_set": {"size": len(levels), "levels": [{"id": key, "xsb": text} for key, text in levels.items()]},
+    }
+    (directory / "release.yaml").write_text(yaml.safe_dump(release, sort_keys=False))
+
+
+@pytest.fixture
+def play_release(db, tmp_path) -> Release:
+    from leaderboard.services.releases import release_sync
+
+    write_play_manifest(tmp_path / "play")
+    return release_sync(manifest=tmp_path / "play").release

@@ -79,3 +79,85 @@ def test_a_visitor_sees_no_failure_category_of_the_live_race(live_server: Any, p
     page.goto(f"{live_server.url}/races/shopping-race/overall/")
     shoot(page, "schemes-race-overall-mobile")
     assert page.console_errors == []
+
+
+def _revealed_demo() -> Any:
+    from leaderboard.models import Release
+    from submissions.models import ScorecardRun
+
+    load_scorecard_demo(stdout=io.StringIO())
+    Release.objects.filter(benchmark__slug="sokoban-hidden").update(reveal_hidden_levels=True)
+    return ScorecardRun.objects.get(agent_version__agent__name="Crate Whisperer")
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 900), (390, 844)])
+def test_a_visitor_replays_a_solved_episode_to_its_end(live_server: Any, browser: Any, width: int, height: int) -> None:
+    from submissions.models import CardEpisode
+
+    run = _revealed_demo()
+    solved = CardEpisode.objects.filter(card_id=run.card_id, solved=True).order_by("id").first()
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server.url}/scorecards/cards/{run.card_id}/")
+    page.get_by_role("link", name=solved.level.level_id, exact=True).click()
+    page.wait_for_url(f"**/episodes/{solved.level.level_id}/")
+    board = page.locator("[data-replay-board]")
+    crates = solved.level.xsb.count("$") + solved.level.xsb.count("*")
+    assert board.locator(".sk-crate").count() == crates
+    assert board.locator(".sk-player").count() == 1
+    shoot(page, f"schemes-replay-start-{width}")
+    page.get_by_role("button", name="▶ Play").click()
+    # The page's CSP forbids eval, so the wait polls from here rather than with wait_for_function.
+    entries = page.locator("[data-replay-moves] li").count()
+    replay = page.locator("[data-replay]")
+    for _ in range(300):
+        if replay.get_attribute("data-position") == str(entries):
+            break
+        page.wait_for_timeout(100)
+    assert replay.get_attribute("data-position") == str(entries)
+    status = page.locator("[data-replay-status]").inner_text()
+    assert f"Step {solved.steps}" in status and "solved" in status
+    # At the end every crate stands on a goal: the replay reproduced the server's result.
+    assert board.locator(".sk-crate--home").count() == crates
+    assert page.get_by_role("button", name="▶ Play").is_visible()
+    shoot(page, f"schemes-replay-end-{width}")
+    assert errors == []
+    context.close()
+
+
+def test_a_deadlocked_episode_marks_its_deadlock_step(live_server: Any, page: Any) -> None:
+    from submissions.models import CardEpisode
+
+    run = _revealed_demo()
+    wedged = CardEpisode.objects.filter(card_id=run.card_id, deadlocked=True).order_by("id").first()
+    page.goto(f"{live_server.url}/scorecards/cards/{run.card_id}/episodes/{wedged.level.level_id}/")
+    page.get_by_role("button", name="End »").click()
+    assert "deadlocked here" in page.locator("[data-replay-status]").inner_text()
+    marked = page.locator("[data-replay-moves] li.is-deadlock")
+    assert marked.count() == 1 and f"step {wedged.steps}:" in marked.inner_text()
+    page.get_by_role("button", name="◀ Step").click()
+    assert "deadlocked here" not in page.locator("[data-replay-status]").inner_text()
+    shoot(page, "schemes-replay-deadlock")
+    assert page.console_errors == []
+
+
+def test_without_the_reveal_setting_a_visitor_sees_steps_but_no_board_and_no_actions(
+    live_server: Any, page: Any
+) -> None:
+    from submissions.models import CardEpisode, ScorecardRun
+
+    load_scorecard_demo(stdout=io.StringIO())
+    run = ScorecardRun.objects.get(agent_version__agent__name="Crate Whisperer")
+    solved = CardEpisode.objects.filter(card_id=run.card_id, solved=True).order_by("id").first()
+    page.goto(f"{live_server.url}/scorecards/cards/{run.card_id}/episodes/{solved.level.level_id}/")
+    assert page.locator("[data-replay-board]").count() == 0
+    page.get_by_role("button", name="End »").click()
+    assert "solved" in page.locator("[data-replay-status]").inner_text()
+    text = page.locator("[data-replay-moves]").inner_text()
+    assert "action not shown" in text
+    assert not any(word in text for word in (" up ", " down ", " left ", " right ", "pushed"))
+    shoot(page, "schemes-replay-hidden")
+    assert page.console_errors == []

@@ -1,0 +1,211 @@
+"""Playing scorecards over the API (seed 001; docs/api.md "Scorecards").
+
+The views validate the body with a serializer (so the OpenAPI schema and the
+checks are one thing) and delegate to submissions.services.cards; every
+refusal is a CardError turned into the API's one error shape. Authentication
+is the uploads' (an API key, or a browser session with CSRF); anonymous
+requests get 401 ``not_authenticated``.
+
+No throttle class: a card's requests are bounded already (each level's step
+budget, a capped number of restarts, and the daily card limit), and the play
+loop must stay as cheap as the trivial view (bench/play_bench.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import permissions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard.api_errors import ApiError
+from scoring import scorecard as scorecard_scoring
+from scoring.sokoban import ACTIONS
+from submissions.api.serializers import ErrorSerializer
+from submissions.models import ApiKey, Card, CardEpisode
+from submissions.services import cards as card_services
+
+METRICS = (
+    "episodes",
+    "solved",
+    "success_rate",
+    "move_efficiency",
+    "avg_steps_solved",
+    "deadlock_rate",
+    "total_actions",
+)
+
+
+class CardAgentSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    version = serializers.CharField(max_length=100)
+
+
+class CardOpenSerializer(serializers.Serializer):
+    benchmark = serializers.SlugField(max_length=64)
+    agent = CardAgentSerializer()
+
+
+class ActionSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=list(ACTIONS))
+
+
+_ANY = OpenApiResponse(OpenApiTypes.OBJECT)
+_ERROR = OpenApiResponse(ErrorSerializer)
+_COMMON = {401: _ERROR, 403: _ERROR, 404: _ERROR, 409: _ERROR}
+
+
+def _raise(exc: card_services.CardError) -> ApiError:
+    return ApiError(code=exc.code, message=exc.message, status_code=exc.status, headers=exc.headers)
+
+
+def _validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def card_json(card: Card) -> dict[str, Any]:
+    """The card as GET, open and close return it: levels and budgets, what was played,
+    and (once closed) the seven numbers of seed 001's scorecard; never a level layout."""
+    levels = list(card.release.scorecard_levels.order_by("level_id").values_list("level_id", "optimal_len"))
+    played = [
+        {
+            "level": level_id,
+            "steps": steps,
+            "solved": solved,
+            "deadlocked": deadlocked,
+            "done": done,
+            "restarts": restarts,
+        }
+        for level_id, steps, solved, deadlocked, done, restarts in CardEpisode.objects.filter(card=card)
+        .order_by("id")
+        .values_list("level__level_id", "steps", "solved", "deadlocked", "done", "restarts")
+    ]
+    run = getattr(card, "run", None) if card.status == Card.Status.CLOSED else None
+    body: dict[str, Any] = {
+        "id": card.pk,
+        "status": card.status,
+        "benchmark": card.release.benchmark.slug,
+        "release": card.release.version,
+        "agent": {"name": card.agent_version.agent.name, "version": card.agent_version.version},
+        "levels": [level_id for level_id, _ in levels],
+        # Seed 001's budget max(30, 3 x optimal); the issue's contract sends it with the card.
+        "budget": {level_id: scorecard_scoring.step_budget(optimal) for level_id, optimal in levels},
+        "opened_at": card.opened_at,
+        "last_activity_at": card.last_activity_at,
+        "expires_at": card_services.card_expires_at(card) if card.status == Card.Status.OPEN else None,
+        "closed_at": card.closed_at,
+        "closed_by": card.closed_by or None,
+        "played": played,
+    }
+    for name in METRICS:
+        body[name] = getattr(run, name) if run is not None else None
+    return body
+
+
+def _card(card_id: int) -> Card:
+    return Card.objects.select_related("release__benchmark", "agent_version__agent").get(pk=card_id)
+
+
+class CardOpenView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(
+        summary="Open a scorecard on a benchmark's current release",
+        request=CardOpenSerializer,
+        responses={201: _ANY, 400: _ERROR, 429: _ERROR, **_COMMON},
+        tags=["scorecards"],
+    )
+    def post(self, request: Request) -> Response:
+        data = _validated(CardOpenSerializer, request.data)
+        api_key = request.auth if isinstance(request.auth, ApiKey) else None
+        try:
+            card = card_services.card_open(
+                user=request.user,
+                api_key=api_key,
+                benchmark_slug=data["benchmark"],
+                agent_name=data["agent"]["name"],
+                agent_version=data["agent"]["version"],
+            )
+        except card_services.CardError as exc:
+            raise _raise(exc) from None
+        return Response(card_json(_card(card.pk)), status=201)
+
+
+class CardDetailView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(summary="A scorecard so far", responses={200: _ANY, **_COMMON}, tags=["scorecards"])
+    def get(self, request: Request, card_id: int) -> Response:
+        try:
+            card = card_services.card_for_player(card_id=card_id, user=request.user)
+        except card_services.CardError as exc:
+            raise _raise(exc) from None
+        return Response(card_json(_card(card.pk)))
+
+
+class CardCloseView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(
+        summary="Close a scorecard: pad it and compute its metrics",
+        request=None,
+        responses={200: _ANY, **_COMMON},
+        tags=["scorecards"],
+    )
+    def post(self, request: Request, card_id: int) -> Response:
+        try:
+            card = card_services.card_close(card_id=card_id, user=request.user)
+        except card_services.CardError as exc:
+            raise _raise(exc) from None
+        return Response(card_json(_card(card.pk)))
+
+
+class LevelResetView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(
+        summary="Start or restart a level's episode",
+        request=None,
+        responses={200: _ANY, **_COMMON},
+        tags=["scorecards"],
+    )
+    def post(self, request: Request, card_id: int, level_id: str) -> Response:
+        try:
+            view = card_services.card_episode_reset(card_id=card_id, user=request.user, level_id=level_id)
+        except card_services.CardError as exc:
+            raise _raise(exc) from None
+        return Response(card_services.episode_json(view))
+
+
+class LevelActionView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(
+        summary="Apply one move to a level's episode",
+        request=ActionSerializer,
+        responses={200: _ANY, 400: _ERROR, **_COMMON},
+        tags=["scorecards"],
+    )
+    def post(self, request: Request, card_id: int, level_id: str) -> Response:
+        data = _validated(ActionSerializer, request.data)
+        try:
+            view = card_services.card_episode_act(
+                card_id=card_id, user=request.user, level_id=level_id, action=data["action"]
+            )
+        except card_services.CardError as exc:
+            raise _raise(exc) from None
+        return Response(card_services.episode_json(view))
+
+
+__all__ = ["CardCloseView", "CardDetailView", "CardOpenView", "LevelActionView", "LevelResetView", "card_json"]

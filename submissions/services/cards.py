@@ -1,0 +1,462 @@
+"""Playing scorecards on the server (seed 001: "Nothing is self-reported").
+
+A player opens a card on a scorecard benchmark's current published release,
+then plays levels of its hidden set one at a time over the API: ``reset``
+starts (or restarts) a level and sends its layout, each ``action`` applies one
+move with scoring.sokoban. The server counts every action, detects corner
+deadlocks, enforces each level's step budget max(30, 3 x optimal), records
+every request as a CardMove, and on close pads the card to the full hidden set
+and computes the five metrics with scoring.scorecard.summarize from its own
+episode rows. The closed card becomes a ScorecardRun and the board is refreshed.
+
+Invariants:
+
+* every service that touches a card's play locks the Card row first
+  (``select_for_update``), so one card's requests are serialised and two cards
+  never wait for each other; nothing here takes a global lock;
+* a finished episode (solved, deadlocked, out of budget, abandoned) never changes;
+* the only way a card is closed is :func:`card_close` (the player, or the idle
+  sweep and lazy expiry with ``closed_by=expiry``), so both close alike;
+* a level's layout leaves this module only in the state of the episode being
+  played, to the card's owner, while the card is open.
+
+Restart semantics (docs/api.md): ``reset`` on an unfinished episode puts the
+layout back to its start but keeps the step count: a restart is free, the
+budget is not refunded, and every action sent still counts. A finished
+episode cannot be reset. Opening another level ends an unfinished episode as
+unsolved (``abandoned``): one level at a time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard.models import Benchmark, Release, ScorecardLevel
+from scoring import scorecard as scorecard_scoring
+from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
+from submissions.models import ApiKey, Card, CardEpisode, CardMove, Run, ScorecardRun
+from submissions.quotas import QuotaExceeded, quota_consume
+from submissions.services.scorecards import SchemeRejection, agent_version_for
+
+__all__ = [
+    "CardError",
+    "card_close",
+    "card_episode_act",
+    "card_episode_play",
+    "card_episode_reset",
+    "card_expires_at",
+    "card_for_player",
+    "card_open",
+    "cards_close_idle",
+    "episode_json",
+    "episode_view",
+]
+
+# last_activity_at is written at most this often; an idle card may so expire up to this
+# much earlier than PODIUM_CARD_IDLE_SECONDS after its very last request.
+ACTIVITY_RESOLUTION_SECONDS = 5
+# Restarts per episode: each is recorded, and a restart costs no step, so without a cap one
+# episode could grow its move log without bound.
+MAX_RESTARTS = 50
+
+
+class CardError(Exception):
+    """A play request the server refuses: HTTP status, stable code, message."""
+
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+
+
+@lru_cache(maxsize=1024)
+def _parsed(xsb: str) -> Level:
+    # Levels are parsed once per process: they were validated at sync and never change.
+    return parse_xsb(xsb)
+
+
+def card_expires_at(card: Card) -> dt.datetime:
+    return card.last_activity_at + dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
+
+
+def _is_expired(card: Card, now: dt.datetime) -> bool:
+    return card.status == Card.Status.OPEN and card_expires_at(card) <= now
+
+
+# ------------------------------------------------------------------ opening
+
+
+def _current_release(benchmark_slug: str) -> Release:
+    benchmark = Benchmark.objects.filter(slug=benchmark_slug).first()
+    if benchmark is None:
+        raise CardError(404, "benchmark_unknown", f"benchmark: no benchmark with slug {benchmark_slug[:64]!r}.")
+    if benchmark.scheme != Benchmark.Scheme.SCORECARD:
+        raise CardError(
+            400,
+            "wrong_scheme",
+            f"benchmark: {benchmark.slug!r} is a {benchmark.scheme} benchmark; "
+            "cards are played on scorecard benchmarks.",
+        )
+    release = (
+        benchmark.releases.select_related("benchmark").filter(published=True).order_by("-published_at", "-id").first()
+    )
+    if release is None:
+        raise CardError(409, "release_not_ready", f"benchmark {benchmark.slug!r} has no published release yet.")
+    count = release.scorecard_levels.count()
+    if not count or (release.episode_set_size or 0) != count:
+        raise CardError(
+            409,
+            "release_not_ready",
+            f"release {release}: its hidden level set is not configured on this server; tell the site's maintainers.",
+        )
+    return release
+
+
+def _consume_daily_card(*, user: Any, api_key: ApiKey | None, benchmark: Benchmark) -> None:
+    """Opening a card is the scorecard benchmark's daily submission (seed 001: "rate
+    limited per key per day"), counted like an upload by submissions.quotas."""
+    try:
+        quota_consume(
+            user=user, api_key=api_key, scope=f"benchmark:{benchmark.slug}", limit=benchmark.daily_submission_limit
+        )
+    except QuotaExceeded as exc:
+        raise CardError(429, "daily_limit_reached", exc.message, {"Retry-After": str(exc.retry_after)}) from None
+
+
+def card_open(*, user: Any, api_key: ApiKey | None, benchmark_slug: str, agent_name: str, agent_version: str) -> Card:
+    """Open a card for ``user`` as agent ``agent_name`` ``agent_version`` (created on
+    first use; another account's agent is refused). Counts against the daily limit."""
+    release = _current_release(benchmark_slug)
+    with transaction.atomic():
+        try:
+            version = agent_version_for(name=agent_name, version=agent_version, owner=user)
+        except SchemeRejection as exc:
+            status = 403 if exc.code == "agent_not_yours" else 400
+            raise CardError(status, exc.code, exc.message.replace("manifest: ", "", 1)) from None
+        _consume_daily_card(user=user, api_key=api_key, benchmark=release.benchmark)
+        now = timezone.now()
+        return Card.objects.create(
+            release=release,
+            agent_version=version,
+            owner=user,
+            api_key=api_key,
+            opened_at=now,
+            last_activity_at=now,
+        )
+
+
+# ------------------------------------------------------------------ access
+
+
+def _locked_card(card_id: int) -> Card:
+    card = Card.objects.select_for_update().filter(pk=card_id).first()
+    if card is None:
+        raise CardError(404, "card_not_found", f"No scorecard {card_id}.")
+    return card
+
+
+def _check_player(card: Card, user: Any) -> None:
+    """Only the owner plays or closes a card. Another account learns nothing (404, like a
+    card that does not exist); staff may look (GET) but not play someone else's card."""
+    if card.owner_id == user.pk:
+        return
+    if user.is_staff:
+        raise CardError(403, "card_not_yours", f"Scorecard {card.pk} belongs to another account; only it may play.")
+    raise CardError(404, "card_not_found", f"No scorecard {card.pk}.")
+
+
+def card_for_player(*, card_id: int, user: Any) -> Card:
+    """The card for GET: its owner, or staff. Closes it first when it has idled out."""
+    with transaction.atomic():
+        card = _locked_card(card_id)
+        if card.owner_id != user.pk and not user.is_staff:
+            raise CardError(404, "card_not_found", f"No scorecard {card_id}.")
+        if _is_expired(card, timezone.now()):
+            _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+    return card
+
+
+def _open_card_for_play(card_id: int, user: Any, now: dt.datetime) -> Card:
+    """The card, locked, if ``user`` may play it now."""
+    card = _locked_card(card_id)
+    _check_player(card, user)
+    if _is_expired(card, now):
+        _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+    if card.status != Card.Status.OPEN:
+        how = "after its idle time" if card.closed_by == Card.ClosedBy.EXPIRY else "by its player"
+        raise CardError(409, "card_closed", f"Scorecard {card.pk} was closed {how}; open a new card to play again.")
+    return card
+
+
+# ------------------------------------------------------------------ playing
+
+
+@dataclass(frozen=True)
+class EpisodeView:
+    """What reset and action answer (docs/api.md)."""
+
+    level_id: str
+    level: Level
+    state: State
+    steps: int
+    max_steps: int
+    solved: bool
+    deadlocked: bool
+    done: bool
+    restarts: int
+    last: dict[str, str] | None
+
+
+def episode_view(episode: CardEpisode, last: dict[str, str] | None = None) -> EpisodeView:
+    level = _parsed(episode.level.xsb)
+    return EpisodeView(
+        level_id=episode.level.level_id,
+        level=level,
+        state=State(episode.player, tuple(episode.crates)),
+        steps=episode.steps,
+        max_steps=scorecard_scoring.step_budget(episode.level.optimal_len),
+        solved=episode.solved,
+        deadlocked=episode.deadlocked,
+        done=episode.done,
+        restarts=episode.restarts,
+        last=last,
+    )
+
+
+def episode_json(view: EpisodeView) -> dict[str, Any]:
+    level, state = view.level, view.state
+    body: dict[str, Any] = {
+        "level": view.level_id,
+        "state": {
+            "xsb": render_xsb(level, state),
+            "player": list(level.position(state.player)),
+            "crates": [list(level.position(cell)) for cell in state.crates],
+            "goals": [list(level.position(cell)) for cell in sorted(level.goals)],
+            "width": level.width,
+            "height": level.height,
+        },
+        "steps": view.steps,
+        "max_steps": view.max_steps,
+        "solved": view.solved,
+        "deadlocked": view.deadlocked,
+        "done": view.done,
+        "restarts": view.restarts,
+    }
+    if view.last is not None:
+        body["last"] = view.last
+    return body
+
+
+def _level_of(card: Card, level_id: str) -> ScorecardLevel:
+    level = ScorecardLevel.objects.filter(release_id=card.release_id, level_id=level_id).first()
+    if level is None:
+        raise CardError(404, "level_unknown", f"level: {level_id[:100]!r} is not a level of this card's hidden set.")
+    return level
+
+
+def _move(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -> CardMove:
+    """The log row of the request just applied to ``episode``.
+
+    Every action adds a step and every restart a restart, so the entry's number
+    in the episode's log is steps + restarts + 1 (the first reset is entry 1),
+    with no count query; the (episode, seq) constraint would catch a slip."""
+    return CardMove(
+        episode=episode,
+        seq=episode.steps + episode.restarts + 1,
+        step=episode.steps,
+        action=action,
+        result=result,
+        solved=episode.solved,
+        deadlocked=episode.deadlocked,
+        at=now,
+    )
+
+
+def _touch(card: Card, now: dt.datetime) -> None:
+    """Record activity for the idle expiry, at most once per ACTIVITY_RESOLUTION_SECONDS:
+    the expiry is measured in minutes, and skipping the write keeps an action to one
+    UPDATE and one INSERT."""
+    if (now - card.last_activity_at).total_seconds() >= ACTIVITY_RESOLUTION_SECONDS:
+        card.last_activity_at = now
+        card.save(update_fields=["last_activity_at"])
+
+
+def _end_unfinished(card: Card, *, keep: int | None, now: dt.datetime) -> None:
+    """One level at a time: an unfinished episode other than ``keep`` ends unsolved."""
+    others = CardEpisode.objects.filter(card=card, done=False)
+    if keep is not None:
+        others = others.exclude(level_id=keep)
+    others.update(done=True, abandoned=True, ended_at=now)
+
+
+@transaction.atomic
+def card_episode_reset(*, card_id: int, user: Any, level_id: str) -> EpisodeView:
+    """Start ``level_id`` (or restart it while unfinished) and return its layout."""
+    now = timezone.now()
+    card = _open_card_for_play(card_id, user, now)
+    level_row = _level_of(card, level_id)
+    level = _parsed(level_row.xsb)
+    episode = CardEpisode.objects.filter(card=card, level=level_row).select_related("level").first()
+    if episode is not None and episode.done:
+        raise CardError(409, "episode_done", f"level {level_id!r} is finished on this card; it cannot be played again.")
+    _end_unfinished(card, keep=level_row.pk, now=now)
+    if episode is None:
+        episode = CardEpisode.objects.create(
+            card=card, level=level_row, player=level.start.player, crates=list(level.start.crates), started_at=now
+        )
+    else:
+        if episode.restarts >= MAX_RESTARTS:
+            raise CardError(
+                409,
+                "restart_limit",
+                f"level {level_id!r} was restarted {MAX_RESTARTS} times; play on or close the card.",
+            )
+        episode.player, episode.crates = level.start.player, list(level.start.crates)
+        episode.restarts += 1
+        episode.save(update_fields=["player", "crates", "restarts"])
+    _move(episode, action="reset", result=CardMove.Result.RESET, now=now).save()
+    _touch(card, now)
+    return episode_view(episode)
+
+
+def card_episode_act(*, card_id: int, user: Any, level_id: str, action: Any) -> EpisodeView:
+    """Apply one move to the level's episode; it ends when solved, deadlocked (corner
+    test) or when its steps reach the budget."""
+    return card_episode_play(card_id=card_id, user=user, level_id=level_id, actions=[action])
+
+
+@transaction.atomic
+def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequence[Any]) -> EpisodeView:
+    """Apply ``actions`` in order under one lock, stopping when the episode ends (the rest
+    are not applied and not counted). The API sends one action per request; the demo
+    loader plays whole scripted episodes through here, so both take the same path."""
+    for action in actions:
+        if not isinstance(action, str) or action not in ACTIONS:
+            shown = action[:20] if isinstance(action, str) else type(action).__name__
+            raise CardError(400, "invalid_action", f"action: expected one of {', '.join(ACTIONS)}, got {shown!r}.")
+    now = timezone.now()
+    # The card row is locked first and alone, as in every service; the episode is read after
+    # the lock is held. (Locking "OF card" in a join would read the episode from the snapshot
+    # taken before waiting: two racing actions would both see the same step.)
+    card = _open_card_for_play(card_id, user, now)
+    episode = (
+        CardEpisode.objects.filter(card=card, level__level_id=level_id, level__release_id=card.release_id)
+        .select_related("level")
+        .first()
+    )
+    if episode is None:
+        _level_of(card, level_id)  # an unknown level answers level_unknown
+        raise CardError(409, "episode_not_started", f"level {level_id!r}: reset it first to start its episode.")
+    if episode.done:
+        raise CardError(
+            409, "episode_done", f"level {level_id!r} is finished on this card; further actions are refused."
+        )
+    level = _parsed(episode.level.xsb)
+    budget = scorecard_scoring.step_budget(episode.level.optimal_len)
+    state = State(episode.player, tuple(episode.crates))
+    log: list[CardMove] = []
+    last: dict[str, str] | None = None
+    for action in actions:
+        if episode.done:
+            break
+        moved = apply(level, state, action)
+        state = moved.state
+        episode.steps += 1
+        episode.solved = is_solved(level, state)
+        # Seed 001: the cheap corner test only, under the card's lock (an exact search would hold it for seconds).
+        episode.deadlocked = not episode.solved and is_deadlocked(level, state)
+        episode.out_of_budget = not episode.solved and not episode.deadlocked and episode.steps >= budget
+        episode.done = episode.solved or episode.deadlocked or episode.out_of_budget
+        log.append(_move(episode, action=action, result=moved.outcome, now=now))
+        last = {"action": action, "result": moved.outcome}
+    episode.player, episode.crates = state.player, list(state.crates)
+    if episode.done:
+        episode.ended_at = now
+    episode.save(
+        update_fields=["player", "crates", "steps", "solved", "deadlocked", "out_of_budget", "done", "ended_at"]
+    )
+    CardMove.objects.bulk_create(log)
+    _touch(card, now)
+    return episode_view(episode, last=last)
+
+
+# ------------------------------------------------------------------ closing
+
+
+def card_summary(card: Card) -> scorecard_scoring.Scorecard:
+    """The five metrics from the card's own episode rows, padded to the hidden set."""
+    release = card.release
+    optimal = dict(release.scorecard_levels.values_list("level_id", "optimal_len"))
+    episodes = [
+        scorecard_scoring.ScorecardEpisode(
+            level_id=level_id, steps=steps, solved=solved, deadlocked=deadlocked, actions=steps
+        )
+        for level_id, steps, solved, deadlocked in CardEpisode.objects.filter(card=card)
+        .order_by("id")
+        .values_list("level__level_id", "steps", "solved", "deadlocked")
+    ]
+    return scorecard_scoring.summarize(episodes, release.episode_set_size or len(optimal), optimal)
+
+
+def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
+    """Close a locked open card: end its unfinished episode, compute, record, refresh the board."""
+    from leaderboard.services.scheme_standings import scorecard_standing_update
+
+    _end_unfinished(card, keep=None, now=now)
+    summary = card_summary(card)
+    card.status = Card.Status.CLOSED
+    card.closed_by = closed_by
+    card.closed_at = now
+    card.save(update_fields=["status", "closed_by", "closed_at"])
+    run = ScorecardRun.objects.create(
+        card=card,
+        release=card.release,
+        agent_version=card.agent_version,
+        # Measured by the server itself, move by move: nothing was claimed, so nothing to
+        # compare; the strongest level a scorecard can have.
+        level=Run.Level.VERIFIED,
+        **summary.to_dict(),
+    )
+    # Only this agent's row and the ranks it passes move; the board is never rewritten whole.
+    scorecard_standing_update(release=card.release, agent_id=card.agent_version.agent_id)
+    return run
+
+
+@transaction.atomic
+def card_close(*, card_id: int, user: Any) -> Card:
+    """The player closes the card (closing a closed card again is refused: card_closed)."""
+    now = timezone.now()
+    card = _open_card_for_play(card_id, user, now)
+    _close(card, closed_by=Card.ClosedBy.PLAYER, now=now)
+    return card
+
+
+def cards_close_idle(*, now: dt.datetime | None = None) -> int:
+    """Close every open card idle past settings.PODIUM_CARD_IDLE_SECONDS (the beat sweep).
+
+    Each card is closed in its own transaction under its own row lock, and is
+    re-checked under the lock (a request may have just touched it), so the sweep
+    is safe to run twice and beside live play."""
+    now = now or timezone.now()
+    cutoff = now - dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
+    closed = 0
+    ids = list(
+        Card.objects.filter(status=Card.Status.OPEN, last_activity_at__lte=cutoff).values_list("pk", flat=True)[:500]
+    )
+    for card_id in ids:
+        with transaction.atomic():
+            card = Card.objects.select_for_update().filter(pk=card_id).first()
+            if card is not None and _is_expired(card, now):
+                _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+                closed += 1
+    return closed

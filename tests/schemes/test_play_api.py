@@ -1,0 +1,421 @@
+"""Scorecards played over the API (seed 001; docs/api.md "Scorecards")."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from leaderboard.models.races import ScorecardStanding
+from scoring import scorecard as scorecard_scoring
+from scoring.sokoban import parse_xsb, solve
+from submissions.api_keys import api_key_create
+from submissions.models import Card, CardEpisode, CardMove, ScorecardRun
+from submissions.services.cards import cards_close_idle
+from tests.schemes.conftest import PLAY_LEVELS
+
+OPEN = "/api/v1/scorecards/"
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    key = api_key_create(user=user, name="player").plaintext
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    return client
+
+
+def open_card(client, *, agent="Box Bot", version="1.0", benchmark="sokoban-play"):
+    return client.post(OPEN, {"benchmark": benchmark, "agent": {"name": agent, "version": version}}, format="json")
+
+
+def reset(client, card_id, level):
+    return client.post(f"/api/v1/scorecards/{card_id}/levels/{level}/reset")
+
+
+def act(client, card_id, level, action):
+    return client.post(f"/api/v1/scorecards/{card_id}/levels/{level}/actions", {"action": action}, format="json")
+
+
+def play(client, card_id, level, actions):
+    body = None
+    for action in actions:
+        response = act(client, card_id, level, action)
+        assert response.status_code == 200, response.json()
+        body = response.json()
+    return body
+
+
+def error(response):
+    return response.status_code, response.json()["error"]["code"]
+
+
+@pytest.fixture
+def player(make_user):
+    return make_user("player")
+
+
+@pytest.fixture
+def api(player, play_release):
+    return client_for(player)
+
+
+# ------------------------------------------------------------------ opening
+
+
+def test_opening_a_card_answers_its_levels_and_budgets(api, play_release, player):
+    response = open_card(api)
+    assert response.status_code == 201
+    body = response.json()
+    assert body["status"] == "open"
+    assert body["levels"] == sorted(PLAY_LEVELS)
+    assert body["budget"] == dict.fromkeys(sorted(PLAY_LEVELS), 30)
+    assert body["success_rate"] is None and body["played"] == []
+    assert "xsb" not in str(body)
+    card = Card.objects.get(pk=body["id"])
+    assert (card.owner, card.release, card.status, card.api_key.user) == (player, play_release, "open", player)
+
+
+def test_opening_cards_counts_against_the_daily_limit(api, play_release):
+    play_release.benchmark.daily_submission_limit = 1
+    play_release.benchmark.save()
+    assert open_card(api).status_code == 201
+    response = open_card(api, version="1.1")
+    assert error(response) == (429, "daily_limit_reached")
+    assert "Retry-After" in response
+    assert Card.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "expected"), [("nope", (404, "benchmark_unknown")), ("bad slug!", (400, "invalid"))]
+)
+def test_opening_a_card_on_an_unknown_benchmark_is_refused(api, benchmark, expected):
+    assert error(open_card(api, benchmark=benchmark)) == expected
+    assert not Card.objects.exists()
+
+
+def test_a_card_cannot_be_opened_on_a_paper_gap_benchmark(api):
+    from leaderboard.models import Benchmark
+
+    Benchmark.objects.create(slug="papers", name="Papers", scheme="paper_gap")
+    assert error(open_card(api, benchmark="papers")) == (400, "wrong_scheme")
+
+
+def test_a_card_cannot_play_as_another_accounts_agent(api, make_user, play_release):
+    assert open_card(client_for(make_user("rival")), agent="Rival Bot").status_code == 201
+    assert error(open_card(api, agent="Rival Bot")) == (403, "agent_not_yours")
+    assert Card.objects.count() == 1
+
+
+# ------------------------------------------------------------------ playing
+
+
+def test_reset_sends_the_level_and_a_fresh_episode(api):
+    card_id = open_card(api).json()["id"]
+    body = reset(api, card_id, "corridor").json()
+    assert body == {
+        "level": "corridor",
+        "state": {
+            "xsb": PLAY_LEVELS["corridor"],
+            "player": [1, 1],
+            "crates": [[1, 3]],
+            "goals": [[1, 5]],
+            "width": 7,
+            "height": 3,
+        },
+        "steps": 0,
+        "max_steps": 30,
+        "solved": False,
+        "deadlocked": False,
+        "done": False,
+        "restarts": 0,
+    }
+
+
+def test_a_solved_episode_is_done_and_refuses_further_actions(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    body = play(api, card_id, "corridor", ["right", "right", "right"])
+    assert (body["steps"], body["solved"], body["done"], body["last"]) == (
+        3,
+        True,
+        True,
+        {"action": "right", "result": "pushed"},
+    )
+    assert error(act(api, card_id, "corridor", "left")) == (409, "episode_done")
+    assert error(reset(api, card_id, "corridor")) == (409, "episode_done")
+    episode = CardEpisode.objects.get(card_id=card_id)
+    assert (episode.steps, episode.solved, episode.done) == (3, True, True)
+    assert list(episode.moves.values_list("seq", "step", "action", "result")) == [
+        (1, 0, "reset", "reset"),
+        (2, 1, "right", "moved"),
+        (3, 2, "right", "pushed"),
+        (4, 3, "right", "pushed"),
+    ]
+
+
+def test_pushing_a_crate_into_a_corner_ends_the_episode_as_deadlocked(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "room")
+    body = play(api, card_id, "room", ["left", "down", "left", "up"])
+    # The crate was pushed left to column 1, then up into the top-left corner.
+    assert (body["deadlocked"], body["solved"], body["done"]) == (True, False, True)
+    assert error(act(api, card_id, "room", "right")) == (409, "episode_done")
+    assert CardMove.objects.filter(episode__card_id=card_id, deadlocked=True).count() == 1
+
+
+def test_an_episode_ends_when_its_step_budget_is_spent(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    body = play(api, card_id, "corridor", ["up"] * 30)
+    assert (body["steps"], body["done"], body["solved"], body["last"]["result"]) == (30, True, False, "blocked")
+    assert error(act(api, card_id, "corridor", "right")) == (409, "episode_done")
+    assert CardEpisode.objects.get(card_id=card_id).out_of_budget
+
+
+def test_a_restart_puts_the_level_back_but_keeps_every_step(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    play(api, card_id, "corridor", ["right", "right"])
+    body = reset(api, card_id, "corridor").json()
+    assert (body["steps"], body["restarts"], body["state"]["player"]) == (2, 1, [1, 1])
+    body = play(api, card_id, "corridor", ["right", "right", "right"])
+    assert (body["steps"], body["solved"]) == (5, True)
+
+
+def test_opening_another_level_ends_the_unfinished_one_unsolved(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    play(api, card_id, "corridor", ["right"])
+    reset(api, card_id, "room")
+    corridor = CardEpisode.objects.get(card_id=card_id, level__level_id="corridor")
+    assert (corridor.done, corridor.abandoned, corridor.solved, corridor.steps) == (True, True, False, 1)
+    assert error(act(api, card_id, "corridor", "right")) == (409, "episode_done")
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [({"action": "jump"}, (400, "invalid")), ({}, (400, "invalid")), ({"action": 3}, (400, "invalid"))],
+)
+def test_an_invalid_action_is_refused_and_not_counted(api, payload, expected):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    response = api.post(f"/api/v1/scorecards/{card_id}/levels/corridor/actions", payload, format="json")
+    assert error(response) == expected
+    assert CardEpisode.objects.get(card_id=card_id).steps == 0
+
+
+def test_an_action_before_the_reset_and_on_an_unknown_level_are_refused(api):
+    card_id = open_card(api).json()["id"]
+    assert error(act(api, card_id, "corridor", "right")) == (409, "episode_not_started")
+    assert error(reset(api, card_id, "level-999")) == (404, "level_unknown")
+    assert not CardEpisode.objects.exists()
+
+
+def test_the_card_so_far_shows_what_was_played_and_no_layout(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    play(api, card_id, "corridor", ["right"])
+    body = api.get(f"/api/v1/scorecards/{card_id}").json()
+    assert body["played"] == [
+        {"level": "corridor", "steps": 1, "solved": False, "deadlocked": False, "done": False, "restarts": 0}
+    ]
+    assert "#" not in str(body)
+
+
+# ------------------------------------------------------------------ closing and the board
+
+
+def _optimal(level_id: str) -> tuple[str, ...]:
+    return solve(parse_xsb(PLAY_LEVELS[level_id])).moves
+
+
+def test_a_played_card_closes_to_the_metrics_scoring_computes_from_its_recorded_moves(api, play_release, client):
+    card_id = open_card(api).json()["id"]
+    # Optimal solves of two levels, one solve with four wasted steps, one deadlock, one level unplayed.
+    for level in ("corridor", "room-b"):
+        reset(api, card_id, level)
+        play(api, card_id, level, _optimal(level))
+    reset(api, card_id, "room-c")
+    play(api, card_id, "room-c", ["left", "right", "left", "right", *_optimal("room-c")])
+    reset(api, card_id, "room")
+    play(api, card_id, "room", ["left", "down", "left", "up"])
+    response = api.post(f"/api/v1/scorecards/{card_id}/close")
+    assert response.status_code == 200
+    body = response.json()
+
+    # The metrics scoring.scorecard gives from the server's move log.
+    optimal = {level: len(_optimal(level)) for level in PLAY_LEVELS}
+    episodes = []
+    for episode in CardEpisode.objects.filter(card_id=card_id).order_by("id"):
+        moves = list(episode.moves.exclude(action="reset").order_by("seq"))
+        episodes.append(
+            scorecard_scoring.ScorecardEpisode(
+                episode.level.level_id, len(moves), moves[-1].solved, moves[-1].deadlocked, len(moves)
+            )
+        )
+    expected = scorecard_scoring.summarize(episodes, 5, optimal).to_dict()
+    assert {key: body[key] for key in expected} == expected
+    sent = 3 + len(_optimal("room-b")) + 4 + len(_optimal("room-c")) + 4
+    assert (body["episodes"], body["solved"], body["deadlock_rate"], body["total_actions"]) == (5, 3, 0.2, sent)
+    assert (body["status"], body["closed_by"]) == ("closed", "player")
+    run = ScorecardRun.objects.get(card_id=card_id)
+    assert run.success_rate == expected["success_rate"] == 0.6
+
+    standing = ScorecardStanding.objects.get(release=play_release)
+    assert standing.scorecard == run
+    page = client.get(reverse("scorecard_board", args=["sokoban-play", "p1"])).content.decode()
+    assert "Box Bot" in page and reverse("scorecard_detail", args=[card_id]) in page
+
+    # A second, worse card of the same agent does not displace the first.
+    worse = open_card(api, version="1.1").json()["id"]
+    reset(api, worse, "corridor")
+    play(api, worse, "corridor", _optimal("corridor"))
+    assert api.post(f"/api/v1/scorecards/{worse}/close").json()["success_rate"] == 0.2
+    rows = list(ScorecardStanding.objects.filter(release=play_release))
+    assert [(row.rank, row.scorecard.card_id) for row in rows] == [(1, card_id)]
+
+
+def test_a_closed_card_refuses_play_and_a_second_close(api):
+    card_id = open_card(api).json()["id"]
+    assert api.post(f"/api/v1/scorecards/{card_id}/close").status_code == 200
+    assert error(api.post(f"/api/v1/scorecards/{card_id}/close")) == (409, "card_closed")
+    assert error(reset(api, card_id, "corridor")) == (409, "card_closed")
+    run = ScorecardRun.objects.get(card_id=card_id)
+    assert (run.episodes, run.solved, run.success_rate, run.total_actions) == (5, 0, 0.0, 0)
+
+
+def test_an_idle_card_is_closed_by_the_sweep_like_a_closed_one(api, settings):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    play(api, card_id, "corridor", _optimal("corridor"))
+    Card.objects.filter(pk=card_id).update(last_activity_at=timezone.now() - dt.timedelta(hours=2))
+    assert cards_close_idle() == 1
+    assert cards_close_idle() == 0
+    card = Card.objects.get(pk=card_id)
+    assert (card.status, card.closed_by) == ("closed", "expiry")
+    assert card.closed_at == card.last_activity_at + dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
+    assert ScorecardRun.objects.get(card=card).solved == 1
+
+
+def test_an_idle_card_is_closed_when_next_touched(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    Card.objects.filter(pk=card_id).update(last_activity_at=timezone.now() - dt.timedelta(hours=2))
+    assert error(act(api, card_id, "corridor", "right")) == (409, "card_closed")
+    body = api.get(f"/api/v1/scorecards/{card_id}").json()
+    assert (body["status"], body["closed_by"], body["episodes"]) == ("closed", "expiry", 5)
+    assert CardEpisode.objects.get(card_id=card_id).steps == 0
+
+
+# ------------------------------------------------------------------ who may play
+
+
+def test_only_the_owner_plays_a_card_others_get_exact_codes(api, make_user, play_release):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    other = client_for(make_user("other"))
+    staff_user = make_user("staff")
+    staff_user.is_staff = True
+    staff_user.save()
+    staff = client_for(staff_user)
+    anonymous = APIClient()
+    paths = [
+        ("get", f"/api/v1/scorecards/{card_id}", None),
+        ("post", f"/api/v1/scorecards/{card_id}/levels/corridor/reset", None),
+        ("post", f"/api/v1/scorecards/{card_id}/levels/corridor/actions", {"action": "right"}),
+        ("post", f"/api/v1/scorecards/{card_id}/close", None),
+    ]
+    for method, path, data in paths:
+        assert error(getattr(anonymous, method)(path, data, format="json")) == (401, "not_authenticated")
+        assert error(getattr(other, method)(path, data, format="json")) == (404, "card_not_found")
+        staff_response = getattr(staff, method)(path, data, format="json")
+        if method == "get":
+            assert staff_response.status_code == 200
+        else:
+            assert error(staff_response) == (403, "card_not_yours")
+    assert error(anonymous.post(OPEN, {}, format="json")) == (401, "not_authenticated")
+    # Nothing the others sent was recorded or changed the card.
+    assert list(CardMove.objects.values_list("action", flat=True)) == ["reset"]
+    assert Card.objects.get(pk=card_id).status == "open"
+    assert act(api, card_id, "corridor", "right").status_code == 200
+
+
+def test_a_card_that_does_not_exist_answers_like_anothers(api):
+    assert error(api.get("/api/v1/scorecards/999999")) == (404, "card_not_found")
+
+
+# ------------------------------------------------------------------ concurrency (PostgreSQL)
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_actions_on_one_card_are_serialised_by_its_row_lock(make_user, tmp_path):
+    import threading
+
+    from django.db import connection
+
+    from leaderboard.services.releases import release_sync
+    from submissions.services.cards import card_episode_act, card_episode_reset, card_open
+    from tests.schemes.conftest import write_play_manifest
+
+    write_play_manifest(tmp_path / "play")
+    release_sync(manifest=tmp_path / "play")
+    user = make_user("racer")
+    cards = [
+        card_open(user=user, api_key=None, benchmark_slug="sokoban-play", agent_name="Racer", agent_version=str(n))
+        for n in range(2)
+    ]
+    for card in cards:
+        card_episode_reset(card_id=card.pk, user=user, level_id="room")
+    errors: list[BaseException] = []
+
+    def send(card_id: int) -> None:
+        try:
+            for _ in range(7):
+                # "up" from the start is a step onto floor, then bumps into the top wall: never done early.
+                card_episode_act(card_id=card_id, user=user, level_id="room", action="up")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(card.pk,)) for card in cards for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for card in cards:
+        episode = CardEpisode.objects.get(card=card)
+        # 4 threads x 7 actions, none lost and none counted twice; the log numbered without a gap.
+        assert episode.steps == 28
+        assert list(episode.moves.order_by("seq").values_list("seq", flat=True)) == list(range(1, 30))
+        assert list(episode.moves.exclude(action="reset").values_list("step", flat=True).order_by("seq")) == list(
+            range(1, 29)
+        )
+
+
+def test_an_out_of_range_card_id_answers_a_json_404(api):
+    for path in ("/api/v1/scorecards/99999999999999999999999", "/api/v1/scorecards/99999999999999999999999/close"):
+        response = api.post(path) if path.endswith("close") else api.get(path)
+        assert error(response) == (404, "not_found")
+
+
+def test_a_release_with_cards_cannot_change_its_hidden_levels(api, play_release, tmp_path):
+    from leaderboard.manifest import ManifestError
+    from leaderboard.services.releases import release_sync
+    from tests.schemes.conftest import write_play_manifest
+
+    open_card(api)
+    write_play_manifest(tmp_path / "changed", levels={**PLAY_LEVELS, "corridor": "########\n#@ $  .#\n########"})
+    with pytest.raises(ManifestError) as caught:
+        release_sync(manifest=tmp_path / "changed")
+    assert "cannot change" in str(caught.value)
+    assert play_release.scorecard_levels.get(level_id="corridor").optimal_len == 3
+
+
+def test_the_api_root_links_where_cards_are_opened(api):
+    assert api.get("/api/v1/").json()["scorecards"] == "http://testserver/api/v1/scorecards/"
