@@ -162,7 +162,7 @@ class SigningKeyForm(forms.ModelForm):
 
 @admin.register(SigningKey)
 class SigningKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_id", "owner_kind", "evaluator", "validator", "created_at", "revoked_at"]
+    list_display = ["key_id", "owner_kind", "evaluator", "validator", "daily_limit", "created_at", "revoked_at"]
     list_filter = ["owner_kind"]
     actions = ["revoke"]
 
@@ -177,10 +177,14 @@ class SigningKeyAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj=None):
         if obj is None:
             return []
-        return [field.name for field in self.model._meta.fields]
+        # Only a validator key's daily limit of race runs is an admin setting (submissions.quotas).
+        editable = {"daily_limit"} if obj.owner_kind == SigningKey.Owner.VALIDATOR else set()
+        return [field.name for field in self.model._meta.fields if field.name not in editable]
 
     def save_model(self, request: HttpRequest, obj: SigningKey, form, change: bool) -> None:
         if change:
+            if "daily_limit" in form.changed_data and obj.owner_kind == SigningKey.Owner.VALIDATOR:
+                obj.save(update_fields=["daily_limit"])
             return
         try:
             key = signing_key_register(

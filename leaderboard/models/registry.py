@@ -22,8 +22,9 @@ class Benchmark(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     scheme = models.CharField(max_length=16, choices=Scheme.choices)
-    # Seed 001: submissions are rate limited per key per day so a board cannot
-    # be farmed by resubmission; applies per release (or race) of this benchmark.
+    # Seed 001: submissions are rate limited per day so a board cannot be farmed by
+    # resubmission; counted per account (all its keys and the browser), per benchmark,
+    # per UTC day, in the database (submissions.quotas).
     daily_submission_limit = models.PositiveIntegerField(default=10)
     created_at = models.DateTimeField(auto_now_add=True)
 

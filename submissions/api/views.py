@@ -38,7 +38,7 @@ from submissions.api.serializers import (
 )
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import ApiKey, Submission
-from submissions.quotas import QuotaExceeded, quota_consume, quota_refund
+from submissions.quotas import QuotaExceeded, quota_consume, quota_refund, quota_scope  # noqa: F401 - re-exported
 
 logger = logging.getLogger("podium.api")
 
@@ -58,11 +58,6 @@ def too_large_error() -> ApiError:
         message=f"The upload is larger than the limit of {limit} bytes.",
         status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     )
-
-
-def quota_scope(benchmark: Benchmark) -> str:
-    """The daily-limit scope of an upload path: shared by the API and the website so both count alike."""
-    return f"benchmark:{benchmark.slug}"
 
 
 class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
