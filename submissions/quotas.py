@@ -104,22 +104,21 @@ def _seconds_until(resets_at: dt.datetime, now: dt.datetime) -> int:
     return max(1, int((resets_at - now).total_seconds() + 0.999))
 
 
-def _table() -> str:
-    return connection.ops.quote_name(DailyCount._meta.db_table)
+# One statement counts and checks (see the module docstring). A literal, not built: the
+# table name is DailyCount's (asserted by the tests), every value a parameter.
+_UPSERT = (
+    "INSERT INTO submissions_dailycount (subject, scope, day, used, updated_at) VALUES (%s, %s, %s, 1, %s) "
+    "ON CONFLICT (subject, scope, day) DO UPDATE SET used = submissions_dailycount.used + 1, "
+    "updated_at = EXCLUDED.updated_at WHERE submissions_dailycount.used < %s RETURNING used"
+)
 
 
 def _increment(*, subject: str, scope: str, day: dt.date, limit: int, now: dt.datetime) -> int | None:
     """Add one to the counter unless it is already at ``limit``; the new count, or None when full."""
     if limit <= 0:
         return None
-    table = _table()
-    sql = (
-        f"INSERT INTO {table} (subject, scope, day, used, updated_at) VALUES (%s, %s, %s, 1, %s) "
-        f"ON CONFLICT (subject, scope, day) DO UPDATE SET used = {table}.used + 1, updated_at = EXCLUDED.updated_at "
-        f"WHERE {table}.used < %s RETURNING used"
-    )
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, [subject, scope, day, now, limit])
+        cursor.execute(_UPSERT, [subject, scope, day, now, limit])
         row = cursor.fetchone()
     return int(row[0]) if row else None
 

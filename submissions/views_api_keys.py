@@ -16,8 +16,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from leaderboard.models import Benchmark
 from submissions.api_keys import api_key_create, api_key_revoke
-from submissions.quotas import quota_overview
 from submissions.models import ApiKey
+from submissions.quotas import quota_overview
 
 MAX_ACTIVE_KEYS = 20
 

@@ -38,7 +38,7 @@ from submissions.api.serializers import (
 )
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import ApiKey, Submission
-from submissions.quotas import QuotaExceeded, quota_consume, quota_refund, quota_scope  # noqa: F401 - re-exported
+from submissions.quotas import QuotaExceeded, quota_consume, quota_refund, quota_scope
 
 logger = logging.getLogger("podium.api")
 

@@ -4,29 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('submissions', '0002_submission_declared_benchmark'),
+        ("submissions", "0002_submission_declared_benchmark"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='signingkey',
-            name='daily_limit',
+            model_name="signingkey",
+            name="daily_limit",
             field=models.PositiveIntegerField(default=500),
         ),
         migrations.CreateModel(
-            name='DailyCount',
+            name="DailyCount",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('subject', models.CharField(max_length=100)),
-                ('scope', models.CharField(max_length=200)),
-                ('day', models.DateField()),
-                ('used', models.PositiveIntegerField(default=0)),
-                ('updated_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("subject", models.CharField(max_length=100)),
+                ("scope", models.CharField(max_length=200)),
+                ("day", models.DateField()),
+                ("used", models.PositiveIntegerField(default=0)),
+                ("updated_at", models.DateTimeField()),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('subject', 'scope', 'day'), name='daily_count_unique')],
+                "constraints": [models.UniqueConstraint(fields=("subject", "scope", "day"), name="daily_count_unique")],
             },
         ),
     ]

@@ -325,7 +325,8 @@ def race_run_submission_verify(*, submission: Submission, bundle: Any) -> None:
     try:
         _charge_validator(submission=submission, key=key, benchmark=release.benchmark)
     except QuotaExceeded as exc:
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code="validator_daily_limit_reached", message=exc.message)
+        code = "validator_daily_limit_reached"
+        _finish(submission, verdict=Submission.Verdict.REJECTED, code=code, message=exc.message)
         return
     _store(
         submission=submission,

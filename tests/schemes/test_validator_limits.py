@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from schemes_race_helpers import members, scoring_outcomes
 
-
 from submissions.models import DailyCount, RaceRun, SigningKey
 from submissions.quotas import quota_consume, quota_peek, quota_scope
 
