@@ -63,8 +63,9 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
 class ReleaseTaskSerializer(serializers.ModelSerializer):
     slug = serializers.CharField(source="task.slug")
-    title = serializers.CharField(source="task.title")
-    metric_name = serializers.CharField(source="task.metric_name")
+    # The release's own text snapshot, not the shared Task row.
+    title = serializers.CharField()
+    metric_name = serializers.CharField()
     paper_value = serializers.FloatField(source="public_paper_value", allow_null=True)
 
     class Meta:

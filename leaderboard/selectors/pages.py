@@ -380,7 +380,7 @@ def run_rank(*, run: Run) -> dict[str, int]:
 
 def release_task_get(*, release: Release, task_slug: str) -> ReleaseTask:
     release_task = (
-        ReleaseTask.objects.select_related("task__simulator", "task__benchmark")
+        ReleaseTask.objects.select_related("task__benchmark", "simulator")
         .filter(release=release, task__slug=task_slug)
         .first()
     )
@@ -391,7 +391,9 @@ def release_task_get(*, release: Release, task_slug: str) -> ReleaseTask:
 
 def release_tasks(*, release: Release) -> list[ReleaseTask]:
     return list(
-        ReleaseTask.objects.filter(release=release).select_related("task__simulator").order_by("position", "task__slug")
+        ReleaseTask.objects.filter(release=release)
+        .select_related("task", "simulator")
+        .order_by("position", "task__slug")
     )
 
 
@@ -425,9 +427,9 @@ def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTas
     after = {rt.task.slug: rt for rt in current}
     changes: list[TaskChange] = []
     for slug in sorted(after.keys() - before.keys()):
-        changes.append(TaskChange(slug=slug, title=after[slug].task.title, change="added"))
+        changes.append(TaskChange(slug=slug, title=after[slug].title, change="added"))
     for slug in sorted(before.keys() - after.keys()):
-        changes.append(TaskChange(slug=slug, title=before[slug].task.title, change="removed"))
+        changes.append(TaskChange(slug=slug, title=before[slug].title, change="removed"))
     for slug in sorted(after.keys() & before.keys()):
         old, new = before[slug], after[slug]
         details: list[str] = []
@@ -445,7 +447,7 @@ def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTas
         if old.metric_direction != new.metric_direction:
             details.append("metric direction changed")
         if details:
-            changes.append(TaskChange(slug=slug, title=new.task.title, change="changed", details=details))
+            changes.append(TaskChange(slug=slug, title=new.title, change="changed", details=details))
     return changes
 
 

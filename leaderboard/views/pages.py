@@ -268,7 +268,8 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
 
 def _public_contract(release_task: ReleaseTask) -> str:
     """The task.yaml contract as YAML, with the anchor only where the release publishes it."""
-    contract = dict(release_task.task.contract or {})
+    # The release's own snapshot of task.yaml, never the shared Task row (issue 11: release text is a snapshot).
+    contract = dict(release_task.contract or {})
     metric = dict(contract.get("metric") or {})
     # Task.contract is stored without the anchor; dropping it again keeps that invariant here too.
     metric.pop("paper_value", None)
@@ -292,8 +293,8 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
             "release_task": release_task,
             "task": release_task.task,
             "contract_yaml": _public_contract(release_task),
-            "paper_html": render_markdown(release_task.task.paper_md),
-            "brief_html": render_markdown(release_task.task.brief_md),
+            "paper_html": render_markdown(release_task.paper_md),
+            "brief_html": render_markdown(release_task.brief_md),
         },
     )
 
