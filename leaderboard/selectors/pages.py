@@ -260,7 +260,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race boards the Overall standings of the race the race pages anchor to (the
     running race while one is live, else the most recent completed one)."""
     from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
-    from leaderboard.selectors.schemes import ANCHOR_STATUSES, pick_race_anchor
+    from leaderboard.selectors.schemes import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 
     benchmarks = list(
         Benchmark.objects.order_by("name").prefetch_related(
@@ -298,13 +298,15 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
             )
 
     # Race boards: the anchor race of each race benchmark, as the race pages pick it, from one query.
+    # Visitors get the latest public race's Overall: a running or embargoed race's is staff-only.
+    pick = pick_race_anchor if staff else pick_public_anchor
     races_by_benchmark: dict[int, list[Race]] = {}
     for race in Race.objects.filter(benchmark__scheme=Benchmark.Scheme.RACE, status__in=ANCHOR_STATUSES):
         races_by_benchmark.setdefault(race.benchmark_id, []).append(race)
     anchors = {
         benchmark_id: anchor
         for benchmark_id, races in races_by_benchmark.items()
-        if (anchor := pick_race_anchor(races)) is not None
+        if (anchor := pick(races)) is not None
     }
     race_leaders: dict[int, HomeLeader] = {}
     race_counts: dict[int, int] = {}
