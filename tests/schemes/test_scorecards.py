@@ -112,7 +112,10 @@ def test_an_unknown_release_is_rejected(submitter, scorecard_release, levels, su
     episodes = ten_of_ten_episodes(levels)
     submission = submit(submitter, card_members(episodes, levels, release="1999.9"))
     assert (submission.verdict, submission.error_code) == ("rejected", "unknown_release")
-    assert submission.error_message == "manifest: benchmark 'sokoban-hidden' has no release '1999.9' on this server"
+    assert (
+        submission.error_message
+        == "manifest: benchmark 'sokoban-hidden' has no published release '1999.9' on this server"
+    )
 
 
 def test_the_board_shows_each_agents_best_card_only_in_rank_order(client, submitter, scorecard_release, levels, submit):
