@@ -41,6 +41,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("admin/releases/sync/", registry_admin.ManifestSyncView.as_view(), name="api-manifest-sync"),
     path("admin/races/<int:race_id>/release/", registry_admin.RaceReleaseView.as_view(), name="api-race-release"),
+    path("admin/runs/<int:run_id>/reruns/", keys_admin.RunRerunView.as_view(), name="api-run-rerun"),
+    path("admin/runs/<int:run_id>/level/", keys_admin.RunLevelView.as_view(), name="api-run-level"),
     *router.urls,
     # Unknown paths under /api/ answer JSON, never the HTML 404 page.
     re_path(r"^.*$", api_not_found),

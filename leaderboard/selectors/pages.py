@@ -358,6 +358,7 @@ def run_get(*, run_id: int, user: Any) -> Run:
                 ),
             ),
             "events__actor",
+            "reruns__actor",
         )
         .filter(pk=run_id)
         .first()

@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from leaderboard.api.serializers import rerun_comparison
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclosure
 from leaderboard.markdown import render_markdown
 from leaderboard.models import Benchmark, ReleaseTask, Standing
@@ -349,6 +350,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         for key, label in (("overall", "Overall score"), ("reproduction", "Reproduction"), ("open", "Open-ended"))
     ]
     ranks = {tab: rank for tab, rank in selectors.run_rank(run=run).items() if tab not in disclosure.aggregates_hidden}
+    # Official re-runs under the same rule (leaderboard.api.serializers.rerun_comparison).
+    reruns = [
+        {"rerun": rerun, "rows": rerun_comparison(rerun, disclosure=disclosure, run=run, user=request.user)}
+        for rerun in run.reruns.all()
+    ]
     return render(
         request,
         "leaderboard/run.html",
@@ -365,6 +371,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "diff": diff,
             "diff_mismatches": sum(1 for d in diff if d.get("status") != "match"),
             "signatures": selectors.run_signatures(run=run),
+            "reruns": reruns,
         },
     )
 

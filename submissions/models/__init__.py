@@ -3,12 +3,21 @@ produce, signing keys and API keys."""
 
 from submissions.models.keys import ApiKey, SigningKey
 from submissions.models.quotas import DailyCount
-from submissions.models.runs import RaceRun, RaceTaskOutcome, Run, ScorecardRun, TaskResult, VerificationEvent
+from submissions.models.runs import (
+    OfficialRerun,
+    RaceRun,
+    RaceTaskOutcome,
+    Run,
+    ScorecardRun,
+    TaskResult,
+    VerificationEvent,
+)
 from submissions.models.submission import Submission
 
 __all__ = [
     "ApiKey",
     "DailyCount",
+    "OfficialRerun",
     "RaceRun",
     "RaceTaskOutcome",
     "Run",
