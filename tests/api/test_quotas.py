@@ -180,7 +180,7 @@ def test_the_upload_and_api_keys_pages_show_each_limit_with_what_remains_today(
     assert '<tr data-limit="ale-robotics">' in body
     row = body.split('<tr data-limit="ale-robotics">', 1)[1].split("</tr>", 1)[0]
     cells = [cell.split(">", 1)[1].split("<", 1)[0] for cell in row.split("<td")[1:]]
-    assert cells == ["2", "1", ""]  # limit, used; remaining is in <strong>
+    assert cells == ["", "1", "2"]  # left today (in <strong>), used, per day
     assert "<strong>1</strong>" in row
     assert "reset at 00:00 UTC" in body
 
