@@ -226,3 +226,48 @@ def quota_overview(*, user: AbstractBaseUser, benchmarks: list[Any]) -> list[Ben
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class ValidatorKeyQuota:
+    """A validator key's own limit of race runs today, shown to the accounts that file with it."""
+
+    key_id: str
+    validator: str
+    used: int
+    limit: int
+    remaining: int
+
+
+def validator_quota_overview(*, user: AbstractBaseUser) -> list[ValidatorKeyQuota]:
+    """The active validator keys ``user`` has filed race runs with, each with today's use (two queries)."""
+    from submissions.models import RaceRun, SigningKey
+
+    keys = list(
+        SigningKey.objects.filter(
+            owner_kind=SigningKey.Owner.VALIDATOR,
+            revoked_at__isnull=True,
+            pk__in=RaceRun.objects.filter(submission__submitter=user).values("signing_key"),
+        )
+        .select_related("validator")
+        .order_by("key_id")
+    )
+    today = utc_day()
+    used = dict(
+        DailyCount.objects.filter(
+            subject__in=[validator_subject(key) for key in keys], scope=VALIDATOR_SCOPE, day=today
+        ).values_list("subject", "used")
+    )
+    rows = []
+    for key in keys:
+        count = used.get(validator_subject(key), 0)
+        rows.append(
+            ValidatorKeyQuota(
+                key_id=key.key_id,
+                validator=key.validator.name if key.validator else "",
+                used=count,
+                limit=key.daily_limit,
+                remaining=max(0, key.daily_limit - count),
+            )
+        )
+    return rows

@@ -105,13 +105,14 @@ def _csrf_checked(request: HttpRequest) -> HttpResponse:  # pragma: no cover - n
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
-    from submissions.quotas import quota_overview
+    from submissions.quotas import quota_overview, validator_quota_overview
 
     benchmarks = list(Benchmark.objects.order_by("name"))
     context: dict[str, Any] = {
         "site_key": _site_key(),
         "benchmarks": benchmarks,
         "limits": quota_overview(user=request.user, benchmarks=benchmarks),
+        "validator_limits": validator_quota_overview(user=request.user),
     }
     if request.method == "GET":
         return render(request, "submissions/upload.html", context)

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from leaderboard.models import Benchmark
 from submissions.api_keys import api_key_create, api_key_revoke
 from submissions.models import ApiKey
-from submissions.quotas import quota_overview
+from submissions.quotas import quota_overview, validator_quota_overview
 
 MAX_ACTIVE_KEYS = 20
 
@@ -34,6 +34,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         "new_key": None,
         # One allowance per account: keys share it, so creating or revoking one cannot reset it.
         "limits": quota_overview(user=request.user, benchmarks=list(Benchmark.objects.order_by("name"))),
+        "validator_limits": validator_quota_overview(user=request.user),
     }
     status = 200
     if request.method == "POST":

@@ -43,3 +43,21 @@ def test_a_validator_key_over_its_limit_is_refused_and_nothing_is_recorded(
     assert "validator key" in submission.error_message
     assert not RaceRun.objects.exists()
     assert not DailyCount.objects.filter(subject__startswith="validator-key:").exists()
+
+
+def test_the_filing_account_sees_its_validator_keys_limit_on_the_api_keys_page(
+    client, race_benchmark, race_release, submitter, submit, make_validator
+):
+    validator, key = make_validator("validator-a")
+    signing_key = SigningKey.objects.get(validator=validator)
+    SigningKey.objects.filter(pk=signing_key.pk).update(daily_limit=7)
+    submit(
+        submitter,
+        members(validator=validator, key=key, agent="Alpha", version="1", outcomes=scoring_outcomes(0.5, QUALIFYING),
+                race=None, tasks=QUALIFYING),
+    )  # fmt: skip
+    client.force_login(submitter)
+    for page in ("/accounts/api-keys/", "/submit/"):
+        body = client.get(page).content.decode()
+        row = body.split(f'<tr data-validator-limit="{signing_key.key_id}">', 1)[1].split("</tr>", 1)[0]
+        assert "<strong>6</strong>" in row and '<td class="num">1</td>' in row and '<td class="num">7</td>' in row
