@@ -21,7 +21,7 @@ from django.urls import reverse
 from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.agents import agents_public
-from submissions.models import Run, Submission, TaskResult
+from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
 CHART_DEFAULT_N = 10
@@ -358,7 +358,7 @@ def run_get(*, run_id: int, user: Any) -> Run:
                 ),
             ),
             "events__actor",
-            "reruns__actor",
+            Prefetch("reruns", queryset=OfficialRerun.objects.select_related("actor").order_by("created_at", "id")),
         )
         .filter(pk=run_id)
         .first()
