@@ -13,8 +13,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from leaderboard.models import Standing
-from scoring.errors import ScoringError
-from scoring.rerun import compare_finals
 from submissions.models import OfficialRerun, Run, VerificationEvent
 from submissions.services.reruns import (
     RERUN_TOLERANCE,
@@ -59,24 +57,6 @@ def entered_from(run: Run, *, shift: float = 0.0) -> dict[str, dict]:
             "faithful": result.faithful if result.release_task.genre == "reproduction" else None,
         }
     return out
-
-
-# ------------------------------------------------------------------ the pure comparison
-
-
-def test_the_comparison_confirms_only_when_every_submitted_task_is_within_tolerance() -> None:
-    rows, confirmed = compare_finals({"a": 0.90, "b": 0.50}, {"a": 0.93, "b": 0.46, "c": 1.0}, tolerance=0.05)
-    assert confirmed is True
-    assert [(row.task, row.within, row.decides) for row in rows] == [
-        ("a", True, True),
-        ("b", True, True),
-        ("c", True, False),
-    ]
-    assert compare_finals({"a": 0.90}, {"a": 0.96}, tolerance=0.05)[1] is False
-    assert compare_finals({"a": 0.90, "b": 0.5}, {"a": 0.90}, tolerance=0.05)[1] is False  # b not re-run
-    assert compare_finals({}, {"a": 0.90}, tolerance=0.05)[1] is False  # nothing to confirm
-    with pytest.raises(ScoringError):
-        compare_finals({"a": 1.0}, {"a": 1.0}, tolerance=float("nan"))
 
 
 # ------------------------------------------------------------------ re-run bundles
