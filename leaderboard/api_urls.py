@@ -34,6 +34,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("site-key/", submitter.SiteKeyView.as_view(), name="api-site-key"),
+    path("limits/", submitter.LimitsView.as_view(), name="api-limits"),
     path(
         "releases/<int:release_id>/leaderboard/<str:tab>/",
         public.LeaderboardView.as_view(),

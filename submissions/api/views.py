@@ -232,3 +232,34 @@ class SiteKeyView(APIView):
                 status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
             ) from None
         return Response({"key_id": key_id, "public_key": public_key})
+
+
+class LimitsView(APIView):
+    """The caller's daily limits with what remains today: per benchmark for the account (all its
+    keys and the browser together), and the validator keys it files race runs with."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        summary="Your daily limits and what remains today",
+        responses={200: {"type": "object", "additionalProperties": True}, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        from submissions.quotas import next_reset, quota_overview, validator_quota_overview
+
+        benchmarks = list(Benchmark.objects.order_by("slug"))
+        rows = quota_overview(user=request.user, benchmarks=benchmarks)
+        body = {
+            "resets_at": next_reset().isoformat(),
+            "benchmarks": [
+                {"benchmark": row.benchmark.slug, "limit": row.limit, "used": row.used, "remaining": row.remaining}
+                for row in rows
+            ],
+            "validator_keys": [
+                {"key_id": row.key_id, "limit": row.limit, "used": row.used, "remaining": row.remaining}
+                for row in validator_quota_overview(user=request.user)
+            ],
+        }
+        response = Response(body)
+        response["Cache-Control"] = "no-store"
+        return response

@@ -185,6 +185,21 @@ def test_the_upload_and_api_keys_pages_show_each_limit_with_what_remains_today(
     assert "reset at 00:00 UTC" in body
 
 
+@pytest.mark.django_db
+def test_the_limits_endpoint_shows_the_accounts_allowance_to_its_keys_only(world: Any) -> None:
+    key = api_key_create(user=world.owner, name="ci").plaintext
+    quota_consume(user=world.owner, api_key=None, scope="benchmark:ale-robotics", limit=2)
+    assert APIClient().get("/api/v1/limits/").status_code in (401, 403)
+    response = APIClient().get("/api/v1/limits/", HTTP_AUTHORIZATION=f"Api-Key {key}")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["benchmarks"] == [{"benchmark": "ale-robotics", "limit": 2, "used": 1, "remaining": 1}]
+    assert body["resets_at"] == next_reset().isoformat()
+    other = APIClient()
+    other.force_authenticate(world.other)
+    assert other.get("/api/v1/limits/").json()["benchmarks"][0]["used"] == 0
+
+
 # ------------------------------------------------------------------ PostgreSQL
 
 
