@@ -166,11 +166,11 @@ class RunLevelView(APIView):
         responses={200: VerificationEventSerializer, 409: ErrorSerializer, **STAFF_ERRORS},
     )
     def post(self, request: Request, run_id: int) -> Response:
+        run = get_object_or_404(Run, pk=run_id)  # an unknown (or out-of-range) id is a 404 before any body check
         form = RunLevelRequestSerializer(data=request.data)
         if not form.is_valid():
             field, problems = next(iter(form.errors.items()))
             raise ApiError(code="invalid_request", message=f"{field}: {problems[0]}")
-        run = get_object_or_404(Run, pk=run_id)
         try:
             event = run_level_change(
                 run=run, actor=request.user, level=form.validated_data["level"], reason=form.validated_data["reason"]
