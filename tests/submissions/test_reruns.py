@@ -302,3 +302,41 @@ def test_the_staff_api_records_entered_results_and_lowers_levels(run, maintainer
     assert (again.status_code, again.json()["error"]["code"]) == (409, "run_revoked")
     missing = api.post(f"/api/v1/admin/runs/{run.pk + 999}/level/", {"level": "revoked", "reason": "x"}, format="json")
     assert missing.status_code == 404
+
+
+@pytest.fixture
+def withheld_run(release_from_spec, seal, owner):
+    """A run on a release whose anchors are withheld (its results unsigned: the submitter chose them)."""
+    from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE, demo_release_spec
+
+    release_from_spec(demo_release_spec()[0], benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, anchors_published=False)
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    submission_verify(submission_id=submission.pk)
+    return Run.objects.filter(submission=submission).first()
+
+
+@pytest.mark.django_db
+def test_a_re_runs_values_follow_the_disclosure_rule_for_withheld_anchors(withheld_run, seal, maintainer, owner):
+    if withheld_run is None:
+        pytest.skip("unsigned results on withheld anchors are not recorded as runs on this branch")
+    run_rerun_record_bundle(run=withheld_run, actor=maintainer, bundle_file=io.BytesIO(seal()))
+    url = f"/api/v1/runs/{withheld_run.pk}/"
+    staff_api = APIClient()
+    staff_api.force_authenticate(maintainer)
+    full = staff_api.get(url).json()["reruns"][0]["comparison"]
+    assert all(row["rerun_measured"] is not None and row["submitted_final"] is not None for row in full)
+    checked = 0
+    for viewer in (None, owner):
+        api = APIClient()
+        if viewer is not None:
+            api.force_authenticate(viewer)
+        shown = api.get(url).json()
+        if "reruns" not in shown:
+            continue  # the run itself is not visible to this viewer
+        for row in shown["reruns"][0]["comparison"]:
+            # The re-run's measured value with its final would give the anchor to anyone but staff;
+            # the submitted final (and the difference) are hidden where the run's own scores are.
+            assert row["rerun_measured"] is None
+            assert row["submitted_final"] is None and row["difference"] is None
+            checked += 1
+    assert checked > 0
