@@ -29,7 +29,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("leaderboard", "0004_releasetask_anchor_cited_source_and_more"),
+        ("leaderboard", "0006_releasetask_anchor_cited_source_and_more"),
     ]
 
     operations = [migrations.RunPython(backfill, migrations.RunPython.noop)]
