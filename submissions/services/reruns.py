@@ -40,7 +40,7 @@ from django.core.files import File
 from django.db import transaction
 
 from leaderboard.selectors.releases import release_spec
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.standings import standings_update_version
 from scoring import gap
 from scoring.errors import ScoringError
 from scoring.rerun import DEFAULT_RERUN_TOLERANCE, compare_finals
@@ -138,7 +138,7 @@ def _record(
     if level != run.level:
         run.level = level
         run.save(update_fields=["level"])
-    standings_refresh(release=run.release)
+    standings_update_version(release=run.release, agent_version_id=run.agent_version_id)
     return rerun
 
 
@@ -303,5 +303,5 @@ def run_level_change(*, run: Run, actor: Any, level: str, reason: str) -> Verifi
     event = VerificationEvent.objects.create(run=locked, level=level, actor=actor, method=method, note=reason)
     locked.level = level
     locked.save(update_fields=["level"])
-    standings_refresh(release=locked.release)
+    standings_update_version(release=locked.release, agent_version_id=locked.agent_version_id)
     return event
