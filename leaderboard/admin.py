@@ -3,7 +3,8 @@
 Everything a manifest defines is read-only here (the manifest is the source of
 truth; change it and sync again). Admins act through the same services the
 command line uses: ``release_sync`` (upload form), ``release_task_sign_off_anchor``
-and ``release_task_calibrate_faithfulness`` (human gates), ``release_publish``.
+and ``release_task_calibrate_faithfulness`` (human gates, one task at a time on its own
+form with its evidence), ``release_publish``.
 Admin pages are the one place withheld anchors may be shown.
 """
 
@@ -16,6 +17,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -117,8 +119,14 @@ class ReleaseTaskInline(admin.TabularInline):
         "anchor_published",
         "score_cap",
         "penalties",
+        "anchor_provenance",
+        "anchor_cited_source",
+        "anchor_reproduced_value",
+        "anchor_tolerance",
         "anchor_signed_off_by",
         "anchor_signed_off_at",
+        "faithfulness_rubric_version",
+        "faithfulness_dry_run_outcome",
         "faithfulness_calibrated_by",
         "faithfulness_calibrated_at",
     ]
@@ -234,8 +242,43 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
         )
 
 
+class AnchorSignOffForm(forms.Form):
+    cited_source = forms.CharField(
+        max_length=300,
+        label="Cited table or figure",
+        help_text="Where in paper.md the anchor comes from, e.g. 'Table 2, BC-RNN row, 200 demos'.",
+    )
+    reproduced_value = forms.FloatField(
+        label="Reproduced value", help_text="The metric the hidden reference implementation reproduced."
+    )
+    tolerance = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        label="Tolerance (relative)",
+        help_text="Accepted relative difference from the anchor: 0.05 means within 5%.",
+    )
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Note")
+
+
+class FaithfulnessCalibrationForm(forms.Form):
+    rubric_version = forms.CharField(max_length=100, label="Rubric version", help_text="e.g. 'v3 (2026-11-02)'.")
+    dry_run_outcome = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label="Dry-run outcome",
+        help_text="What the judge concluded on the hidden reference and on a shortcut that only hits the metric.",
+    )
+    dry_run_passed = forms.BooleanField(
+        required=False,
+        label="The dry run behaved as intended",
+        help_text="The reference was judged faithful and the shortcut unfaithful (fail-closed).",
+    )
+
+
 @admin.register(ReleaseTask)
 class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
+    """Each task's gates are passed one task at a time, on its own form, with its own evidence
+    (seed 003): there is no bulk sign-off. The evidence is shown beside the anchor's provenance."""
+
     list_display = [
         "task",
         "release",
@@ -248,7 +291,56 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     list_filter = ["release", "genre", "anchor_published"]
     search_fields = ["task__slug"]
     list_select_related = ["task", "release__benchmark"]
-    actions = ["sign_off_anchor", "calibrate_faithfulness"]
+    extra_readonly = ("gate_actions",)
+    fieldsets = [
+        (None, {"fields": ["release", "task", "position", "title", "genre", "metric_name", "metric_direction"]}),
+        (
+            "Anchor and its provenance",
+            {
+                "fields": [
+                    "paper_value",
+                    "anchor_published",
+                    "anchor_provenance",
+                    "anchor_cited_source",
+                    "anchor_reproduced_value",
+                    "anchor_tolerance",
+                    "anchor_sign_off_note",
+                    "anchor_signed_off_by",
+                    "anchor_signed_off_at",
+                ]
+            },
+        ),
+        (
+            "Faithfulness calibration",
+            {
+                "fields": [
+                    "faithfulness_rubric_version",
+                    "faithfulness_dry_run_outcome",
+                    "faithfulness_calibrated_by",
+                    "faithfulness_calibrated_at",
+                ]
+            },
+        ),
+        ("Gates", {"fields": ["gate_actions"]}),
+        (
+            "Text snapshot of this release",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "platform",
+                    "direction",
+                    "simulator",
+                    "mode",
+                    "score_cap",
+                    "penalties",
+                    "contract",
+                    "paper_md",
+                    "brief_md",
+                    "sandbox_dockerfile",
+                ],
+            },
+        ),
+    ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -256,25 +348,65 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def _apply(self, request: HttpRequest, queryset: QuerySet[ReleaseTask], service: Any, done: str) -> None:
-        ok = 0
-        for row in queryset.select_related("task", "release__benchmark"):
+    @admin.display(description="Pass a gate")
+    def gate_actions(self, obj: ReleaseTask) -> str:
+        links = []
+        if obj.anchor_signed_off_at is None and obj.paper_value is not None:
+            url = reverse("admin:leaderboard_releasetask_sign_off", args=[obj.pk])
+            links.append(format_html('<a class="button" href="{}">Sign off the anchor…</a>', url))
+        if obj.faithfulness_calibrated_at is None and obj.genre == Task.Genre.REPRODUCTION:
+            url = reverse("admin:leaderboard_releasetask_calibrate", args=[obj.pk])
+            links.append(format_html('<a class="button" href="{}">Record faithfulness calibration…</a>', url))
+        if not links:
+            return "every gate of this task has passed"
+        return format_html_join(" ", "{}", ((link,) for link in links))
+
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:pk>/sign-off/", wrap(self.sign_off_view), name="leaderboard_releasetask_sign_off"),
+            path("<int:pk>/calibrate/", wrap(self.calibrate_view), name="leaderboard_releasetask_calibrate"),
+            *super().get_urls(),
+        ]
+
+    def _gate_view(
+        self, request: HttpRequest, pk: int, form_class: type[forms.Form], title: str, apply: Any
+    ) -> HttpResponse:
+        if not request.user.has_perm("leaderboard.change_releasetask"):
+            raise PermissionDenied
+        row = get_object_or_404(ReleaseTask.objects.select_related("task", "release__benchmark"), pk=pk)
+        form = form_class(request.POST or None)
+        problem = ""
+        if request.method == "POST" and form.is_valid():
             try:
-                service(release_task=row, user=request.user)
+                apply(row, form.cleaned_data, request.user)
             except (ReleaseGateError, PermissionDenied) as exc:
-                self.message_user(request, str(exc), messages.ERROR)
+                problem = str(exc)
             else:
-                ok += 1
-        if ok:
-            self.message_user(request, f"{done} for {ok} task(s)", messages.SUCCESS)
+                self.message_user(request, f"{title}: recorded for {row.task.slug}", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:leaderboard_releasetask_change", args=[row.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"{title}: {row.task.slug} ({row.release})",
+            "row": row,
+            "form": form,
+            "problem": problem,
+        }
+        status = 400 if problem or (request.method == "POST" and not form.is_valid()) else 200
+        return TemplateResponse(request, "admin/leaderboard/releasetask/gate.html", context, status=status)
 
-    @admin.action(description="Sign off the anchor of selected tasks (traced to its source, reproduced)")
-    def sign_off_anchor(self, request: HttpRequest, queryset: QuerySet[ReleaseTask]) -> None:
-        self._apply(request, queryset, release_task_sign_off_anchor, "anchor signed off")
+    def sign_off_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        def apply(row: ReleaseTask, data: dict[str, Any], user: Any) -> None:
+            release_task_sign_off_anchor(release_task=row, user=user, **data)
 
-    @admin.action(description="Record faithfulness calibration of selected reproduction tasks")
-    def calibrate_faithfulness(self, request: HttpRequest, queryset: QuerySet[ReleaseTask]) -> None:
-        self._apply(request, queryset, release_task_calibrate_faithfulness, "faithfulness calibration recorded")
+        return self._gate_view(request, pk, AnchorSignOffForm, "Anchor sign-off", apply)
+
+    def calibrate_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        def apply(row: ReleaseTask, data: dict[str, Any], user: Any) -> None:
+            release_task_calibrate_faithfulness(release_task=row, user=user, **data)
+
+        return self._gate_view(request, pk, FaithfulnessCalibrationForm, "Faithfulness calibration", apply)
 
 
 @admin.register(Validator)

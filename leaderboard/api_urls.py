@@ -35,6 +35,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("site-key/", submitter.SiteKeyView.as_view(), name="api-site-key"),
+    path("limits/", submitter.LimitsView.as_view(), name="api-limits"),
     path(
         "releases/<int:release_id>/leaderboard/<str:tab>/",
         public.LeaderboardView.as_view(),
@@ -57,6 +58,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
         play.LevelActionView.as_view(),
         name="api-scorecard-action",
     ),
+    path("admin/runs/<int:run_id>/reruns/", keys_admin.RunRerunView.as_view(), name="api-run-rerun"),
+    path("admin/runs/<int:run_id>/level/", keys_admin.RunLevelView.as_view(), name="api-run-level"),
     *router.urls,
     # Unknown paths under /api/ answer JSON, never the HTML 404 page.
     re_path(r"^.*$", api_not_found),

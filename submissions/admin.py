@@ -1,22 +1,39 @@
 """Admin for submissions, runs, the verification log and signing keys.
 
 Everything a submitter sent or the worker concluded is read-only here: an
-admin can re-queue verification and record a maintainer attestation, never
-edit a verdict. Verification events are append-only (add, no change/delete).
+admin can re-queue verification, record an official re-run (its bundle or its
+values, recomputed and compared) and lower a run's level with a reason, never
+edit a verdict. Verification events are append-only and written by services.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from leaderboard.models import Evaluator, Validator
-from submissions.models import Card, CardEpisode, CardMove, Run, SigningKey, Submission, TaskResult, VerificationEvent
-from submissions.services.runs import RunError, run_record_verified
+from submissions.models import (
+    Card,
+    CardEpisode,
+    CardMove,
+    OfficialRerun,
+    Run,
+    SigningKey,
+    Submission,
+    TaskResult,
+    VerificationEvent,
+)
+from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
 from submissions.services.signing_keys import (
     SigningKeyError,
     decode_public_key,
@@ -77,40 +94,152 @@ class VerificationEventInline(admin.TabularInline):
         return False
 
 
+class RerunForm(forms.Form):
+    """An official re-run: a bundle of the submission format, or the per-task values entered here."""
+
+    bundle = forms.FileField(
+        required=False,
+        help_text="The official re-run's bundle, sealed to the site key like a submission.",
+    )
+    results = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
+        help_text='Or the re-run\'s values as JSON: {"task_slug": {"measured": 0.61, "rates": {"collision_rate": '
+        '0.01}, "faithful": true}, ...}',
+    )
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Shown on the run page.")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if bool(cleaned.get("bundle")) == bool((cleaned.get("results") or "").strip()):
+            raise forms.ValidationError("Give either the re-run bundle or its results, not both and not neither.")
+        text = (cleaned.get("results") or "").strip()
+        if text:
+            try:
+                cleaned["results_data"] = json.loads(text)
+            except ValueError as exc:
+                self.add_error("results", f"not valid JSON: {exc}")
+        return cleaned
+
+
+class LevelChangeForm(forms.Form):
+    level = forms.ChoiceField(
+        choices=[(level, level) for level in (Run.Level.ATTESTED, Run.Level.VALIDATED, Run.Level.REVOKED)],
+        help_text="Lower only; revoked takes the run off every board.",
+    )
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="Shown publicly on the run page.")
+
+
+class OfficialRerunInline(admin.TabularInline):
+    model = OfficialRerun
+    extra = 0
+    can_delete = False
+    fields = ["created_at", "source", "outcome", "tolerance", "actor", "evidence_sha256", "note"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
     list_display = ["id", "release", "agent_version", "level", "overall", "pass_rate", "complete", "is_private"]
     list_filter = ["level", "release", "complete"]
     list_select_related = ["release__benchmark", "agent_version__agent"]
-    inlines = [TaskResultInline, VerificationEventInline]
+    inlines = [TaskResultInline, OfficialRerunInline, VerificationEventInline]
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        return [*super().get_readonly_fields(request, obj), "record_verified"]
+        return [*super().get_readonly_fields(request, obj), "verification_actions"]
 
-    @admin.display(description="Maintainer attestation")
-    def record_verified(self, obj: Run) -> str:
-        url = reverse("admin:submissions_verificationevent_add") + f"?run={obj.pk}"
-        return format_html('<a href="{}">Record a verified attestation (official re-run, …)</a>', url)
+    @admin.display(description="Verification")
+    def verification_actions(self, obj: Run) -> str:
+        rerun = reverse("admin:submissions_run_rerun", args=[obj.pk])
+        level = reverse("admin:submissions_run_level", args=[obj.pk])
+        return format_html(
+            '<a class="button" href="{}">Record an official re-run…</a> '
+            '<a class="button" href="{}">Lower the level…</a>',
+            rerun,
+            level,
+        )
 
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:pk>/rerun/", wrap(self.rerun_view), name="submissions_run_rerun"),
+            path("<int:pk>/level/", wrap(self.level_view), name="submissions_run_level"),
+            *super().get_urls(),
+        ]
 
-class VerificationEventForm(forms.ModelForm):
-    class Meta:
-        model = VerificationEvent
-        fields = ["run", "method", "evidence_sha256", "note"]
-        help_texts = {
-            "method": "How the run was verified, e.g. 'official re-run on hidden seeds'.",
-            "evidence_sha256": "SHA-256 (hex) of the evidence: the re-run's bundle or log.",
+    def _form_page(self, request: HttpRequest, run: Run, form: forms.Form, title: str, problem: str) -> HttpResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"{title}: run {run.pk} ({run.agent_version} on {run.release})",
+            "run": run,
+            "form": form,
+            "problem": problem,
         }
+        status = 400 if request.method == "POST" else 200
+        return TemplateResponse(request, "admin/submissions/run/action.html", context, status=status)
+
+    def rerun_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        if not request.user.has_perm("submissions.change_run"):
+            raise PermissionDenied
+        run = get_object_or_404(Run.objects.select_related("release__benchmark", "agent_version__agent"), pk=pk)
+        form = RerunForm(request.POST or None, request.FILES or None)
+        problem = ""
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                if data.get("bundle"):
+                    rerun = run_rerun_record_bundle(
+                        run=run, actor=request.user, bundle_file=data["bundle"], note=data["note"]
+                    )
+                else:
+                    rerun = run_rerun_record_results(
+                        run=run, actor=request.user, results=data["results_data"], note=data["note"]
+                    )
+            except RerunError as exc:
+                problem = f"{exc.code}: {exc.message}"
+            except PermissionDenied as exc:
+                problem = str(exc)
+            else:
+                self.message_user(request, f"official re-run recorded: {rerun.get_outcome_display()}", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:submissions_run_change", args=[run.pk]))
+        return self._form_page(request, run, form, "Record an official re-run", problem)
+
+    def level_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        if not request.user.has_perm("submissions.change_run"):
+            raise PermissionDenied
+        run = get_object_or_404(Run.objects.select_related("release__benchmark", "agent_version__agent"), pk=pk)
+        form = LevelChangeForm(request.POST or None)
+        problem = ""
+        if request.method == "POST" and form.is_valid():
+            try:
+                run_level_change(
+                    run=run, actor=request.user, level=form.cleaned_data["level"], reason=form.cleaned_data["reason"]
+                )
+            except RerunError as exc:
+                problem = f"{exc.code}: {exc.message}"
+            except PermissionDenied as exc:
+                problem = str(exc)
+            else:
+                self.message_user(request, f"run {run.pk} is now {form.cleaned_data['level']}", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:submissions_run_change", args=[run.pk]))
+        return self._form_page(request, run, form, "Lower the level", problem)
 
 
 @admin.register(VerificationEvent)
 class VerificationEventAdmin(admin.ModelAdmin):
-    """Append-only: adding records a maintainer attestation; nothing can be changed or deleted."""
+    """Append-only and written only by the services (automatic levels, official re-runs, level
+    changes from the run's page): nothing can be added, changed or deleted here."""
 
-    form = VerificationEventForm
     list_display = ["created_at", "run", "level", "actor", "method", "evidence_sha256"]
     list_filter = ["level"]
     list_select_related = ["actor", "run"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -118,23 +247,12 @@ class VerificationEventAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
-    def save_model(self, request: HttpRequest, obj: VerificationEvent, form, change: bool) -> None:
-        try:
-            event = run_record_verified(
-                run=form.cleaned_data["run"],
-                actor=request.user,
-                method=form.cleaned_data["method"],
-                evidence_sha256=form.cleaned_data["evidence_sha256"],
-                note=form.cleaned_data.get("note", ""),
-            )
-        except RunError as exc:
-            self.message_user(request, str(exc), level=messages.ERROR)
-            return
-        obj.pk = event.pk
 
-    def log_addition(self, request, obj, message):
-        if obj.pk:  # nothing was added when the service refused
-            super().log_addition(request, obj, message)
+@admin.register(OfficialRerun)
+class OfficialRerunAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "run", "source", "outcome", "tolerance", "actor"]
+    list_filter = ["outcome", "source"]
+    list_select_related = ["run", "actor"]
 
 
 class SigningKeyForm(forms.ModelForm):
@@ -162,7 +280,7 @@ class SigningKeyForm(forms.ModelForm):
 
 @admin.register(SigningKey)
 class SigningKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_id", "owner_kind", "evaluator", "validator", "created_at", "revoked_at"]
+    list_display = ["key_id", "owner_kind", "evaluator", "validator", "daily_limit", "created_at", "revoked_at"]
     list_filter = ["owner_kind"]
     actions = ["revoke"]
 
@@ -177,10 +295,14 @@ class SigningKeyAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj=None):
         if obj is None:
             return []
-        return [field.name for field in self.model._meta.fields]
+        # Only a validator key's daily limit of race runs is an admin setting (submissions.quotas).
+        editable = {"daily_limit"} if obj.owner_kind == SigningKey.Owner.VALIDATOR else set()
+        return [field.name for field in self.model._meta.fields if field.name not in editable]
 
     def save_model(self, request: HttpRequest, obj: SigningKey, form, change: bool) -> None:
         if change:
+            if "daily_limit" in form.changed_data and obj.owner_kind == SigningKey.Owner.VALIDATOR:
+                obj.save(update_fields=["daily_limit"])
             return
         try:
             key = signing_key_register(

@@ -1,26 +1,44 @@
-"""Daily submission limits (seed 001: "rate limited per key per day").
+"""Daily submission limits, counted per account in the database.
 
-One counter per (who, scope, UTC day) in Django's cache: Redis in production
-(REDIS_URL or a redis CELERY_BROKER_URL), process-local memory in the embedded
-default. ``who`` is the API key when the request carries one, else the user, so
-a browser upload and each key have their own allowance.
+Seed 001: submissions are "rate limited per key per day, which is what stops the
+leaderboard from being farmed by resubmission". Keys are self-service here (an
+account may hold up to 20 and revoke and re-create them at will), so a limit per
+key would be a limit per nothing. The unit is therefore the **account**: all its
+API keys and its browser uploads share one counter per benchmark per UTC day, and
+creating or revoking keys cannot touch it. Validators file race runs for every
+entrant, so each validator signing key has its own limit, set by staff
+(SigningKey.daily_limit), counted by :func:`validator_quota_consume`.
 
-Counting is atomic: ``cache.add`` creates the counter (SET NX with an expiry
-just past the reset) and ``cache.incr`` is Redis INCR, so N concurrent
-requests see N distinct values and exactly ``limit`` of them are <= limit. A
-request over the limit leaves the counter where it was (decremented back), so
-rejected attempts do not eat tomorrow's allowance or confuse ``quota_peek``.
+Why PostgreSQL (the DailyCount table) and not the cache: a counter that lives in
+Redis resets when Redis is flushed, restarted without persistence or evicts the
+key, which would hand every account a fresh allowance. The database is already
+the state machine of every upload; the counter lives beside it and, inside the
+worker, commits or rolls back with the verdict it belongs to.
 
-Usage from any upload path (API, website, scheme endpoints)::
+Counting is one atomic statement (an upsert):
+
+    INSERT ... VALUES (subject, scope, day, 1)
+    ON CONFLICT (subject, scope, day) DO UPDATE SET used = used + 1 WHERE used < limit
+    RETURNING used
+
+PostgreSQL locks the conflicting row and re-checks ``used < limit`` against its
+latest committed value, so N concurrent requests get exactly ``limit`` rows back
+and the rest none (tested with threads on PostgreSQL). A refused request changes
+nothing. SQLite (the embedded default, 3.35+) runs the same statement; it
+serialises writers anyway.
+
+The day is the UTC calendar day: every limit resets at 00:00 UTC.
+
+Usage from any upload path (API, website, the scorecard-open endpoint)::
 
     try:
-        result = quota_consume(user=user, api_key=key, scope=f"benchmark:{slug}", limit=benchmark.daily_limit)
+        quota_consume(user=user, api_key=key, scope=quota_scope(benchmark), limit=benchmark.daily_submission_limit)
     except QuotaExceeded as exc:
         ...  # HTTP 429, Retry-After: exc.retry_after, body exc.message
     try:
         submission_create(...)
     except SubmissionRejected:
-        quota_refund(user=user, api_key=key, scope=...)  # a rejected upload does not count
+        quota_refund(user=user, api_key=key, scope=...)  # a refused upload does not count
         raise
 """
 
@@ -28,15 +46,17 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from submissions.models import ApiKey
+from submissions.models import ApiKey, DailyCount
 
-# Kept a little past midnight so a counter never vanishes before its day ends.
-EXPIRY_SLACK_SECONDS = 120
+# The scope validator race runs are counted under (one counter per validator key and day).
+VALIDATOR_SCOPE = "race-runs"
 
 
 @dataclass(frozen=True)
@@ -55,69 +75,199 @@ class QuotaExceeded(Exception):
         self.message = message
 
 
+def quota_scope(benchmark: Any) -> str:
+    """The daily-limit scope of an upload to ``benchmark``: every upload path uses it, so all count alike."""
+    return f"benchmark:{benchmark.slug}"
+
+
 def next_reset(now: dt.datetime | None = None) -> dt.datetime:
-    """The next UTC midnight after ``now``."""
+    """The next UTC midnight after ``now``: when every daily limit resets."""
     now = now or timezone.now()
     today = now.astimezone(dt.UTC).date()
     return dt.datetime.combine(today + dt.timedelta(days=1), dt.time.min, tzinfo=dt.UTC)
 
 
-def _owner(user: AbstractBaseUser, api_key: ApiKey | None) -> str:
-    return f"key:{api_key.pk}" if api_key is not None else f"user:{user.pk}"
+def utc_day(now: dt.datetime | None = None) -> dt.date:
+    return (now or timezone.now()).astimezone(dt.UTC).date()
 
 
-def _counter_key(user: AbstractBaseUser, api_key: ApiKey | None, scope: str, now: dt.datetime) -> str:
-    day = now.astimezone(dt.UTC).date().isoformat()
-    return f"podium:quota:{day}:{_owner(user, api_key)}:{scope}"
+def account_subject(user: Any) -> str:
+    """The counter of an account: every key and the browser share it."""
+    return f"user:{user.pk}"
+
+
+def validator_subject(signing_key: Any) -> str:
+    return f"validator-key:{signing_key.key_id}"
 
 
 def _seconds_until(resets_at: dt.datetime, now: dt.datetime) -> int:
     return max(1, int((resets_at - now).total_seconds() + 0.999))
 
 
-def quota_consume(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str, limit: int) -> QuotaResult:
-    """Count one submission against today's allowance or raise QuotaExceeded.
+# One statement counts and checks (see the module docstring). A literal, not built: the
+# table name is DailyCount's (asserted by the tests), every value a parameter.
+_UPSERT = (
+    "INSERT INTO submissions_dailycount (subject, scope, day, used, updated_at) VALUES (%s, %s, %s, 1, %s) "
+    "ON CONFLICT (subject, scope, day) DO UPDATE SET used = submissions_dailycount.used + 1, "
+    "updated_at = EXCLUDED.updated_at WHERE submissions_dailycount.used < %s RETURNING used"
+)
 
-    ``scope`` names what the limit applies to (e.g. ``"benchmark:ale-robotics"``);
-    ``limit`` is the allowance per UTC day (0 blocks every submission).
-    """
+
+def _increment(*, subject: str, scope: str, day: dt.date, limit: int, now: dt.datetime) -> int | None:
+    """Add one to the counter unless it is already at ``limit``; the new count, or None when full."""
+    if limit <= 0:
+        return None
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_UPSERT, [subject, scope, day, now, limit])
+        row = cursor.fetchone()
+    return int(row[0]) if row else None
+
+
+def _consume(*, subject: str, scope: str, limit: int, what: str) -> QuotaResult:
     now = timezone.now()
     resets_at = next_reset(now)
-    key = _counter_key(user, api_key, scope, now)
-    ttl = _seconds_until(resets_at, now) + EXPIRY_SLACK_SECONDS
-    used = 0
-    for _ in range(3):
-        cache.add(key, 0, timeout=ttl)
-        try:
-            used = int(cache.incr(key))
-            break
-        except ValueError:  # evicted between add and incr; create it again
-            continue
-    else:  # pragma: no cover - a cache that keeps losing keys
-        raise QuotaExceeded(60, resets_at, "The submission counter is unavailable; try again in a minute.")
-    if used > limit:
-        cache.decr(key)
+    used = _increment(subject=subject, scope=scope, day=utc_day(now), limit=limit, now=now)
+    if used is None:
         retry_after = _seconds_until(resets_at, now)
         raise QuotaExceeded(
             retry_after,
             resets_at,
-            f"Daily submission limit reached: {limit} per day for {scope}. "
+            f"Daily submission limit reached: {limit} per day for {what}. "
             f"The quota resets at {resets_at:%Y-%m-%d %H:%M} UTC (in {retry_after} seconds).",
         )
     return QuotaResult(used=used, limit=limit, remaining=limit - used, resets_at=resets_at)
 
 
-def quota_refund(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str) -> None:
-    """Give back one unit consumed today (an upload that was refused after counting)."""
-    key = _counter_key(user, api_key, scope, timezone.now())
-    try:
-        if int(cache.get(key, 0)) > 0:
-            cache.decr(key)
-    except ValueError:
-        pass
+def quota_consume(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str, limit: int) -> QuotaResult:
+    """Count one submission against the account's allowance for ``scope`` today, or raise QuotaExceeded.
+
+    ``scope`` names what the limit applies to (``quota_scope(benchmark)``, i.e.
+    ``"benchmark:<slug>"``); ``limit`` is the allowance per UTC day (0 blocks every
+    submission). ``api_key`` says which credential was used; it is not part of the
+    count (every key of the account and the browser share the counter). The signature
+    is stable: every upload path, and the scorecard-open endpoint, calls this.
+    """
+    return _consume(subject=account_subject(user), scope=scope, limit=limit, what=scope)
+
+
+def quota_refund(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str, day: dt.date | None = None) -> None:
+    """Give back one unit consumed on ``day`` (today by default): an upload refused after counting."""
+    _decrement(subject=account_subject(user), scope=scope, day=day or utc_day())
+
+
+def _decrement(*, subject: str, scope: str, day: dt.date) -> None:
+    DailyCount.objects.filter(subject=subject, scope=scope, day=day, used__gt=0).update(
+        used=F("used") - 1, updated_at=timezone.now()
+    )
 
 
 def quota_peek(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str, limit: int) -> QuotaResult:
+    """Today's count of the account in ``scope``, without counting anything."""
     now = timezone.now()
-    used = int(cache.get(_counter_key(user, api_key, scope, now), 0))
+    used = (
+        DailyCount.objects.filter(subject=account_subject(user), scope=scope, day=utc_day(now))
+        .values_list("used", flat=True)
+        .first()
+        or 0
+    )
     return QuotaResult(used=used, limit=limit, remaining=max(0, limit - used), resets_at=next_reset(now))
+
+
+def validator_quota_consume(*, signing_key: Any) -> QuotaResult:
+    """Count one race run filed with a validator ``signing_key`` against its own daily limit."""
+    return _consume(
+        subject=validator_subject(signing_key),
+        scope=VALIDATOR_SCOPE,
+        limit=signing_key.daily_limit,
+        what=f"validator key {signing_key.key_id}",
+    )
+
+
+def validator_quota_peek(*, signing_key: Any) -> QuotaResult:
+    now = timezone.now()
+    used = (
+        DailyCount.objects.filter(subject=validator_subject(signing_key), scope=VALIDATOR_SCOPE, day=utc_day(now))
+        .values_list("used", flat=True)
+        .first()
+        or 0
+    )
+    limit = signing_key.daily_limit
+    return QuotaResult(used=used, limit=limit, remaining=max(0, limit - used), resets_at=next_reset(now))
+
+
+@dataclass(frozen=True)
+class BenchmarkQuota:
+    """One row of the limits table on the upload and API-keys pages."""
+
+    benchmark: Any
+    used: int
+    limit: int
+    remaining: int
+    resets_at: dt.datetime
+
+
+def quota_overview(*, user: AbstractBaseUser, benchmarks: list[Any]) -> list[BenchmarkQuota]:
+    """The account's limit, use and remainder today for each benchmark (one query)."""
+    now = timezone.now()
+    scopes = {quota_scope(benchmark): benchmark for benchmark in benchmarks}
+    used = dict(
+        DailyCount.objects.filter(subject=account_subject(user), day=utc_day(now), scope__in=scopes).values_list(
+            "scope", "used"
+        )
+    )
+    resets_at = next_reset(now)
+    rows = []
+    for scope, benchmark in scopes.items():
+        limit = benchmark.daily_submission_limit
+        count = used.get(scope, 0)
+        rows.append(
+            BenchmarkQuota(
+                benchmark=benchmark, used=count, limit=limit, remaining=max(0, limit - count), resets_at=resets_at
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class ValidatorKeyQuota:
+    """A validator key's own limit of race runs today, shown to the accounts that file with it."""
+
+    key_id: str
+    validator: str
+    used: int
+    limit: int
+    remaining: int
+
+
+def validator_quota_overview(*, user: AbstractBaseUser) -> list[ValidatorKeyQuota]:
+    """The active validator keys ``user`` has filed race runs with, each with today's use (two queries)."""
+    from submissions.models import RaceRun, SigningKey
+
+    keys = list(
+        SigningKey.objects.filter(
+            owner_kind=SigningKey.Owner.VALIDATOR,
+            revoked_at__isnull=True,
+            pk__in=RaceRun.objects.filter(submission__submitter=user).values("signing_key"),
+        )
+        .select_related("validator")
+        .order_by("key_id")
+    )
+    today = utc_day()
+    used = dict(
+        DailyCount.objects.filter(
+            subject__in=[validator_subject(key) for key in keys], scope=VALIDATOR_SCOPE, day=today
+        ).values_list("subject", "used")
+    )
+    rows = []
+    for key in keys:
+        count = used.get(validator_subject(key), 0)
+        rows.append(
+            ValidatorKeyQuota(
+                key_id=key.key_id,
+                validator=key.validator.name if key.validator else "",
+                used=count,
+                limit=key.daily_limit,
+                remaining=max(0, key.daily_limit - count),
+            )
+        )
+    return rows

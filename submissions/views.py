@@ -105,8 +105,15 @@ def _csrf_checked(request: HttpRequest) -> HttpResponse:  # pragma: no cover - n
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
+    from submissions.quotas import quota_overview, validator_quota_overview
+
     benchmarks = list(Benchmark.objects.order_by("name"))
-    context: dict[str, Any] = {"site_key": _site_key(), "benchmarks": benchmarks}
+    context: dict[str, Any] = {
+        "site_key": _site_key(),
+        "benchmarks": benchmarks,
+        "limits": quota_overview(user=request.user, benchmarks=benchmarks),
+        "validator_limits": validator_quota_overview(user=request.user),
+    }
     if request.method == "GET":
         return render(request, "submissions/upload.html", context)
     size_error = _declared_size_error(request)
@@ -116,8 +123,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     if csrf_failure is not None:
         return csrf_failure
 
-    from submissions.api.views import quota_scope
-    from submissions.quotas import QuotaExceeded, quota_consume, quota_refund
+    from submissions.quotas import QuotaExceeded, quota_consume, quota_refund, quota_scope
     from submissions.services.submissions import SubmissionRejected, submission_create
 
     upload_file = request.FILES.get("bundle")

@@ -14,8 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from leaderboard.models import Benchmark
 from submissions.api_keys import api_key_create, api_key_revoke
 from submissions.models import ApiKey
+from submissions.quotas import quota_overview, validator_quota_overview
 
 MAX_ACTIVE_KEYS = 20
 
@@ -25,7 +27,15 @@ MAX_ACTIVE_KEYS = 20
 @require_http_methods(["GET", "POST"])
 def api_keys(request: HttpRequest) -> HttpResponse:
     keys = ApiKey.objects.filter(user=request.user).order_by("-created_at")
-    context: dict[str, object] = {"keys": keys, "name": "", "error": "", "new_key": None}
+    context: dict[str, object] = {
+        "keys": keys,
+        "name": "",
+        "error": "",
+        "new_key": None,
+        # One allowance per account: keys share it, so creating or revoking one cannot reset it.
+        "limits": quota_overview(user=request.user, benchmarks=list(Benchmark.objects.order_by("name"))),
+        "validator_limits": validator_quota_overview(user=request.user),
+    }
     status = 200
     if request.method == "POST":
         name = request.POST.get("name", "").strip()

@@ -73,7 +73,7 @@ def runs_visible(user: AnyUser, *, with_breakdown: bool = False) -> QuerySet[Run
         )
     )
     if with_breakdown:
-        queryset = queryset.prefetch_related("events")
+        queryset = queryset.prefetch_related("events", "reruns")
     if _is_staff(user):
         return queryset
     public = Q(is_private=False, release__published=True)

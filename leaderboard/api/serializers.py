@@ -20,7 +20,7 @@ from rest_framework import serializers
 
 from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
 from leaderboard.models import Agent, AgentVersion, Benchmark, Release, ReleaseTask, Standing, Task
-from submissions.models import Run, TaskResult, VerificationEvent
+from submissions.models import OfficialRerun, Run, TaskResult, VerificationEvent
 
 NULLABLE_NUMBER = {"type": "number", "format": "double", "nullable": True}
 WITHHELD_LIST = {
@@ -63,8 +63,9 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
 class ReleaseTaskSerializer(serializers.ModelSerializer):
     slug = serializers.CharField(source="task.slug")
-    title = serializers.CharField(source="task.title")
-    metric_name = serializers.CharField(source="task.metric_name")
+    # The release's own text snapshot, not the shared Task row.
+    title = serializers.CharField()
+    metric_name = serializers.CharField()
     paper_value = serializers.FloatField(source="public_paper_value", allow_null=True)
 
     class Meta:
@@ -260,9 +261,56 @@ class TaskResultSerializer(serializers.ModelSerializer):
 
 
 class VerificationEventSerializer(serializers.ModelSerializer):
+    rerun = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+
     class Meta:
         model = VerificationEvent
-        fields = ["level", "method", "evidence_sha256", "note", "created_at"]
+        fields = ["level", "method", "evidence_sha256", "note", "rerun", "created_at"]
+
+
+def rerun_comparison(rerun: OfficialRerun, *, disclosure: Disclosure, run: Run, user: Any) -> list[dict[str, Any]]:
+    """The re-run's per-task rows as ``user`` may see them (leaderboard.disclosure's rule):
+
+    * the submitted measured value as on the run itself (``disclosure.measured_hidden``);
+    * the submitted final and the difference hidden where the run's scores of that task are
+      (the difference would give the submitted final back);
+    * the re-run's measured value only to staff while the task's anchor is not public: the
+      re-run's final is shown, and the re-run's measured value with it would give the anchor
+      (measured / gap) to anyone, the submitter included, who did not produce it.
+    """
+    staff = bool(getattr(user, "is_staff", False) and getattr(user, "is_active", True))
+    public_anchor = {
+        row.release_task.task.slug
+        for row in run.task_results.all()
+        if run.release.published and row.release_task.anchor_published
+    }
+    rows = []
+    for row in rerun.comparison or []:
+        shown = dict(row)
+        slug = str(row.get("task"))
+        if slug in disclosure.measured_hidden:
+            shown["submitted_measured"] = None
+        if disclosure.task_scores_hidden(slug):
+            shown["submitted_final"] = shown["difference"] = None
+        if not staff and slug not in public_anchor:
+            shown["rerun_measured"] = None
+        rows.append(shown)
+    return rows
+
+
+class OfficialRerunSerializer(serializers.ModelSerializer):
+    comparison = serializers.SerializerMethodField()
+
+    class Meta:
+        model = OfficialRerun
+        fields = ["id", "run", "source", "outcome", "tolerance", "evidence_sha256", "note", "comparison", "created_at"]
+
+    @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": True}})
+    def get_comparison(self, obj: OfficialRerun) -> list[dict[str, Any]]:
+        run = self.context.get("run")
+        if run is None:  # staff endpoints answer with the full comparison
+            return list(obj.comparison or [])
+        return rerun_comparison(obj, disclosure=self.context["disclosure"], run=run, user=self.context.get("user"))
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -341,9 +389,16 @@ class RunSerializer(serializers.ModelSerializer):
 class RunDetailSerializer(RunSerializer):
     tasks = serializers.SerializerMethodField()
     verification = VerificationEventSerializer(source="events", many=True, read_only=True)
+    reruns = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "tasks", "verification"]
+        fields = [*RunSerializer.Meta.fields, "tasks", "verification", "reruns"]
+
+    @extend_schema_field(OfficialRerunSerializer(many=True))
+    def get_reruns(self, obj: Run) -> list[dict[str, Any]]:
+        request = self.context.get("request")
+        context = {"run": obj, "disclosure": self.disclosure(obj), "user": getattr(request, "user", None)}
+        return OfficialRerunSerializer(obj.reruns.all(), many=True, context=context).data
 
     @extend_schema_field(TaskResultSerializer(many=True))
     def get_tasks(self, obj: Run) -> list[dict[str, Any]]:

@@ -22,8 +22,9 @@ class Benchmark(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     scheme = models.CharField(max_length=16, choices=Scheme.choices)
-    # Seed 001: submissions are rate limited per key per day so a board cannot
-    # be farmed by resubmission; applies per release (or race) of this benchmark.
+    # Seed 001: submissions are rate limited per day so a board cannot be farmed by
+    # resubmission; counted per account (all its keys and the browser), per benchmark,
+    # per UTC day, in the database (submissions.quotas).
     daily_submission_limit = models.PositiveIntegerField(default=10)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -147,9 +148,30 @@ class Release(models.Model):
 
 
 class ReleaseTask(models.Model):
+    """One task as one release has it: its scoring contract and, since issue 11, its own
+    copy of the task's text (title, paper.md, brief.md, Dockerfile, mode, metric, provenance).
+
+    Pages and the API render a release's tasks from these snapshot fields, never from the
+    shared Task row, so syncing an unpublished release cannot change what a published one
+    shows. The Task row carries the text of the newest *published* release that contains
+    it (rewritten when a release is published), which is what /api/v1/tasks/ lists.
+    """
+
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="release_tasks")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="release_tasks")
     position = models.PositiveIntegerField(default=0)
+    # The text snapshot (seed 003's task.yaml, paper.md, brief.md, sandbox/Dockerfile).
+    title = models.CharField(max_length=300, blank=True)
+    platform = models.CharField(max_length=16, choices=Task.Platform.choices, blank=True)
+    direction = models.CharField(max_length=16, choices=Task.Direction.choices, blank=True)
+    simulator = models.ForeignKey(Evaluator, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    mode = models.CharField(max_length=32, choices=Task.Mode.choices, blank=True)
+    metric_name = models.CharField(max_length=100, blank=True)
+    paper_md = models.TextField(blank=True)
+    brief_md = models.TextField(blank=True)
+    sandbox_dockerfile = models.TextField(blank=True)
+    contract = models.JSONField(default=dict, blank=True)  # the parsed task.yaml without the anchor
+    anchor_provenance = models.TextField(blank=True)
     genre = models.CharField(max_length=16, choices=Task.Genre.choices)
     metric_direction = models.CharField(max_length=20, choices=Task.MetricDirection.choices)
     # The anchor. Null or anchor_published=False renders as "Not published" and
@@ -167,6 +189,17 @@ class ReleaseTask(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     faithfulness_calibrated_at = models.DateTimeField(null=True, blank=True)
+    # The evidence each gate was passed on (seed 003), recorded per task by
+    # leaderboard.services.releases and shown to staff beside the anchor's provenance.
+    # Anchor sign-off: the table or figure of paper.md the anchor is traced to, the value the
+    # hidden reference reproduced, and the relative tolerance it was accepted within.
+    anchor_cited_source = models.CharField(max_length=300, blank=True)
+    anchor_reproduced_value = models.FloatField(null=True, blank=True)
+    anchor_tolerance = models.FloatField(null=True, blank=True)
+    anchor_sign_off_note = models.TextField(blank=True)
+    # Faithfulness calibration: which rubric version, and what its dry run showed.
+    faithfulness_rubric_version = models.CharField(max_length=100, blank=True)
+    faithfulness_dry_run_outcome = models.TextField(blank=True)
 
     class Meta:
         ordering = ["release", "position", "task__slug"]
@@ -174,6 +207,29 @@ class ReleaseTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.release} / {self.task.slug}"
+
+    SNAPSHOT_FIELDS = (
+        "title",
+        "platform",
+        "direction",
+        "mode",
+        "metric_name",
+        "paper_md",
+        "brief_md",
+        "sandbox_dockerfile",
+        "contract",
+        "anchor_provenance",
+    )
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        # A row created without a snapshot (a script or fixture that predates snapshots) takes
+        # its task's text as it is now; release_sync always writes the manifest's own copy.
+        if self._state.adding and not self.title and self.task_id is not None:
+            for name in self.SNAPSHOT_FIELDS:
+                setattr(self, name, getattr(self.task, name))
+            if self.simulator_id is None:
+                self.simulator_id = self.task.simulator_id
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
 
     @property
     def public_paper_value(self) -> float | None:

@@ -21,7 +21,7 @@ from django.urls import reverse
 from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.agents import agents_public
-from submissions.models import Run, Submission, TaskResult
+from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
 CHART_DEFAULT_N = 10
@@ -260,7 +260,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race boards the Overall standings of the race the race pages anchor to (the
     running race while one is live, else the most recent completed one)."""
     from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
-    from leaderboard.selectors.schemes import ANCHOR_STATUSES, pick_race_anchor
+    from leaderboard.selectors.schemes import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 
     benchmarks = list(
         Benchmark.objects.order_by("name").prefetch_related(
@@ -298,13 +298,15 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
             )
 
     # Race boards: the anchor race of each race benchmark, as the race pages pick it, from one query.
+    # Visitors get the latest public race's Overall: a running or embargoed race's is staff-only.
+    pick = pick_race_anchor if staff else pick_public_anchor
     races_by_benchmark: dict[int, list[Race]] = {}
     for race in Race.objects.filter(benchmark__scheme=Benchmark.Scheme.RACE, status__in=ANCHOR_STATUSES):
         races_by_benchmark.setdefault(race.benchmark_id, []).append(race)
     anchors = {
         benchmark_id: anchor
         for benchmark_id, races in races_by_benchmark.items()
-        if (anchor := pick_race_anchor(races)) is not None
+        if (anchor := pick(races)) is not None
     }
     race_leaders: dict[int, HomeLeader] = {}
     race_counts: dict[int, int] = {}
@@ -356,6 +358,7 @@ def run_get(*, run_id: int, user: Any) -> Run:
                 ),
             ),
             "events__actor",
+            Prefetch("reruns", queryset=OfficialRerun.objects.select_related("actor").order_by("created_at", "id")),
         )
         .filter(pk=run_id)
         .first()
@@ -380,7 +383,7 @@ def run_rank(*, run: Run) -> dict[str, int]:
 
 def release_task_get(*, release: Release, task_slug: str) -> ReleaseTask:
     release_task = (
-        ReleaseTask.objects.select_related("task__simulator", "task__benchmark")
+        ReleaseTask.objects.select_related("task__benchmark", "simulator")
         .filter(release=release, task__slug=task_slug)
         .first()
     )
@@ -391,7 +394,9 @@ def release_task_get(*, release: Release, task_slug: str) -> ReleaseTask:
 
 def release_tasks(*, release: Release) -> list[ReleaseTask]:
     return list(
-        ReleaseTask.objects.filter(release=release).select_related("task__simulator").order_by("position", "task__slug")
+        ReleaseTask.objects.filter(release=release)
+        .select_related("task", "simulator")
+        .order_by("position", "task__slug")
     )
 
 
@@ -425,9 +430,9 @@ def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTas
     after = {rt.task.slug: rt for rt in current}
     changes: list[TaskChange] = []
     for slug in sorted(after.keys() - before.keys()):
-        changes.append(TaskChange(slug=slug, title=after[slug].task.title, change="added"))
+        changes.append(TaskChange(slug=slug, title=after[slug].title, change="added"))
     for slug in sorted(before.keys() - after.keys()):
-        changes.append(TaskChange(slug=slug, title=before[slug].task.title, change="removed"))
+        changes.append(TaskChange(slug=slug, title=before[slug].title, change="removed"))
     for slug in sorted(after.keys() & before.keys()):
         old, new = before[slug], after[slug]
         details: list[str] = []
@@ -445,7 +450,7 @@ def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTas
         if old.metric_direction != new.metric_direction:
             details.append("metric direction changed")
         if details:
-            changes.append(TaskChange(slug=slug, title=new.task.title, change="changed", details=details))
+            changes.append(TaskChange(slug=slug, title=new.title, change="changed", details=details))
     return changes
 
 

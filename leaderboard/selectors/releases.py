@@ -13,7 +13,20 @@ from leaderboard.models import Benchmark, Release, ReleaseTask
 from scoring.errors import ScoringError
 from scoring.gap import ReleaseSpec, TaskSpec
 
-__all__ = ["release_list_for_benchmark", "release_previous", "release_spec", "version_key"]
+__all__ = [
+    "release_list_for_benchmark",
+    "release_previous",
+    "release_spec",
+    "unknown_release_message",
+    "version_key",
+]
+
+
+def unknown_release_message(benchmark_slug: str, version: str, *, where: str = "manifest") -> str:
+    """The one answer for a release a submitter may not use: it does not exist, is not
+    published, or is of another benchmark. One wording for all, so an error never tells
+    an outsider which unpublished versions exist."""
+    return f"{where}: benchmark {benchmark_slug!r} has no published release {version!r} on this server"
 
 
 def release_spec(release: Release) -> ReleaseSpec:

@@ -260,6 +260,70 @@ def race_anchor(*, benchmark: Benchmark) -> Race | None:
     return pick_race_anchor(Race.objects.filter(benchmark=benchmark, status__in=ANCHOR_STATUSES))
 
 
+# ------------------------------------------------------------- the embargo
+#
+# Seed 002: the raw race score "is the value shown in the race results after the reveal
+# embargo ends". Until a race is released, none of its per-race values (raw score, rank,
+# field baseline, vs Field, a validator run's score, a per-episode paid reward) is shown
+# to anyone but staff and, for one validator run, the account that filed it. The Overall
+# that visitors see is the one as of the latest race whose results are public (every
+# Overall row after it folds in an embargoed race's delta, from which that delta follows
+# by subtraction). Every race page, the home page and the agent pages go through these.
+
+
+def _is_staff(user: Any) -> bool:
+    return bool(user is not None and getattr(user, "is_authenticated", False) and user.is_staff)
+
+
+def race_values_visible(race: Race | None, user: Any = None) -> bool:
+    """Whether ``user`` may see a race's raw results: qualifying (no race) and released races
+    are public; a running, embargoed or scheduled race's only to staff."""
+    return race is None or race.status == Race.Status.RELEASED or _is_staff(user)
+
+
+def race_run_values_visible(run: RaceRun, user: Any = None) -> bool:
+    """Whether ``user`` may see one validator run's score and paid rewards: as for its race,
+    plus the account that filed the run (the validator sees what it reported)."""
+    if race_values_visible(run.race, user):
+        return True
+    return bool(user is not None and getattr(user, "is_authenticated", False) and user.pk == _filer_id(run))
+
+
+def _filer_id(run: RaceRun) -> Any:
+    submission = getattr(run, "submission", None)
+    return submission.submitter_id if submission is not None else None
+
+
+def pick_public_anchor(races: Iterable[Race]) -> Race | None:
+    """The latest released race such that every race started before it is released too:
+    the newest Overall that folds in no embargoed delta."""
+    started = sorted((race for race in races if race.status in ANCHOR_STATUSES), key=lambda race: race.number)
+    public = None
+    for race in started:
+        if race.status != Race.Status.RELEASED:
+            break
+        public = race
+    return public
+
+
+def race_overall_anchor(*, benchmark: Benchmark, user: Any = None) -> Race | None:
+    """The race whose Overall standings ``user`` is shown: staff follow the live anchor
+    (pick_race_anchor); everyone else sees the Overall as of the latest public race."""
+    races = list(Race.objects.filter(benchmark=benchmark, status__in=ANCHOR_STATUSES))
+    return pick_race_anchor(races) if _is_staff(user) else pick_public_anchor(races)
+
+
+def race_live_entries(*, race: Race) -> list[tuple[AgentVersion, int]]:
+    """Who has validator runs in ``race`` and how many (no scores): the live part of the
+    Overall view while the race's values are embargoed."""
+    counts: dict[int, int] = defaultdict(int)
+    versions: dict[int, AgentVersion] = {}
+    for run in RaceRun.objects.filter(race=race).select_related("agent_version__agent").order_by("id"):
+        counts[run.agent_version_id] += 1
+        versions[run.agent_version_id] = run.agent_version
+    return sorted(((versions[pk], count) for pk, count in counts.items()), key=lambda item: str(item[0]))
+
+
 def overall_board(*, race: Race) -> list[OverallStanding]:
     """Agent versions ranked by their three-race Overall as of ``race``."""
     return list(OverallStanding.objects.filter(race=race).select_related("agent_version__agent").order_by("rank"))
@@ -278,7 +342,7 @@ def race_runs_of(*, race: Race) -> list[RaceRun]:
     """Every validator run of a race (for the run-status table), without outcomes."""
     return list(
         RaceRun.objects.filter(race=race)
-        .select_related("agent_version__agent", "validator")
+        .select_related("agent_version__agent", "validator", "submission")
         .order_by("agent_version__agent__name", "agent_version__version", "validator__name", "id")
     )
 
@@ -309,14 +373,17 @@ class AgentBuildup:
     history: list[RaceResult]
 
 
-def agent_version_buildup(*, benchmark: Benchmark, agent_version: AgentVersion) -> AgentBuildup:
-    """The version's three-race build-up as of the anchor race, plus its full history."""
-    anchor = race_anchor(benchmark=benchmark)
-    history = list(
-        RaceResult.objects.filter(race__benchmark=benchmark, agent_version=agent_version)
+def agent_version_buildup(*, benchmark: Benchmark, agent_version: AgentVersion, user: Any = None) -> AgentBuildup:
+    """The version's three-race build-up as of the anchor race ``user`` may see (see
+    race_overall_anchor), plus its history of races whose results ``user`` may see."""
+    anchor = race_overall_anchor(benchmark=benchmark, user=user)
+    history = [
+        result
+        for result in RaceResult.objects.filter(race__benchmark=benchmark, agent_version=agent_version)
         .select_related("race")
         .order_by("-race__number")
-    )
+        if race_values_visible(result.race, user)
+    ]
     if anchor is None:
         return AgentBuildup(anchor=None, standing=None, window=[], history=history)
     standing = OverallStanding.objects.filter(race=anchor, agent_version=agent_version).first()
@@ -390,7 +457,9 @@ def qualifying_board(*, release: Release) -> list[QualifyingRow]:
 
 def race_run_get(*, pk: int) -> RaceRun:
     run = (
-        RaceRun.objects.select_related("race__benchmark", "release__benchmark", "agent_version__agent", "validator")
+        RaceRun.objects.select_related(
+            "race__benchmark", "release__benchmark", "agent_version__agent", "validator", "submission"
+        )
         .prefetch_related(Prefetch("outcomes", queryset=RaceTaskOutcome.objects.order_by("task_id")))
         .filter(pk=pk)
         .first()
@@ -412,7 +481,7 @@ class OutcomeView:
     the hidden task id are blank; only the paid reward remains."""
 
     task_label: str
-    paid_reward: float
+    paid_reward: float | None  # None: the race's values are embargoed for this viewer
     reward: float | None
     verdict_status: str
     failure_category: str
@@ -422,11 +491,13 @@ class OutcomeView:
     embargoed: bool
 
 
-def race_outcomes_visible(race_run: RaceRun) -> list[OutcomeView]:
-    """The run's per-task outcomes with embargoed failure categories blanked.
+def race_outcomes_visible(race_run: RaceRun, user: Any = None) -> list[OutcomeView]:
+    """The run's per-task outcomes with embargoed failure categories blanked, and embargoed
+    paid rewards blanked too for anyone but staff and the run's filer.
 
     Every page, export and API response that shows outcomes must use this."""
     visible = race_categories_visible(race_run.race)
+    rewards_visible = race_run_values_visible(race_run, user)
     views = []
     for index, outcome in enumerate(race_run.outcomes.all(), start=1):
         if visible:
@@ -447,7 +518,7 @@ def race_outcomes_visible(race_run: RaceRun) -> list[OutcomeView]:
             views.append(
                 OutcomeView(
                     task_label=f"hidden task {index}",
-                    paid_reward=outcome.paid_reward,
+                    paid_reward=outcome.paid_reward if rewards_visible else None,
                     reward=None,
                     verdict_status="",
                     failure_category="",

@@ -30,6 +30,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from leaderboard import review
@@ -50,6 +51,7 @@ __all__ = [
     "ReleaseDiff",
     "ReleaseGateError",
     "SyncResult",
+    "anchor_within_tolerance",
     "release_diff",
     "release_gate_failures",
     "release_publish",
@@ -209,10 +211,10 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
 
     benchmark = _upsert_benchmark(benchmark, m, changes)
     evaluators = _upsert_evaluators(m, changes)
-    tasks, task_changes = _upsert_tasks(benchmark, m, evaluators, changes)
+    tasks = _upsert_tasks(benchmark, m, evaluators, changes)
     created = release is None
     release = _upsert_release(benchmark, release, m, actor, changes)
-    _upsert_release_tasks(release, m, tasks, task_changes, changes)
+    _upsert_release_tasks(release, m, tasks, evaluators, changes)
     _replace_scorecard_levels(release, m, changes)
 
     notes: list[str] = []
@@ -223,6 +225,7 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
             release.published = True
             release.published_at = _published_at(m)
             release.save(update_fields=["published", "published_at"])
+            _publish_task_text(release)
             changes.append("release published")
     return SyncResult("created" if created else "updated", release, changes, notes)
 
@@ -326,33 +329,51 @@ def _task_values(task: TaskContract) -> dict[str, Any]:
 
 def _upsert_tasks(
     benchmark: Benchmark, m: ReleaseManifest, evaluators: dict[str, Evaluator], changes: list[str]
-) -> tuple[dict[str, Task], dict[str, set[str]]]:
+) -> dict[str, Task]:
+    """The Task rows the manifest names, creating the missing ones.
+
+    An existing Task row is never rewritten here: its text is that of the newest published
+    release containing it (``_publish_task_text``), and the text this manifest brings lives
+    in its own release's ReleaseTask snapshot. So syncing an unpublished release cannot
+    change what any published release, or /api/v1/tasks/, shows.
+    """
     existing = {
         task.slug: task for task in Task.objects.select_for_update().filter(benchmark=benchmark, slug__in=m.task_slugs)
     }
     tasks: dict[str, Task] = {}
-    changed_fields: dict[str, set[str]] = {}
     for contract in m.tasks:
-        values = _task_values(contract)
-        evaluator = evaluators[contract.simulator]
         row = existing.get(contract.slug)
         if row is None:
-            row = Task.objects.create(benchmark=benchmark, slug=contract.slug, simulator=evaluator, **values)
+            row = Task.objects.create(
+                benchmark=benchmark,
+                slug=contract.slug,
+                simulator=evaluators[contract.simulator],
+                **_task_values(contract),
+            )
             changes.append(f"task {contract.slug}: created")
-            changed_fields[contract.slug] = set()
-        else:
-            changed = {name for name in _TASK_FIELDS if getattr(row, name) != values[name]}
-            if row.simulator_id != evaluator.pk:
-                changed.add("simulator")
-            if changed:
-                for name in changed - {"simulator"}:
-                    setattr(row, name, values[name])
-                row.simulator = evaluator
-                row.save()
-                changes.append(f"task {contract.slug}: {', '.join(sorted(changed))} updated")
-            changed_fields[contract.slug] = changed
         tasks[contract.slug] = row
-    return tasks, changed_fields
+    return tasks
+
+
+def _publish_task_text(release: Release) -> None:
+    """Copy ``release``'s text snapshot onto each Task row for which it is now the newest
+    published release (by publication time), so the shared row always shows published text."""
+    rows = list(release.release_tasks.select_related("task"))
+    for row in rows:
+        newest = (
+            ReleaseTask.objects.filter(task_id=row.task_id, release__published=True)
+            .order_by(F("release__published_at").desc(nulls_last=True), "-release_id")
+            .values_list("release_id", flat=True)
+            .first()
+        )
+        if newest != release.pk:
+            continue
+        task = row.task
+        for name in _TASK_FIELDS:
+            setattr(task, name, getattr(row, name))
+        if row.simulator_id is not None:
+            task.simulator_id = row.simulator_id
+        task.save()
 
 
 def _upsert_release(
@@ -394,7 +415,7 @@ def _upsert_release_tasks(
     release: Release,
     m: ReleaseManifest,
     tasks: dict[str, Task],
-    task_changes: dict[str, set[str]],
+    evaluators: dict[str, Evaluator],
     changes: list[str],
 ) -> None:
     existing = {row.task.slug: row for row in release.release_tasks.select_related("task").select_for_update()}
@@ -403,6 +424,8 @@ def _upsert_release_tasks(
         changes.append(f"release task {slug}: removed")
     for contract in m.tasks:
         values = {
+            **_task_values(contract),
+            "simulator_id": evaluators[contract.simulator].pk,
             "position": contract.position,
             "genre": contract.genre,
             "metric_direction": contract.metric_direction,
@@ -420,19 +443,19 @@ def _upsert_release_tasks(
         for name in changed:
             setattr(row, name, values[name])
         notes = []
-        touched = task_changes.get(contract.slug, set())
-        anchor_moved = bool(changed & {"paper_value", "metric_direction"}) or "metric_name" in touched
+        anchor_moved = bool(changed & {"paper_value", "metric_direction", "metric_name"})
         if anchor_moved and row.anchor_signed_off_at is not None:
-            row.anchor_signed_off_at = row.anchor_signed_off_by = None
+            _clear_anchor_sign_off(row)
             notes.append("anchor sign-off cleared")
-        content_moved = "genre" in changed or bool(touched & {"paper_md", "brief_md"})
+        content_moved = bool(changed & {"genre", "paper_md", "brief_md"})
         if content_moved and row.faithfulness_calibrated_at is not None:
-            row.faithfulness_calibrated_at = row.faithfulness_calibrated_by = None
+            _clear_calibration(row)
             notes.append("faithfulness calibration cleared")
         if changed or notes:
             row.save()
             # "paper_value" is reported as "anchor" with no values: this line may be printed anywhere.
-            shown = sorted("anchor" if name == "paper_value" else name for name in changed)
+            names = {"paper_value": "anchor", "simulator_id": "simulator"}
+            shown = sorted(names.get(name, name) for name in changed)
             changes.append(
                 f"release task {contract.slug}: " + ", ".join([*(f"{name} changed" for name in shown), *notes])
             )
@@ -462,30 +485,111 @@ def _replace_scorecard_levels(release: Release, m: ReleaseManifest, changes: lis
 # --------------------------------------------------------------------- gates
 
 
-@transaction.atomic
-def release_task_sign_off_anchor(*, release_task: ReleaseTask, user: Any) -> ReleaseTask:
-    """Record that ``user`` traced the anchor to its source and reproduced it (seed 003 "Anchor sign-off").
+_ANCHOR_EVIDENCE_FIELDS = (
+    "anchor_signed_off_by",
+    "anchor_signed_off_at",
+    "anchor_cited_source",
+    "anchor_reproduced_value",
+    "anchor_tolerance",
+    "anchor_sign_off_note",
+)
+_CALIBRATION_FIELDS = (
+    "faithfulness_calibrated_by",
+    "faithfulness_calibrated_at",
+    "faithfulness_rubric_version",
+    "faithfulness_dry_run_outcome",
+)
 
-    Idempotent: an existing sign-off is kept as it was.
+
+def _clear_anchor_sign_off(row: ReleaseTask) -> None:
+    """Forget a sign-off and its evidence (the anchor or metric it was given for changed)."""
+    for name in _ANCHOR_EVIDENCE_FIELDS:
+        setattr(row, name, "" if name in ("anchor_cited_source", "anchor_sign_off_note") else None)
+
+
+def _clear_calibration(row: ReleaseTask) -> None:
+    for name in _CALIBRATION_FIELDS:
+        setattr(row, name, "" if name.startswith("faithfulness_rubric") or name.endswith("outcome") else None)
+
+
+def anchor_within_tolerance(*, anchor: float, reproduced: float, tolerance: float) -> bool:
+    """Whether the hidden reference reproduced the anchor: |reproduced - anchor| <= tolerance * |anchor|.
+
+    The tolerance is relative (0.05 = within 5% of the anchor), so one number fits metrics
+    of any scale; an anchor of 0 cannot be scored as a ratio and never gets here.
+    """
+    return abs(reproduced - anchor) <= tolerance * abs(anchor) + 1e-12
+
+
+@transaction.atomic
+def release_task_sign_off_anchor(
+    *,
+    release_task: ReleaseTask,
+    user: Any,
+    cited_source: str,
+    reproduced_value: float,
+    tolerance: float,
+    note: str = "",
+) -> ReleaseTask:
+    """Record that ``user`` traced the anchor to ``cited_source`` (a table or figure of paper.md)
+    and reproduced it with the hidden reference as ``reproduced_value``, within the relative
+    ``tolerance`` (seed 003 "Anchor sign-off"). One task per call: every task has its own evidence.
+
+    Idempotent: an existing sign-off is kept as it was (with its evidence). Raises
+    ReleaseGateError when the evidence is missing or the reproduction is outside the
+    tolerance; its messages never carry the anchor.
     """
     actor = _actor(user)
     row = ReleaseTask.objects.select_for_update().select_related("release__benchmark", "task").get(pk=release_task.pk)
     if row.anchor_signed_off_at is not None:
         return row
+    slug = row.task.slug
     if row.paper_value is None:
         raise ReleaseGateError(
-            f"task {row.task.slug} of {_label(row.release)} has no anchor (paper_value is null); "
+            f"task {slug} of {_label(row.release)} has no anchor (paper_value is null); "
             "give one in release.yaml and sync before signing off"
+        )
+    cited = (cited_source or "").strip()
+    if not cited:
+        raise ReleaseGateError(
+            f"task {slug}: cited source: name the table or figure of paper.md the anchor comes from (e.g. 'Table 2')"
+        )
+    if len(cited) > 300:
+        raise ReleaseGateError(f"task {slug}: cited source: at most 300 characters")
+    if not _finite(reproduced_value):
+        raise ReleaseGateError(f"task {slug}: reproduced value: expected the number the hidden reference reproduced")
+    if not _finite(tolerance) or not 0 <= float(tolerance) <= 1:
+        raise ReleaseGateError(f"task {slug}: tolerance: expected a relative tolerance between 0 and 1 (0.05 = 5%)")
+    if not anchor_within_tolerance(anchor=row.paper_value, reproduced=float(reproduced_value), tolerance=tolerance):
+        raise ReleaseGateError(
+            f"task {slug}: the reproduced value is outside the tolerance of the anchor; "
+            "the anchor cannot be signed off until the reference reproduces it"
         )
     row.anchor_signed_off_by = actor
     row.anchor_signed_off_at = timezone.now()
-    row.save(update_fields=["anchor_signed_off_by", "anchor_signed_off_at"])
+    row.anchor_cited_source = cited
+    row.anchor_reproduced_value = float(reproduced_value)
+    row.anchor_tolerance = float(tolerance)
+    row.anchor_sign_off_note = (note or "").strip()
+    row.save(update_fields=list(_ANCHOR_EVIDENCE_FIELDS))
     return row
 
 
+def _finite(value: Any) -> bool:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return number == number and number not in (float("inf"), float("-inf")) and not isinstance(value, bool)
+
+
 @transaction.atomic
-def release_task_calibrate_faithfulness(*, release_task: ReleaseTask, user: Any) -> ReleaseTask:
-    """Record that ``user`` authored and dry-ran the faithfulness rubric (reproduction genre only).
+def release_task_calibrate_faithfulness(
+    *, release_task: ReleaseTask, user: Any, rubric_version: str, dry_run_outcome: str, dry_run_passed: bool
+) -> ReleaseTask:
+    """Record that ``user`` authored rubric ``rubric_version`` and dry-ran it (reproduction genre
+    only): ``dry_run_outcome`` says what the judge concluded on the hidden reference and on a
+    shortcut. A dry run that did not behave as intended (``dry_run_passed`` false) is refused.
 
     Idempotent: an existing calibration is kept as it was.
     """
@@ -493,13 +597,26 @@ def release_task_calibrate_faithfulness(*, release_task: ReleaseTask, user: Any)
     row = ReleaseTask.objects.select_for_update().select_related("release__benchmark", "task").get(pk=release_task.pk)
     if row.faithfulness_calibrated_at is not None:
         return row
+    slug = row.task.slug
     if row.genre != Task.Genre.REPRODUCTION:
+        raise ReleaseGateError(f"task {slug} is open genre: the faithfulness gate applies to reproduction tasks only")
+    version = (rubric_version or "").strip()
+    outcome = (dry_run_outcome or "").strip()
+    if not version or len(version) > 100:
+        raise ReleaseGateError(f"task {slug}: rubric version: expected the rubric's version (at most 100 characters)")
+    if not outcome:
         raise ReleaseGateError(
-            f"task {row.task.slug} is open genre: the faithfulness gate applies to reproduction tasks only"
+            f"task {slug}: dry-run outcome: say what the judge concluded on the reference and on a shortcut"
+        )
+    if not dry_run_passed:
+        raise ReleaseGateError(
+            f"task {slug}: the dry run did not behave as intended; fix the rubric and dry-run it again"
         )
     row.faithfulness_calibrated_by = actor
     row.faithfulness_calibrated_at = timezone.now()
-    row.save(update_fields=["faithfulness_calibrated_by", "faithfulness_calibrated_at"])
+    row.faithfulness_rubric_version = version
+    row.faithfulness_dry_run_outcome = outcome
+    row.save(update_fields=list(_CALIBRATION_FIELDS))
     return row
 
 
@@ -519,22 +636,42 @@ def release_publish(*, release: Release, user: Any) -> Release:
     row.published = True
     row.published_at = _published_at(row.manifest or {})
     row.save(update_fields=["published", "published_at"])
+    _publish_task_text(row)
     return row
+
+
+SCRIPTED_NOTE = "scripted sign-off (a script standing in for the maintainers, e.g. the demo loader)"
 
 
 @transaction.atomic
 def release_sign_off_all(*, release: Release, user: Any) -> Release:
-    """Sign off every anchor and calibrate every reproduction task, then publish if release.yaml asks to.
+    """Pass every gate of ``release`` from each task's own manifest data, then publish if
+    release.yaml asks to. For scripts that stand in for the maintainers (the demo loader):
+    each task's evidence is its own (its provenance as the cited source, the anchor as the
+    reproduced value with tolerance 0, rubric "scripted"), and the note says it was scripted,
+    so staff can tell these from a maintainer's sign-off. The admin offers no bulk sign-off.
 
-    For scripts that stand in for the maintainers (the demo loader). Tasks
-    without an anchor cannot be signed off, so such a release stays
+    Tasks without an anchor cannot be signed off, so such a release stays
     unpublished (ReleaseGateError from the publish step names them).
     """
     for row in release.release_tasks.select_related("task"):
         if row.paper_value is not None:
-            release_task_sign_off_anchor(release_task=row, user=user)
+            release_task_sign_off_anchor(
+                release_task=row,
+                user=user,
+                cited_source=(row.anchor_provenance or f"release.yaml of {_label(release)}")[:300],
+                reproduced_value=row.paper_value,
+                tolerance=0.0,
+                note=SCRIPTED_NOTE,
+            )
         if row.genre == Task.Genre.REPRODUCTION:
-            release_task_calibrate_faithfulness(release_task=row, user=user)
+            release_task_calibrate_faithfulness(
+                release_task=row,
+                user=user,
+                rubric_version="scripted",
+                dry_run_outcome=SCRIPTED_NOTE,
+                dry_run_passed=True,
+            )
     row = Release.objects.get(pk=release.pk)
     if (row.manifest or {}).get("published") and not row.published:
         row = release_publish(release=row, user=user)

@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from leaderboard.api.serializers import rerun_comparison
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclosure
 from leaderboard.markdown import render_markdown
 from leaderboard.models import Benchmark, ReleaseTask, Standing
@@ -268,7 +269,8 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
 
 def _public_contract(release_task: ReleaseTask) -> str:
     """The task.yaml contract as YAML, with the anchor only where the release publishes it."""
-    contract = dict(release_task.task.contract or {})
+    # The release's own snapshot of task.yaml, never the shared Task row (issue 11: release text is a snapshot).
+    contract = dict(release_task.contract or {})
     metric = dict(contract.get("metric") or {})
     # Task.contract is stored without the anchor; dropping it again keeps that invariant here too.
     metric.pop("paper_value", None)
@@ -292,8 +294,8 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
             "release_task": release_task,
             "task": release_task.task,
             "contract_yaml": _public_contract(release_task),
-            "paper_html": render_markdown(release_task.task.paper_md),
-            "brief_html": render_markdown(release_task.task.brief_md),
+            "paper_html": render_markdown(release_task.paper_md),
+            "brief_html": render_markdown(release_task.brief_md),
         },
     )
 
@@ -348,6 +350,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         for key, label in (("overall", "Overall score"), ("reproduction", "Reproduction"), ("open", "Open-ended"))
     ]
     ranks = {tab: rank for tab, rank in selectors.run_rank(run=run).items() if tab not in disclosure.aggregates_hidden}
+    # Official re-runs under the same rule (leaderboard.api.serializers.rerun_comparison).
+    reruns = [
+        {"rerun": rerun, "rows": rerun_comparison(rerun, disclosure=disclosure, run=run, user=request.user)}
+        for rerun in run.reruns.all()
+    ]
     return render(
         request,
         "leaderboard/run.html",
@@ -364,6 +371,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "diff": diff,
             "diff_mismatches": sum(1 for d in diff if d.get("status") != "match"),
             "signatures": selectors.run_signatures(run=run),
+            "reruns": reruns,
         },
     )
 

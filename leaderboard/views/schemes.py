@@ -16,8 +16,8 @@ from leaderboard.selectors import schemes as selectors
 
 STATUS_NOTES = {
     "scheduled": "Scheduled: the race has not started.",
-    "running": "Running: results land as validators report; scores are provisional.",
-    "embargoed": "Reveal embargo: the race has finished; episode feedback is withheld until release.",
+    "running": "Running: validator runs land as they are reported; results are under embargo until release.",
+    "embargoed": "Reveal embargo: the race has finished; its results and episode feedback are withheld until release.",
     "released": "Released: the results and every episode's failure category are public.",
 }
 
@@ -89,40 +89,71 @@ def race_benchmark(request: HttpRequest, benchmark: str) -> HttpResponse:
     return redirect("race_overall", benchmark=benchmark)
 
 
+EMBARGO_VALUES_NOTE = (
+    "Raw scores, ranks, the field baseline and vs Field of this race are under embargo until the race is released."
+)
+
+
 @require_GET
 def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
-    """Leaderboard -> Overall, anchored to the running race, else the latest completed one."""
+    """Leaderboard -> Overall. The view follows the running race (status, who has runs landed)
+    while the standings shown are those as of the latest race whose results are public: an
+    Overall that folds in a running or embargoed race would give its deltas away (docs/scoring.md)."""
     context = _race_context(benchmark)
-    anchor = selectors.race_anchor(benchmark=context["benchmark"])
+    live = selectors.race_anchor(benchmark=context["benchmark"])
+    anchor = selectors.race_overall_anchor(benchmark=context["benchmark"], user=request.user)
     rows = selectors.overall_board(race=anchor) if anchor is not None else []
+    pending = live if live is not None and (anchor is None or live.pk != anchor.pk) else None
     context.update(
-        {"anchor": anchor, "rows": rows, "status_note": STATUS_NOTES.get(anchor.status, "") if anchor else ""}
+        {
+            "anchor": anchor,
+            "live": live,
+            "pending": pending,
+            "pending_entries": selectors.race_live_entries(race=pending) if pending is not None else [],
+            "rows": rows,
+            "status_note": STATUS_NOTES.get(anchor.status, "") if anchor else "",
+            "staff_view": bool(request.user.is_staff),
+        }
     )
     return render(request, "races/overall.html", context)
 
 
 @require_GET
 def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
-    """Leaderboard -> Race: one race's raw results."""
+    """Leaderboard -> Race: one race's raw results (staff only until the race is released)."""
     context = _race_context(benchmark)
     race = selectors.race_get(benchmark=context["benchmark"], number=number)
+    visible = selectors.race_values_visible(race, request.user)
     context.update(
-        {"race": race, "results": selectors.race_results(race=race), "status_note": STATUS_NOTES[race.status]}
+        {
+            "race": race,
+            "results": selectors.race_results(race=race) if visible else [],
+            "values_visible": visible,
+            "embargo_note": "" if race.status == race.Status.RELEASED else EMBARGO_VALUES_NOTE,
+            "status_note": STATUS_NOTES[race.status],
+        }
     )
     return render(request, "races/leaderboard_race.html", context)
 
 
 @require_GET
 def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
-    """The race page: each qualifier's raw score and vs Field, and every validator run."""
+    """The race page: each qualifier's raw score and vs Field, and every validator run
+    (values only once released, or for staff; a run's score also for the account that filed it)."""
     context = _race_context(benchmark)
     race = selectors.race_get(benchmark=context["benchmark"], number=number)
+    visible = selectors.race_values_visible(race, request.user)
+    runs = selectors.race_runs_of(race=race)
+    for run in runs:
+        run.score_visible = selectors.race_run_values_visible(run, request.user)  # type: ignore[attr-defined]
     context.update(
         {
             "race": race,
-            "results": selectors.race_results(race=race),
-            "baseline": selectors.race_baseline(race=race),
-            "runs": selectors.race_runs_of(race=race),
+            "results": selectors.race_results(race=race) if visible else [],
+            "baseline": selectors.race_baseline(race=race) if visible else None,
+            "values_visible": visible,
+            "embargo_note": "" if race.status == race.Status.RELEASED else EMBARGO_VALUES_NOTE,
+            "runs": runs,
             "status_note": STATUS_NOTES[race.status],
             "released": race.status == race.Status.RELEASED,
         }
@@ -149,7 +180,9 @@ def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version
     context.update(
         {
             "agent_version": agent_version,
-            "buildup": selectors.agent_version_buildup(benchmark=context["benchmark"], agent_version=agent_version),
+            "buildup": selectors.agent_version_buildup(
+                benchmark=context["benchmark"], agent_version=agent_version, user=request.user
+            ),
         }
     )
     return render(request, "races/agent_version.html", context)
@@ -163,7 +196,8 @@ def race_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "benchmark": benchmark,
         "races": selectors.races_of(benchmark=benchmark),
         "run": run,
-        "outcomes": selectors.race_outcomes_visible(run),
+        "outcomes": selectors.race_outcomes_visible(run, request.user),
         "categories_visible": selectors.race_categories_visible(run.race),
+        "values_visible": selectors.race_run_values_visible(run, request.user),
     }
     return render(request, "races/run.html", context)

@@ -1,19 +1,29 @@
-"""Staff-only: register and list evaluator / validator signing keys."""
+"""Staff-only: register and list evaluator / validator signing keys; record official re-runs
+and lower a run's verification level."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, permissions, status, viewsets
+from rest_framework import mixins, permissions, serializers, status, viewsets
+from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Evaluator, Validator
 from submissions.api.serializers import ErrorSerializer, SigningKeyRegisterSerializer, SigningKeySerializer
-from submissions.models import SigningKey
+from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
+from submissions.models import Run, SigningKey
+from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
 from submissions.services.signing_keys import SigningKeyError, signing_key_register
 
 STAFF_ERRORS = {
@@ -66,3 +76,105 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(
             SigningKeySerializer(key).data, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED
         )
+
+
+# ------------------------------------------------------------ official re-runs (staff)
+
+
+class RerunRequestSerializer(serializers.Serializer):
+    bundle = serializers.FileField(required=False, help_text="The official re-run's bundle (submission format).")
+    results = serializers.JSONField(
+        required=False,
+        help_text='Or the re-run\'s values: {"task_slug": {"measured": 0.61, "rates": {...}, "faithful": true}}',
+    )
+    note = serializers.CharField(required=False, allow_blank=True)
+
+
+class RunLevelRequestSerializer(serializers.Serializer):
+    # A plain string (the service names the allowed values): a second "level" enum in the schema
+    # would collide with Run.level's.
+    level = serializers.CharField(help_text="attested, validated or revoked; lower than the run's current level")
+    reason = serializers.CharField()
+
+
+def _rerun_error(exc: RerunError) -> ApiError:
+    conflict = exc.code in ("run_revoked", "level_not_lower")
+    return ApiError(
+        code=exc.code,
+        message=exc.message,
+        status_code=status.HTTP_409_CONFLICT if conflict else status.HTTP_400_BAD_REQUEST,
+    )
+
+
+class RunRerunView(APIView):
+    """Record an official re-run of a paper-gap run (submissions.services.reruns): a bundle of the
+    submission format (multipart ``bundle``) or its values (JSON ``results``)."""
+
+    permission_classes = [permissions.IsAdminUser]
+    parser_classes = [MultiPartParser, JSONParser]
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        if request.method == "POST" and request.content_type.startswith("multipart/"):
+            self.upload_guard: SizeLimitUploadHandler | None = install_size_limit(
+                request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES
+            )
+        return super().initialize_request(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Record an official re-run of a run (staff)",
+        request={"multipart/form-data": RerunRequestSerializer, "application/json": RerunRequestSerializer},
+        responses={201: OfficialRerunSerializer, 409: ErrorSerializer, 413: ErrorSerializer, **STAFF_ERRORS},
+    )
+    def post(self, request: Request, run_id: int) -> Response:
+        guard = getattr(self, "upload_guard", None)
+        data = request.data
+        if guard is not None and guard.too_large:
+            raise ApiError(
+                code="too_large",
+                message=f"The re-run bundle is larger than the limit of {settings.PODIUM_MAX_BUNDLE_BYTES} bytes.",
+                status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        run = get_object_or_404(Run, pk=run_id)
+        upload = request.FILES.get("bundle")
+        results = data.get("results")
+        note = str(data.get("note") or "")
+        if (upload is None) == (results is None):
+            raise ApiError(code="rerun_input", message="Give either a 'bundle' file or 'results', not both.")
+        try:
+            if upload is not None:
+                rerun = run_rerun_record_bundle(run=run, actor=request.user, bundle_file=upload, note=note)
+            else:
+                if isinstance(results, str):
+                    try:
+                        results = json.loads(results)
+                    except ValueError:
+                        raise ApiError(code="results_invalid", message="results: expected a JSON object.") from None
+                rerun = run_rerun_record_results(run=run, actor=request.user, results=results, note=note)
+        except RerunError as exc:
+            raise _rerun_error(exc) from None
+        return Response(OfficialRerunSerializer(rerun).data, status=status.HTTP_201_CREATED)
+
+
+class RunLevelView(APIView):
+    """Lower a run's level (attested, validated or revoked) with a reason shown on the run page."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(
+        summary="Lower a run's verification level (staff)",
+        request=RunLevelRequestSerializer,
+        responses={200: VerificationEventSerializer, 409: ErrorSerializer, **STAFF_ERRORS},
+    )
+    def post(self, request: Request, run_id: int) -> Response:
+        run = get_object_or_404(Run, pk=run_id)  # an unknown (or out-of-range) id is a 404 before any body check
+        form = RunLevelRequestSerializer(data=request.data)
+        if not form.is_valid():
+            field, problems = next(iter(form.errors.items()))
+            raise ApiError(code="invalid_request", message=f"{field}: {problems[0]}")
+        try:
+            event = run_level_change(
+                run=run, actor=request.user, level=form.validated_data["level"], reason=form.validated_data["reason"]
+            )
+        except RerunError as exc:
+            raise _rerun_error(exc) from None
+        return Response(VerificationEventSerializer(event).data, status=status.HTTP_200_OK)

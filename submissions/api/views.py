@@ -38,7 +38,7 @@ from submissions.api.serializers import (
 )
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import ApiKey, Submission
-from submissions.quotas import QuotaExceeded, quota_consume, quota_refund
+from submissions.quotas import QuotaExceeded, quota_consume, quota_refund, quota_scope
 
 logger = logging.getLogger("podium.api")
 
@@ -58,11 +58,6 @@ def too_large_error() -> ApiError:
         message=f"The upload is larger than the limit of {limit} bytes.",
         status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     )
-
-
-def quota_scope(benchmark: Benchmark) -> str:
-    """The daily-limit scope of an upload path: shared by the API and the website so both count alike."""
-    return f"benchmark:{benchmark.slug}"
 
 
 class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -237,3 +232,34 @@ class SiteKeyView(APIView):
                 status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
             ) from None
         return Response({"key_id": key_id, "public_key": public_key})
+
+
+class LimitsView(APIView):
+    """The caller's daily limits with what remains today: per benchmark for the account (all its
+    keys and the browser together), and the validator keys it files race runs with."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        summary="Your daily limits and what remains today",
+        responses={200: {"type": "object", "additionalProperties": True}, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        from submissions.quotas import next_reset, quota_overview, validator_quota_overview
+
+        benchmarks = list(Benchmark.objects.order_by("slug"))
+        rows = quota_overview(user=request.user, benchmarks=benchmarks)
+        body = {
+            "resets_at": next_reset().isoformat(),
+            "benchmarks": [
+                {"benchmark": row.benchmark.slug, "limit": row.limit, "used": row.used, "remaining": row.remaining}
+                for row in rows
+            ],
+            "validator_keys": [
+                {"key_id": row.key_id, "limit": row.limit, "used": row.used, "remaining": row.remaining}
+                for row in validator_quota_overview(user=request.user)
+            ],
+        }
+        response = Response(body)
+        response["Cache-Control"] = "no-store"
+        return response

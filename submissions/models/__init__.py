@@ -2,7 +2,16 @@
 produce, signing keys and API keys."""
 
 from submissions.models.keys import ApiKey, SigningKey
-from submissions.models.runs import RaceRun, RaceTaskOutcome, Run, ScorecardRun, TaskResult, VerificationEvent
+from submissions.models.quotas import DailyCount
+from submissions.models.runs import (
+    OfficialRerun,
+    RaceRun,
+    RaceTaskOutcome,
+    Run,
+    ScorecardRun,
+    TaskResult,
+    VerificationEvent,
+)
 from submissions.models.scorecards import Card, CardEpisode, CardMove
 from submissions.models.submission import Submission
 
@@ -11,6 +20,8 @@ __all__ = [
     "Card",
     "CardEpisode",
     "CardMove",
+    "DailyCount",
+    "OfficialRerun",
     "RaceRun",
     "RaceTaskOutcome",
     "Run",

@@ -24,6 +24,10 @@ class SigningKey(models.Model):
     registered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Validator keys only: race runs this key may file per UTC day (set by staff in the admin).
+    # A validator runs every entrant on every race, so it has its own allowance instead of the
+    # uploading account's small per-benchmark limit (submissions.quotas.validator_quota_consume).
+    daily_limit = models.PositiveIntegerField(default=500)
 
     class Meta:
         constraints = [

@@ -14,6 +14,8 @@ class Run(models.Model):
         VALIDATED = "validated"
         ATTESTED = "attested"
         VERIFIED = "verified"
+        # Withdrawn by staff with a reason (submissions.services.reruns.run_level_change): off every board.
+        REVOKED = "revoked"
 
     submission = models.OneToOneField("submissions.Submission", on_delete=models.PROTECT, related_name="run")
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="runs")
@@ -71,7 +73,8 @@ class TaskResult(models.Model):
 
 
 class VerificationEvent(models.Model):
-    """Append-only log of verification levels granted (e.g. an official re-run)."""
+    """Append-only, public log of a run's verification level: the automatic level, each
+    official re-run (``rerun``), each downgrade or revocation by staff (``note`` = reason)."""
 
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="events")
     level = models.CharField(max_length=16, choices=Run.Level.choices)
@@ -79,6 +82,9 @@ class VerificationEvent(models.Model):
     method = models.CharField(max_length=200)
     evidence_sha256 = models.CharField(max_length=64, blank=True)
     note = models.TextField(blank=True)
+    rerun = models.ForeignKey(
+        "submissions.OfficialRerun", null=True, blank=True, on_delete=models.PROTECT, related_name="events"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -168,3 +174,41 @@ class RaceTaskOutcome(models.Model):
 
     def __str__(self) -> str:
         return f"race run {self.run_id} task {self.task_id}"
+
+
+class OfficialRerun(models.Model):
+    """An official re-run of a paper-gap run (issue 11 item 5): the re-run's own evaluator
+    results, recomputed by the server, and their per-task comparison with the submitted run.
+
+    ``breakdown`` is the recomputed score_breakdown of the re-run; ``comparison`` one row
+    per task ``{"task", "submitted_final", "rerun_final", "difference", "within"}`` (plus the
+    measured values, shown only where the run page shows measured values). The run becomes
+    ``verified`` only when every submitted task is re-run within ``tolerance``.
+    """
+
+    class Source(models.TextChoices):
+        BUNDLE = "bundle", "re-run bundle (same format as a submission)"
+        ENTERED = "entered", "results entered by staff"
+
+    class Outcome(models.TextChoices):
+        CONFIRMED = "confirmed", "every task within tolerance"
+        DISAGREES = "disagrees", "at least one task outside tolerance or missing"
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="reruns")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    # SHA-256 of the re-run bundle as uploaded, or of the canonical JSON of the entered results.
+    evidence_sha256 = models.CharField(max_length=64)
+    bundle = models.FileField(upload_to="reruns/", blank=True)
+    tolerance = models.FloatField()
+    breakdown = models.JSONField(default=dict)
+    comparison = models.JSONField(default=list)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"re-run {self.pk} of run {self.run_id}: {self.outcome}"

@@ -43,7 +43,7 @@ from leaderboard.models import Benchmark, Release, ScorecardLevel
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
 from submissions.models import ApiKey, Card, CardEpisode, CardMove, Run, ScorecardRun
-from submissions.quotas import QuotaExceeded, quota_consume
+from submissions.quotas import QuotaExceeded, quota_consume, quota_scope
 from submissions.services.scorecards import SchemeRejection, agent_version_for
 
 __all__ = [
@@ -126,9 +126,7 @@ def _consume_daily_card(*, user: Any, api_key: ApiKey | None, benchmark: Benchma
     """Opening a card is the scorecard benchmark's daily submission (seed 001: "rate
     limited per key per day"), counted like an upload by submissions.quotas."""
     try:
-        quota_consume(
-            user=user, api_key=api_key, scope=f"benchmark:{benchmark.slug}", limit=benchmark.daily_submission_limit
-        )
+        quota_consume(user=user, api_key=api_key, scope=quota_scope(benchmark), limit=benchmark.daily_submission_limit)
     except QuotaExceeded as exc:
         raise CardError(429, "daily_limit_reached", exc.message, {"Retry-After": str(exc.retry_after)}) from None
 

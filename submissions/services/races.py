@@ -27,6 +27,7 @@ from scoring.errors import ScoringError
 from submissions.bundle.errors import BundleError
 from submissions.bundle.signatures import VALID, check_signature
 from submissions.models import RaceRun, RaceTaskOutcome, SigningKey, Submission
+from submissions.quotas import QuotaExceeded, quota_refund, quota_scope, utc_day, validator_quota_consume
 from submissions.services.scorecards import (
     COMPARE_TOLERANCE,
     SchemeRejection,
@@ -258,6 +259,18 @@ def _store(
     return run
 
 
+def _charge_validator(*, submission: Submission, key: SigningKey, benchmark: Benchmark) -> None:
+    """Count the run against its validator key's own daily limit and give the uploading
+    account back the unit its upload cost: a validator's runs are limited per validator
+    key (set by staff), not by the account's small per-benchmark limit. Runs in the
+    caller's transaction, so the counts commit or roll back with the verdict."""
+    validator_quota_consume(signing_key=key)
+    charged = submission.declared_benchmark or benchmark
+    quota_refund(
+        user=submission.submitter, api_key=None, scope=quota_scope(charged), day=utc_day(submission.created_at)
+    )
+
+
 @transaction.atomic
 def race_run_submission_verify(*, submission: Submission, bundle: Any) -> None:
     """Verify and record one validator run (idempotent: get_or_create on the submission).
@@ -308,6 +321,12 @@ def race_run_submission_verify(*, submission: Submission, bundle: Any) -> None:
             message=f"the claimed values differ from the server's recomputation in: {wrong}",
             diff=diff_rows,
         )
+        return
+    try:
+        _charge_validator(submission=submission, key=key, benchmark=release.benchmark)
+    except QuotaExceeded as exc:
+        code = "validator_daily_limit_reached"
+        _finish(submission, verdict=Submission.Verdict.REJECTED, code=code, message=exc.message)
         return
     _store(
         submission=submission,

@@ -223,33 +223,6 @@ def run_confidence(confidence: dict[str, Any] | None) -> dict[str, list[float]]:
     }
 
 
-@transaction.atomic
-def run_record_verified(
-    *, run: Run, actor: Any, method: str, evidence_sha256: str, note: str = ""
-) -> VerificationEvent:
-    """Record a maintainer's attestation (e.g. an official re-run): the run becomes verified.
-
-    Appends to the event log (never edits it) and refreshes the release's standings.
-    """
-    method = method.strip()
-    evidence = evidence_sha256.strip().lower()
-    if not method:
-        raise RunError("method: say how the run was verified (e.g. 'official re-run on hidden seeds')")
-    if not SHA256_HEX.match(evidence):
-        raise RunError("evidence_sha256: expected the 64-character hex SHA-256 of the evidence")
-    locked = Run.objects.select_for_update().get(pk=run.pk)
-    if locked.level not in (Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED):
-        raise RunError(f"run {locked.pk} is {locked.level}; only validated or attested runs can be verified")
-    event = VerificationEvent.objects.create(
-        run=locked,
-        level=Run.Level.VERIFIED,
-        actor=actor,
-        method=method[:200],
-        evidence_sha256=evidence,
-        note=note,
-    )
-    if locked.level != Run.Level.VERIFIED:
-        locked.level = Run.Level.VERIFIED
-        locked.save(update_fields=["level"])
-    standings_update_version(release=locked.release, agent_version_id=locked.agent_version_id)
-    return event
+# Maintainer attestations moved to submissions.services.reruns: ``verified`` now takes an
+# official re-run whose own results are recomputed and compared (run_rerun_record_bundle /
+# run_rerun_record_results), and staff lower a level with run_level_change.

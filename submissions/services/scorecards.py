@@ -32,11 +32,11 @@ def scheme_release(*, benchmark_slug: str, version: str, scheme: str) -> Release
     release = (
         Release.objects.select_related("benchmark").filter(benchmark__slug=benchmark_slug, version=version).first()
     )
-    if release is None:
-        raise SchemeRejection(
-            "unknown_release",
-            f"manifest: benchmark {benchmark_slug!r} has no release {version!r} on this server",
-        )
+    if release is None or not release.published:
+        # Unpublished and absent get the same answer: it must not tell which versions exist.
+        from leaderboard.selectors.releases import unknown_release_message
+
+        raise SchemeRejection("unknown_release", unknown_release_message(benchmark_slug, version))
     if release.benchmark.scheme != scheme:
         raise SchemeRejection(
             "wrong_scheme",

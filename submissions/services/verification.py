@@ -366,13 +366,15 @@ def _verify_paper_gap(submission: Submission, bundle: Any) -> Submission:
         .first()
     )
     if release is None or not release.published:
-        state = "is not published" if release is not None else "is not a paper-gap release on this site"
+        # One message whether the version is unpublished or absent (issue 11): it must not tell which exists.
+        from leaderboard.selectors.releases import unknown_release_message
+
         return _conclude(
             submission,
             Verdict(
                 Submission.Verdict.REJECTED,
                 "unknown_release",
-                f"manifest.json: benchmark {benchmark!r} release {version!r} {state}",
+                unknown_release_message(benchmark, version, where="manifest.json"),
             ),
             None,
         )

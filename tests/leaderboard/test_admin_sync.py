@@ -218,22 +218,27 @@ def test_the_release_page_shows_the_diff_with_the_previous_version(
     assert "anchor sign-off missing for" in page
 
 
-def test_the_admin_actions_sign_off_calibrate_and_publish(client, admin_user, demo_04_dir: Path) -> None:
+def test_the_per_task_gate_forms_then_the_publish_action_publish(client, admin_user, demo_04_dir: Path) -> None:
     release = release_sync(manifest=demo_04_dir, user=admin_user).release
     client.force_login(admin_user)
-    rows = list(ReleaseTask.objects.filter(release=release).values_list("pk", flat=True))
-    changelist = reverse("admin:leaderboard_releasetask_changelist")
-    client.post(changelist, {"action": "sign_off_anchor", "_selected_action": rows})
-    response = client.post(changelist, {"action": "calibrate_faithfulness", "_selected_action": rows}, follow=True)
-    messages = [str(m) for m in response.context["messages"]]
-    assert "task a1_stairs_climb is open genre: the faithfulness gate applies to reproduction tasks only" in messages
-    assert "faithfulness calibration recorded for 5 task(s)" in messages
+    for row in ReleaseTask.objects.filter(release=release):
+        response = client.post(
+            reverse("admin:leaderboard_releasetask_sign_off", args=[row.pk]),
+            {"cited_source": f"Table for {row.task.slug}", "reproduced_value": row.paper_value, "tolerance": "0.05"},
+        )
+        assert response.status_code == 302, response.content.decode()[:500]
+        if row.genre == "reproduction":
+            response = client.post(
+                reverse("admin:leaderboard_releasetask_calibrate", args=[row.pk]),
+                {"rubric_version": "v2", "dry_run_outcome": "reference faithful, shortcut not", "dry_run_passed": "on"},
+            )
+            assert response.status_code == 302
     response = client.post(
         reverse("admin:leaderboard_release_changelist"),
         {"action": "publish", "_selected_action": [release.pk]},
         follow=True,
     )
-    assert [str(m) for m in response.context["messages"]] == ["ale-robotics 0.4 is published"]
+    assert [str(m) for m in response.context["messages"]][-1] == "ale-robotics 0.4 is published"
     release.refresh_from_db()
     assert release.published is True
     signed = ReleaseTask.objects.filter(release=release, anchor_signed_off_by=admin_user).count()

@@ -34,6 +34,24 @@ pytestmark = pytest.mark.django_db
 WITHHELD = ["0.96", "0.86", "0.12", "9.8", "0.81", "47.3", "0.18", "0.72", "0.55"]
 
 
+def sign_off(row, user):
+    """An anchor sign-off with evidence that reproduces the anchor exactly (tolerance 5%)."""
+    row.refresh_from_db()
+    return release_task_sign_off_anchor(
+        release_task=row,
+        user=user,
+        cited_source="Table 2",
+        reproduced_value=row.paper_value if row.paper_value is not None else 0.5,
+        tolerance=0.05,
+    )
+
+
+def calibrate(row, user):
+    return release_task_calibrate_faithfulness(
+        release_task=row, user=user, rubric_version="v1", dry_run_outcome="reference faithful", dry_run_passed=True
+    )
+
+
 def snapshot() -> dict[str, list[dict]]:
     """Every registry row, every field: equal snapshots mean nothing was written."""
     models = (Benchmark, Evaluator, Task, Release, ReleaseTask, ScorecardLevel)
@@ -167,7 +185,7 @@ def test_a_resync_of_an_unpublished_release_clears_the_sign_off_of_a_changed_anc
 ) -> None:
     release = release_sync(manifest=demo_dir, user=staff).release
     row = ReleaseTask.objects.get(release=release, task__slug="a1_stairs_climb")
-    release_task_sign_off_anchor(release_task=row, user=staff)
+    sign_off(row, staff)
     edit(demo_dir, "release.yaml", "    paper_value: 0.72\n", "    paper_value: 0.74\n")
     result = release_sync(manifest=demo_dir, user=staff)
     assert result.status == "updated"
@@ -182,13 +200,12 @@ def test_a_resync_of_an_unpublished_release_clears_the_sign_off_of_a_changed_anc
 def test_a_resync_with_a_new_paper_clears_the_faithfulness_calibration(demo_dir: Path, edit, staff) -> None:
     release = release_sync(manifest=demo_dir, user=staff).release
     row = ReleaseTask.objects.get(release=release, task__slug="drones_hover_ppo")
-    release_task_calibrate_faithfulness(release_task=row, user=staff)
+    calibrate(row, staff)
     edit(demo_dir, "tasks/drones_hover_ppo/paper.md", "As a first learning result", "As its first learning result")
     result = release_sync(manifest=demo_dir, user=staff)
     assert result.changes == [
-        "task drones_hover_ppo: paper_md updated",
         "release ale-robotics 0.5: updated (task contents)",
-        "release task drones_hover_ppo: faithfulness calibration cleared",
+        "release task drones_hover_ppo: paper_md changed, faithfulness calibration cleared",
     ]
     row.refresh_from_db()
     assert row.faithfulness_calibrated_at is None
@@ -245,9 +262,9 @@ def test_a_user_who_is_not_staff_cannot_sync(demo_dir: Path, visitor) -> None:
 def test_publish_is_refused_while_tasks_are_unsigned_naming_them(demo_04_dir: Path, staff) -> None:
     release = release_sync(manifest=demo_04_dir, user=staff).release
     for row in release.release_tasks.exclude(task__slug__in=["a1_stairs_climb", "drones_hover_ppo"]):
-        release_task_sign_off_anchor(release_task=row, user=staff)
+        sign_off(row, staff)
         if row.genre == "reproduction":
-            release_task_calibrate_faithfulness(release_task=row, user=staff)
+            calibrate(row, staff)
     with pytest.raises(ReleaseGateError) as caught:
         release_publish(release=release, user=staff)
     assert str(caught.value) == (
@@ -261,7 +278,7 @@ def test_publish_is_refused_while_tasks_are_unsigned_naming_them(demo_04_dir: Pa
 def test_sign_off_records_who_and_when_and_publish_uses_the_manifest_date(demo_04_dir: Path, staff) -> None:
     release = release_sync(manifest=demo_04_dir, user=staff).release
     row = ReleaseTask.objects.get(release=release, task__slug="drones_hover_ppo")
-    signed = release_task_sign_off_anchor(release_task=row, user=staff)
+    signed = sign_off(row, staff)
     assert signed.anchor_signed_off_by == staff and signed.anchor_signed_off_at is not None
     published = release_sign_off_all(release=release, user=staff)
     assert published.published is True
@@ -273,7 +290,7 @@ def test_an_open_task_has_no_faithfulness_gate(demo_04_dir: Path, staff) -> None
     release = release_sync(manifest=demo_04_dir, user=staff).release
     row = ReleaseTask.objects.get(release=release, task__slug="a1_stairs_climb")
     with pytest.raises(ReleaseGateError) as caught:
-        release_task_calibrate_faithfulness(release_task=row, user=staff)
+        calibrate(row, staff)
     assert str(caught.value) == (
         "task a1_stairs_climb is open genre: the faithfulness gate applies to reproduction tasks only"
     )
@@ -284,7 +301,7 @@ def test_a_task_without_an_anchor_cannot_be_signed_off(demo_04_dir: Path, edit, 
     release = release_sync(manifest=demo_04_dir, user=staff).release
     row = ReleaseTask.objects.get(release=release, task__slug="a1_stairs_climb")
     with pytest.raises(ReleaseGateError) as caught:
-        release_task_sign_off_anchor(release_task=row, user=staff)
+        sign_off(row, staff)
     assert str(caught.value) == (
         "task a1_stairs_climb of ale-robotics 0.4 has no anchor (paper_value is null); "
         "give one in release.yaml and sync before signing off"
@@ -295,7 +312,7 @@ def test_a_visitor_cannot_sign_off(demo_04_dir: Path, staff, visitor) -> None:
     release = release_sync(manifest=demo_04_dir, user=staff).release
     row = release.release_tasks.first()
     with pytest.raises(PermissionDenied):
-        release_task_sign_off_anchor(release_task=row, user=visitor)
+        sign_off(row, visitor)
     row.refresh_from_db()
     assert row.anchor_signed_off_at is None
 

@@ -20,7 +20,7 @@ def _site_key_and_private_media(site_identity, media_root):
 
 @pytest.fixture(autouse=True)
 def fresh_quotas():
-    # Daily counters live in the cache; every test starts with a full allowance.
+    # Daily counters live in the database (rolled back per test); this clears throttles.
     cache.clear()
     yield
     cache.clear()

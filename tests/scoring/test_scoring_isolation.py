@@ -18,6 +18,7 @@ MODULES = [
     "scoring.gap",
     "scoring.leaderboard",
     "scoring.race",
+    "scoring.rerun",
     "scoring.scorecard",
     "scoring.uncertainty",
     "scoring.validate",

@@ -52,16 +52,29 @@ def test_re_verify_queues_unfinished_submissions_and_skips_finished_ones(admin_c
 
 
 @pytest.mark.django_db
-def test_an_admin_records_a_verified_attestation_as_a_new_event(admin_client, run):
+def test_an_admin_records_an_official_re_run_bundle_and_the_run_becomes_verified(admin_client, run, seal):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = admin_client.post(
+        reverse("admin:submissions_run_rerun", args=[run.pk]),
+        {"bundle": SimpleUploadedFile("rerun.age", seal()), "results": "", "note": "hidden seeds, 3 GPUs"},
+    )
+    assert response.status_code == 302, response.content.decode()[:800]
+    event = VerificationEvent.objects.get(run=run, level="verified")
+    assert event.actor == admin_client.user and event.rerun is not None
+    run.refresh_from_db()
+    assert run.level == "verified"
+
+
+@pytest.mark.django_db
+def test_the_admin_can_no_longer_add_a_verified_event_by_hand(admin_client, run):
     response = admin_client.post(
         reverse("admin:submissions_verificationevent_add"),
         {"run": run.pk, "method": "official re-run", "evidence_sha256": "cd" * 32, "note": ""},
     )
-    assert response.status_code == 302
-    event = VerificationEvent.objects.get(run=run, level="verified")
-    assert (event.actor, event.method) == (admin_client.user, "official re-run")
+    assert response.status_code == 403
     run.refresh_from_db()
-    assert run.level == "verified"
+    assert run.level == "validated"
 
 
 @pytest.mark.django_db

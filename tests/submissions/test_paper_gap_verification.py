@@ -156,7 +156,7 @@ def test_a_bundle_for_an_unknown_release_is_rejected(demo_release, seal, submit)
     assert (submission.verdict, submission.error_code, submission.error_message) == (
         "rejected",
         "unknown_release",
-        "manifest.json: benchmark 'ale-robotics' release '9.9' is not a paper-gap release on this site",
+        "manifest.json: benchmark 'ale-robotics' has no published release '9.9' on this server",
     )
     assert Run.objects.count() == 0
 
@@ -168,8 +168,9 @@ def test_a_bundle_for_an_unpublished_release_is_rejected(release_from_spec, seal
     release_from_spec(demo_release_spec()[0], benchmark="ale-robotics", version=DEMO_RELEASE, published=False)
     submission = submit(seal())
     assert (submission.verdict, submission.error_code) == ("rejected", "unknown_release")
+    # The same words as for a version that does not exist: the answer must not confirm unpublished versions.
     assert submission.error_message == (
-        f"manifest.json: benchmark 'ale-robotics' release {DEMO_RELEASE!r} is not published"
+        f"manifest.json: benchmark 'ale-robotics' has no published release {DEMO_RELEASE!r} on this server"
     )
 
 

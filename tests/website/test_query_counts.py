@@ -24,8 +24,8 @@ PAGES = [
     # release, its tasks, the previous release (none here, so its tasks are not read)
     ("release", lambda run: reverse("release_detail", args=["ale-robotics", "v0.5"]), 3),
     ("task", lambda run: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 2),
-    # run (+task results, events), ranks
-    ("run", lambda run: reverse("run_detail", args=[run.pk]), 4),
+    # run (+task results, events, official re-runs with their actors), ranks
+    ("run", lambda run: reverse("run_detail", args=[run.pk]), 5),
     # the public agent, its runs, their task results (leaderboard.disclosure), their ranks
     ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 4),
     ("badge", lambda run: reverse("agent_badge", args=["ale-robotics", "v0.5", "alpha"]), 2),
