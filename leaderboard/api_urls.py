@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import SimpleRouter
 
 from leaderboard.api import admin_views as registry_admin
+from leaderboard.api import declarations
 from leaderboard.api import views as public
 from leaderboard.api_errors import api_not_found
 from submissions.api import admin_views as keys_admin
@@ -56,6 +57,16 @@ urlpatterns: list[URLPattern | URLResolver] = [
         r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/actions/?$",
         play.LevelActionView.as_view(),
         name="api-scorecard-action",
+    ),
+    path(
+        "agents/<slug:agent>/versions/<str:version>/metadata/",
+        declarations.AgentVersionDeclarationView.as_view(),
+        name="api-agent-version-metadata",
+    ),
+    path(
+        "agents/<slug:agent>/versions/<str:version>/baseline/",
+        declarations.AgentVersionBaselineView.as_view(),
+        name="api-agent-version-baseline",
     ),
     *router.urls,
     # Unknown paths under /api/ answer JSON, never the HTML 404 page.

@@ -62,12 +62,16 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
         "sort": query.sort,
         "direction": "desc" if query.descending else "asc",
         "complete_only": query.complete_only,
+        "filters": query.filters.params(),
         "notes": {
             "score": "dimensionless ratio to the paper target (1.0 = matched the paper, capped at the task's cap)",
             "pass_rate": "fraction of episodes completed without abort",
             "runtime_seconds_harness_recorded": "from the LLM gateway usage log",
             "tokens_harness_recorded": "from the LLM gateway usage log",
             "effort_tier_submitter_declared": "declared by the submitter, not checked",
+            "cost_usd": "US dollars per run; cost_basis recorded = harness-recorded tokens x the release's "
+            "price table, declared = the agent owner's figure, not checked",
+            "owner_declared": "organisation and weights are declared by the agent's owner, not checked",
             "verification": "validated = recomputed scores match the claimed ones (a consistency check, "
             "not proof that the runner was unmodified); attested = evaluator signatures verified; "
             "verified = official re-run",
