@@ -66,6 +66,9 @@ class AgentVersionMetaForm(forms.ModelForm):
             self.initial["base_models"] = ", ".join(self.instance.base_models or [])
         for name in LINK_FIELDS:
             self.fields[name].widget.attrs["placeholder"] = "https://"
+        for name, field in self.fields.items():
+            if field.help_text:  # declare.html renders the help as <p id="id_<name>-help">
+                field.widget.attrs["aria-describedby"] = f"id_{name}-help"
 
     def clean_base_models(self) -> list[str]:
         raw = self.cleaned_data.get("base_models") or ""

@@ -13,6 +13,11 @@
 
   function usd(v) { return v === null || v === undefined ? "—" : "$" + (v >= 0.01 || v === 0 ? v.toFixed(2) : v.toFixed(4)); }
   function fmtScore(v) { return v === null || v === undefined ? "—" : Number(v).toFixed(2); }
+  // Label only 1, 2 and 5 of each decade: a log axis otherwise crowds its ticks.
+  function logTick(v) {
+    var m = Math.round(v / Math.pow(10, Math.floor(Math.log10(v))) * 1000) / 1000;
+    return m === 1 || m === 2 || m === 5 ? usd(v) : "";
+  }
   function xy(p) { return { x: Math.max(p.cost_usd, 0.0001), y: p.score, p: p }; }
 
   function syncTable(points, baselines) {
@@ -72,7 +77,7 @@
         },
         scales: {
           x: { type: "logarithmic", title: { display: true, text: "Cost per run (USD, log scale)", color: MUTED },
-               ticks: { color: MUTED, callback: function (v) { var s = String(v); return /^(1|2|5)/.test(s) ? usd(v) : ""; } },
+               ticks: { color: MUTED, callback: logTick },
                grid: { color: GRID } },
           y: { min: 0, title: { display: true, text: "Score (1.00 = matched the paper)", color: MUTED },
                ticks: { color: MUTED, callback: function (v) { return Number(v).toFixed(1); } }, grid: { color: GRID } }
