@@ -235,10 +235,11 @@ def board_rows_all(*, release: Release, query: BoardQuery) -> QuerySet[Standing]
     return _board_rows(release, query)
 
 
-def chart_top(*, release: Release, tab: str, n: int) -> list[Standing]:
-    """The top-N rows of a tab by rank (the chart plots these)."""
+def chart_top(*, release: Release, tab: str, n: int, filters: BoardFilters | None = None) -> list[Standing]:
+    """The top-N rows of a tab by rank (the chart plots these), within the board's filters."""
+    rows = Standing.objects.filter(release=release, tab=tab)
     return list(
-        Standing.objects.filter(release=release, tab=tab)
+        (filters.apply(rows) if filters is not None else rows)
         .order_by("rank", "id")
         .only("agent_name", "version", "agent_slug", "rank", "score", "pass_rate", "ci_low", "ci_high", "run_id")[:n]
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from django.core.cache import cache
@@ -12,6 +13,7 @@ from leaderboard import exports
 from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
 from leaderboard.selectors import pages as selectors
+from leaderboard.selectors.declarations import FilterError, board_filters_from_params
 from leaderboard.selectors.pages import TABS, BoardQueryError
 
 CHART_CACHE_SECONDS = 3600
@@ -93,11 +95,17 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     n = whole_number(raw_n, minimum=1, maximum=selectors.CHART_MAX_N)
     if n is None:
         return _json_error(f"n={raw_n[:24]!r}: expected a whole number from 1 to {selectors.CHART_MAX_N}")
+    try:
+        filters = board_filters_from_params(request.GET)  # issue 13: the board's search filters
+    except FilterError as error:
+        return _json_error(str(error))
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
-    key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}"
+    filtered = "&".join(f"{k}={v}" for k, v in sorted(filters.params().items()))
+    digest = hashlib.sha256(filtered.encode()).hexdigest()[:24] if filtered else "all"
+    key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}:{digest}"
     body = cache.get(key)
     if body is None:
-        rows = selectors.chart_top(release=release, tab=tab, n=n)
+        rows = selectors.chart_top(release=release, tab=tab, n=n, filters=filters)
         body = json.dumps(
             {
                 "tab": tab,

@@ -198,7 +198,7 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
     page = selectors.board_page(release=release, query=query)
     run_url_prefix = reverse("run_detail", args=[0])[:-2]  # "/runs/": one reverse() per page, not per row
     chart_n = selectors.CHART_DEFAULT_N
-    chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n)
+    chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n, filters=query.filters)
     baselines = board_baselines(release=release, tab=query.tab, filters=query.filters)
     columns = [
         {

@@ -10,7 +10,7 @@ from django.urls import reverse
 from leaderboard.models import AgentVersionMeta, Baseline, Release, RunCost, Standing
 from leaderboard.services.declarations import baseline_mark, baseline_unmark, release_prices_changed
 from leaderboard.services.standings import standings_refresh
-from tests.website.conftest import make_release, make_run, make_user
+from tests.website.conftest import make_run, make_user
 from tests.website.declarations_factories import declare, own, price
 
 pytestmark = pytest.mark.django_db
@@ -173,7 +173,7 @@ def test_the_board_shows_the_cost_labelled_and_the_declaration_under_the_name(cl
     declare(run, organisation="Acme Labs", weights="open")
     price(release, "gpt-x")
     body = client.get(reverse("release_board", args=["ale-robotics", "v0.5"])).content.decode()
-    assert "$2.67" in body and 'cost-basis--recorded' in body
+    assert "$2.67" in body and "cost-basis--recorded" in body
     assert "Acme Labs · open weights" in body and "declared__mark" in body
 
 
@@ -305,7 +305,9 @@ def test_a_bad_filter_is_a_400_naming_it(client, release, query, fragment):
 
 
 def test_the_filters_stay_in_every_link_of_the_view(client, filtered_board):
-    body = client.get(reverse("release_board", args=["ale-robotics", "v0.5"]) + "?org=acme&weights=open").content.decode()
+    body = client.get(
+        reverse("release_board", args=["ale-robotics", "v0.5"]) + "?org=acme&weights=open"
+    ).content.decode()
     # sort headers, tabs, exports and the cost chart's data URL all carry the filters
     assert body.count("org=acme&amp;weights=open") >= 10
     assert 'name="org" value="acme"' in body
@@ -322,3 +324,13 @@ def test_the_exports_and_the_api_apply_the_filters(client, filtered_board):
     ).json()
     assert [row["agent_name"] for row in api["results"]] == ["Bravo"]
     assert api["results"][0]["organisation_declared"] == "Beta Corp"
+
+
+def test_the_top_n_chart_follows_the_filters(client, filtered_board):
+    url = reverse("chart_data", args=["ale-robotics", "v0.5"])
+    assert [row["label"] for row in client.get(url + "?weights=open").json()["rows"]] == ["Alpha 1.0"]
+    assert len(client.get(url).json()["rows"]) == 3
+    response = client.get(url + "?level=gold")
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_query")
+    body = client.get(reverse("release_board", args=["ale-robotics", "v0.5"]) + "?weights=open").content.decode()
+    assert "chart.json?tab=overall&amp;weights=open" in body
