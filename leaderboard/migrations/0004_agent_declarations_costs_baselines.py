@@ -6,135 +6,72 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("leaderboard", "0003_login_failure_counter"),
-        ("submissions", "0002_submission_declared_benchmark"),
+        ('leaderboard', '0003_login_failure_counter'),
+        ('submissions', '0002_submission_declared_benchmark'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="Baseline",
+            name='Baseline',
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[("paper", "Paper's own method"), ("random", "Random agent"), ("other", "Reference")],
-                        default="other",
-                        max_length=8,
-                    ),
-                ),
-                ("note", models.CharField(blank=True, max_length=300)),
-                ("marked_at", models.DateTimeField(auto_now=True)),
-                (
-                    "agent_version",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="baseline",
-                        to="leaderboard.agentversion",
-                    ),
-                ),
-                (
-                    "marked_by",
-                    models.ForeignKey(
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('kind', models.CharField(choices=[('paper', "Paper's own method"), ('random', 'Random agent'), ('other', 'Reference')], default='other', max_length=8)),
+                ('note', models.CharField(blank=True, max_length=300)),
+                ('marked_at', models.DateTimeField(auto_now=True)),
+                ('agent_version', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='baseline', to='leaderboard.agentversion')),
+                ('marked_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
         ),
         migrations.CreateModel(
-            name="AgentVersionMeta",
+            name='AgentVersionMeta',
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("organisation", models.CharField(blank=True, max_length=200)),
-                ("base_models", models.JSONField(blank=True, default=list)),
-                (
-                    "weights",
-                    models.CharField(
-                        blank=True, choices=[("open", "Open weights"), ("closed", "Closed weights")], max_length=8
-                    ),
-                ),
-                ("scaffold_name", models.CharField(blank=True, max_length=100)),
-                ("scaffold_version", models.CharField(blank=True, max_length=100)),
-                ("code_url", models.URLField(blank=True, max_length=500)),
-                ("paper_url", models.URLField(blank=True, max_length=500)),
-                ("model_card_url", models.URLField(blank=True, max_length=500)),
-                ("description_md", models.TextField(blank=True)),
-                ("declared_cost_usd", models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
-                ("declared_at", models.DateTimeField(auto_now=True)),
-                (
-                    "agent_version",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="meta", to="leaderboard.agentversion"
-                    ),
-                ),
-                (
-                    "declared_by",
-                    models.ForeignKey(
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('organisation', models.CharField(blank=True, max_length=200)),
+                ('base_models', models.JSONField(blank=True, default=list)),
+                ('weights', models.CharField(blank=True, choices=[('open', 'Open weights'), ('closed', 'Closed weights')], max_length=8)),
+                ('scaffold_name', models.CharField(blank=True, max_length=100)),
+                ('scaffold_version', models.CharField(blank=True, max_length=100)),
+                ('code_url', models.URLField(blank=True, max_length=500)),
+                ('paper_url', models.URLField(blank=True, max_length=500)),
+                ('model_card_url', models.URLField(blank=True, max_length=500)),
+                ('description_md', models.TextField(blank=True)),
+                ('declared_cost_usd', models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True)),
+                ('declared_at', models.DateTimeField(auto_now=True)),
+                ('agent_version', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='meta', to='leaderboard.agentversion')),
+                ('declared_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                "indexes": [
-                    models.Index(fields=["organisation"], name="leaderboard_organis_e7838f_idx"),
-                    models.Index(fields=["weights"], name="leaderboard_weights_3ac09b_idx"),
-                ],
+                'indexes': [models.Index(fields=['organisation'], name='leaderboard_organis_e7838f_idx'), models.Index(fields=['weights'], name='leaderboard_weights_3ac09b_idx')],
             },
         ),
         migrations.CreateModel(
-            name="ReleasePrice",
+            name='ReleasePrice',
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("model", models.CharField(max_length=100)),
-                ("input_usd_per_mtok", models.DecimalField(decimal_places=4, max_digits=10)),
-                ("output_usd_per_mtok", models.DecimalField(decimal_places=4, max_digits=10)),
-                (
-                    "release",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="prices", to="leaderboard.release"
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('model', models.CharField(max_length=100)),
+                ('input_usd_per_mtok', models.DecimalField(decimal_places=4, max_digits=10)),
+                ('output_usd_per_mtok', models.DecimalField(decimal_places=4, max_digits=10)),
+                ('release', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prices', to='leaderboard.release')),
             ],
             options={
-                "ordering": ["release", "model"],
-                "constraints": [
-                    models.UniqueConstraint(fields=("release", "model"), name="release_price_unique_model")
-                ],
+                'ordering': ['release', 'model'],
+                'constraints': [models.UniqueConstraint(fields=('release', 'model'), name='release_price_unique_model')],
             },
         ),
         migrations.CreateModel(
-            name="RunCost",
+            name='RunCost',
             fields=[
-                (
-                    "run",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="cost",
-                        serialize=False,
-                        to="submissions.run",
-                    ),
-                ),
-                ("usd", models.FloatField()),
-                ("basis", models.CharField(choices=[("recorded", "Recorded"), ("declared", "Declared")], max_length=8)),
-                ("priced_model", models.CharField(blank=True, max_length=100)),
-                (
-                    "release",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="leaderboard.release"
-                    ),
-                ),
+                ('run', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='cost', serialize=False, to='submissions.run')),
+                ('usd', models.FloatField()),
+                ('basis', models.CharField(choices=[('recorded', 'Recorded'), ('declared', 'Declared')], max_length=8)),
+                ('priced_model', models.CharField(blank=True, max_length=100)),
+                ('release', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='leaderboard.release')),
             ],
             options={
-                "indexes": [models.Index(fields=["release", "usd"], name="leaderboard_release_4e53af_idx")],
+                'indexes': [models.Index(fields=['release', 'usd'], name='leaderboard_release_4e53af_idx')],
             },
         ),
     ]
