@@ -66,6 +66,30 @@ def standing_record(row: Standing) -> dict[str, Any]:
     }
 
 
+def baseline_record(run: Any, *, tab: str) -> dict[str, Any]:
+    """A reference baseline's best run on the tab (board_baselines' rows): no rank, by design."""
+    cost = getattr(run, "cost", None)
+    ci = run.tab_ci if run.tab_ci and len(run.tab_ci) == 2 else (None, None)
+    return {
+        "agent": run.agent_version.agent.name,
+        "agent_slug": run.agent_version.agent.slug,
+        "version": run.agent_version.version,
+        "baseline_kind": run.agent_version.baseline.kind,
+        "baseline_note": run.agent_version.baseline.note,
+        "score": run.tab_score,
+        "ci_low": ci[0],
+        "ci_high": ci[1],
+        "pass_rate": run.pass_rate,
+        "covered": run.covered,
+        "required": run.required,
+        "complete": run.complete,
+        "cost_usd": cost.usd if cost is not None else None,
+        "cost_basis": cost.basis if cost is not None else None,
+        "verification": run.level,
+        "run_id": run.pk,
+    }
+
+
 class _Echo:
     """A file-like object whose write returns the line, for streaming csv.writer output."""
 

@@ -13,7 +13,7 @@ from leaderboard import exports
 from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
 from leaderboard.selectors import pages as selectors
-from leaderboard.selectors.declarations import FilterError, board_filters_from_params
+from leaderboard.selectors.declarations import FilterError, board_baselines, board_filters_from_params
 from leaderboard.selectors.pages import TABS, BoardQueryError
 
 CHART_CACHE_SECONDS = 3600
@@ -79,6 +79,11 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
             "verified = official re-run",
         },
         "rows": rows,
+        # Issue 13: reference baselines, never ranked (leaderboard.selectors.declarations.board_baselines).
+        "baselines": [
+            exports.baseline_record(run, tab=query.tab)
+            for run in board_baselines(release=release, tab=query.tab, filters=query.filters)
+        ],
     }
     response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False})
     response["Content-Disposition"] = f'inline; filename="{_filename(release, query.tab, "json")}"'

@@ -334,3 +334,14 @@ def test_the_top_n_chart_follows_the_filters(client, filtered_board):
     assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_query")
     body = client.get(reverse("release_board", args=["ale-robotics", "v0.5"]) + "?weights=open").content.decode()
     assert "chart.json?tab=overall&amp;weights=open" in body
+
+
+def test_the_json_export_lists_baselines_apart_without_a_rank(client, release):
+    staff = make_user("staffer", is_staff=True)
+    make_run(release, agent_name="Alpha", score=0.9)
+    paper = make_run(release, agent_name="Paper Method", score=0.8, with_standings=False)
+    baseline_mark(actor=staff, agent_version=paper.agent_version, kind="paper")
+    data = client.get(reverse("board_json", args=["ale-robotics", "v0.5"])).json()
+    assert [row["agent"] for row in data["rows"]] == ["Alpha"]
+    assert [(b["agent"], b["baseline_kind"], b["score"]) for b in data["baselines"]] == [("Paper Method", "paper", 0.8)]
+    assert "rank" not in data["baselines"][0]

@@ -18,7 +18,7 @@ PAGES = [
     ("board-by-cost", BOARD + "?sort=cost&dir=desc", 7),
     # release, cost points, baselines (with their cost and declarations joined)
     ("cost-chart", reverse("cost_chart_data", args=["ale-robotics", "v0.5"]) + "?org=acme", 3),
-    ("board-json-filtered", reverse("board_json", args=["ale-robotics", "v0.5"]) + "?weights=open", 2),
+    ("board-json-filtered", reverse("board_json", args=["ale-robotics", "v0.5"]) + "?weights=open", 3),
     # agent, its runs, their task results, their ranks, its versions with declarations and baselines
     ("agent", reverse("agent_detail", args=["alpha"]), 5),
 ]

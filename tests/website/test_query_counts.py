@@ -20,7 +20,8 @@ PAGES = [
     ("board", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]), 7),
     ("board-sorted", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?sort=tokens&page=2", 7),
     ("board-csv", lambda run: reverse("board_csv", args=["ale-robotics", "v0.5"]), 2),
-    ("board-json", lambda run: reverse("board_json", args=["ale-robotics", "v0.5"]), 2),
+    # release, rows, reference baselines
+    ("board-json", lambda run: reverse("board_json", args=["ale-robotics", "v0.5"]), 3),
     ("chart", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50", 2),
     # release, its tasks, the previous release (none here, so its tasks are not read)
     ("release", lambda run: reverse("release_detail", args=["ale-robotics", "v0.5"]), 3),
