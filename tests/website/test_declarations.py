@@ -5,9 +5,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
 from leaderboard.models import AgentVersionMeta, Baseline, Release, RunCost, Standing
+from leaderboard.selectors.pages import release_pointer_key
 from leaderboard.services.declarations import baseline_mark, baseline_unmark, release_prices_changed
 from leaderboard.services.standings import standings_refresh
 from tests.website.conftest import make_run, make_user
@@ -345,3 +347,17 @@ def test_the_json_export_lists_baselines_apart_without_a_rank(client, release):
     assert [row["agent"] for row in data["rows"]] == ["Alpha"]
     assert [(b["agent"], b["baseline_kind"], b["score"]) for b in data["baselines"]] == [("Paper Method", "paper", 0.8)]
     assert "rank" not in data["baselines"][0]
+
+
+def test_a_declaration_refreshes_the_cached_board(client, owned, release):
+    owner, run = owned
+    url = reverse("release_board", args=["ale-robotics", "v0.5"])
+    assert "Acme Labs" not in client.get(url).content.decode()  # now cached for anonymous visitors
+    before = Release.objects.get(pk=release.pk).generation
+    owner_client = type(client)()
+    owner_client.force_login(owner)
+    owner_client.post(declare_url(run), FORM)
+    assert Release.objects.get(pk=release.pk).generation == before + 1
+    # The release pointer is cached for 2 seconds; expire it as time would.
+    cache.delete(release_pointer_key(benchmark_slug="ale-robotics", version="v0.5"))
+    assert "Acme Labs" in client.get(url).content.decode()
