@@ -63,6 +63,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         declarations.AgentVersionDeclarationView.as_view(),
         name="api-agent-version-metadata",
     ),
+    path("releases/<int:release_id>/prices/", declarations.ReleasePricesView.as_view(), name="api-release-prices"),
     path(
         "agents/<slug:agent>/versions/<str:version>/baseline/",
         declarations.AgentVersionBaselineView.as_view(),

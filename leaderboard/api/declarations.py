@@ -19,9 +19,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.api.selectors import releases_visible
 from leaderboard.api_errors import ApiError
 from leaderboard.declaration_forms import AgentVersionMetaForm
-from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline
+from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice
 from leaderboard.selectors.declarations import agent_version_get
 from leaderboard.services.declarations import (
     agent_meta_may_declare,
@@ -209,3 +210,29 @@ class AgentVersionBaselineView(APIView):
         if not baseline_unmark(actor=request.user, agent_version=agent_version):
             raise ApiError(code="not_found", message="This agent version is not a baseline.", status_code=404)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ReleasePriceSerializer(serializers.ModelSerializer):
+    input_usd_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, coerce_to_string=False)
+    output_usd_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, coerce_to_string=False)
+
+    class Meta:
+        model = ReleasePrice
+        fields = ["model", "input_usd_per_mtok", "output_usd_per_mtok"]
+
+
+class ReleasePricesView(APIView):
+    """The admin's price table of a release: what every recorded cost on its board was priced with."""
+
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        summary="A release's price table (USD per million tokens; model '*' is the default)",
+        responses={200: ReleasePriceSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request, release_id: int) -> Response:
+        release = releases_visible(request.user).filter(pk=release_id).first()
+        if release is None:
+            raise ApiError(code="not_found", message="No such release.", status_code=404)
+        prices = ReleasePrice.objects.filter(release=release).order_by("model")
+        return Response(ReleasePriceSerializer(prices, many=True).data)

@@ -181,3 +181,18 @@ def test_the_leaderboard_carries_cost_and_declared_fields_and_refuses_a_bad_filt
     assert rows[0]["cost_usd"] is None and rows[0]["cost_basis"] is None
     response = client_for().get(url + "?since=soon")
     assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_query")
+
+
+def test_a_release_price_table_is_public_and_a_draft_release_is_not_found(world):
+    from decimal import Decimal
+
+    from leaderboard.models import Release, ReleasePrice
+
+    release = world["release"]
+    ReleasePrice.objects.create(release=release, model="*", input_usd_per_mtok=Decimal("3"), output_usd_per_mtok=15)
+    url = reverse("api-release-prices", args=[release.pk])
+    assert client_for().get(url).json() == [{"model": "*", "input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0}]
+    Release.objects.filter(pk=release.pk).update(published=False)
+    response = client_for(world["intruder"]).get(url)
+    assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")
+    assert client_for(world["staff"]).get(url).status_code == 200
