@@ -53,7 +53,9 @@ class BaselineAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Baseline, form: Any, change: bool) -> None:
         # Through the service: the version's releases are re-ranked without it.
-        baseline_mark(actor=request.user, agent_version=obj.agent_version, kind=obj.kind, note=obj.note)
+        saved = baseline_mark(actor=request.user, agent_version=obj.agent_version, kind=obj.kind, note=obj.note)
+        # The admin logs and links the object it was given: make it the saved row.
+        obj.pk, obj.marked_by, obj.marked_at = saved.pk, saved.marked_by, saved.marked_at
 
     def delete_model(self, request: HttpRequest, obj: Baseline) -> None:
         baseline_unmark(actor=request.user, agent_version=obj.agent_version)
