@@ -476,7 +476,7 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
     (three queries: the task results are read for leaderboard.disclosure)."""
     runs = (
         Run.objects.filter(agent_version__agent=agent, is_private=False, submission__is_private=False)
-        .select_related("release__benchmark", "agent_version", "submission")
+        .select_related("release__benchmark", "agent_version", "submission", "cost")  # cost: issue 13
         .prefetch_related(Prefetch("task_results", queryset=TaskResult.objects.select_related("release_task__task")))
     )
     if not staff:

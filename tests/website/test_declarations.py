@@ -361,3 +361,11 @@ def test_a_declaration_refreshes_the_cached_board(client, owned, release):
     # The release pointer is cached for 2 seconds; expire it as time would.
     cache.delete(release_pointer_key(benchmark_slug="ale-robotics", version="v0.5"))
     assert "Acme Labs" in client.get(url).content.decode()
+
+
+def test_the_agent_page_lists_each_runs_cost_with_its_basis(client, release):
+    run = make_run(release, agent_name="Alpha")
+    price(release, "*", inp="1", out="1")
+    body = client.get(reverse("agent_detail", args=["alpha"])).content.decode()
+    assert "$1.23" in body and "cost-basis--recorded" in body
+    assert run.pk
