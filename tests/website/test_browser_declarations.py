@@ -120,3 +120,35 @@ def test_declarations_costs_baselines_and_filters_in_the_browser(
     shoot(page, f"h8-board-filtered-{size}")
     assert errors == []
     context.close()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_chart_mode_is_in_the_url_and_travels_with_the_boards_links(
+    live_server: Any, browser: Any, benchmark: Any, size: str
+) -> None:
+    world(benchmark)
+    width, height = SIZES[size]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    base = f"{live_server.url}/benchmarks/ale-robotics/v0.5/"
+
+    page.goto(base + "?metric=score&n=5&weights=closed")
+    page.wait_for_selector("#board-chart[data-metric=score][data-loaded-n='5']")
+    assert page.locator("#chart-metric-score").is_checked()
+    assert page.locator("#chart-n").input_value() == "5"
+    page.locator(".segmented label", has_text="Pass rate").click()
+    page.wait_for_selector("#board-chart[data-metric=pass_rate]")
+    assert "metric=pass_rate" in page.url and "n=5" in page.url and "weights=closed" in page.url
+    tab = page.locator("nav.tabs a", has_text="Reproduction").get_attribute("href")
+    assert "metric=pass_rate" in tab and "n=5" in tab and "weights=closed" in tab
+    shoot(page, f"h8-chart-permalink-{size}", full_page=False)
+    page.locator(".segmented label", has_text="Both").click()
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    assert "metric=" not in page.url  # the default is left out
+    page.locator("nav.tabs a", has_text="Reproduction").click()
+    page.wait_for_url("**tab=reproduction**")
+    page.wait_for_selector("#board-chart[data-metric=both][data-loaded-n='5']")
+    assert errors == []
+    context.close()
