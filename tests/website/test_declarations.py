@@ -229,6 +229,10 @@ def test_a_baseline_never_takes_a_rank_and_the_others_close_up(client, release):
     ranks = dict(Standing.objects.filter(tab="overall").values_list("agent_name", "rank"))
     assert ranks == {"Alpha": 1, "Charlie": 2}
     assert Baseline.objects.get().marked_by == staff
+    # The incremental update lands where the full rebuild does.
+    incremental = sorted(Standing.objects.values_list("tab", "agent_name", "rank"))
+    standings_refresh(release=release)
+    assert sorted(Standing.objects.values_list("tab", "agent_name", "rank")) == incremental
 
     body = client.get(reverse("release_board", args=["ale-robotics", "v0.5"])).content.decode()
     assert "Reference baselines" in body and "Paper Method" in body and "Paper&#x27;s own method" in body
