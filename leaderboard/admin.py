@@ -424,6 +424,7 @@ class AgentAdmin(admin.ModelAdmin):
 @admin.register(AgentVersion)
 class AgentVersionAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     list_display = ["agent", "version", "created_at"]
+    search_fields = ["agent__name", "agent__slug", "version"]  # the baseline admin's autocomplete
     list_select_related = ["agent"]
 
 
@@ -440,4 +441,4 @@ class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
 
 
 # Race lifecycle actions and scheduling (the schemes engineer's module; replaces RaceAdmin above).
-from leaderboard import admin_races  # noqa: E402, F401
+from leaderboard import admin_declarations, admin_races  # noqa: E402, F401

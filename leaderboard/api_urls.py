@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import SimpleRouter
 
 from leaderboard.api import admin_views as registry_admin
+from leaderboard.api import declarations
 from leaderboard.api import views as public
 from leaderboard.api_errors import api_not_found
 from submissions.api import admin_views as keys_admin
@@ -60,6 +61,17 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("admin/runs/<int:run_id>/reruns/", keys_admin.RunRerunView.as_view(), name="api-run-rerun"),
     path("admin/runs/<int:run_id>/level/", keys_admin.RunLevelView.as_view(), name="api-run-level"),
+    path(
+        "agents/<slug:agent>/versions/<str:version>/metadata/",
+        declarations.AgentVersionDeclarationView.as_view(),
+        name="api-agent-version-metadata",
+    ),
+    path("releases/<int:release_id>/prices/", declarations.ReleasePricesView.as_view(), name="api-release-prices"),
+    path(
+        "agents/<slug:agent>/versions/<str:version>/baseline/",
+        declarations.AgentVersionBaselineView.as_view(),
+        name="api-agent-version-baseline",
+    ),
     *router.urls,
     # Unknown paths under /api/ answer JSON, never the HTML 404 page.
     re_path(r"^.*$", api_not_found),

@@ -29,6 +29,10 @@ COLUMNS: tuple[str, ...] = (
     "runtime_seconds_harness_recorded",
     "tokens_harness_recorded",
     "effort_tier_submitter_declared",
+    "cost_usd",
+    "cost_basis",
+    "organisation_owner_declared",
+    "weights_owner_declared",
     "verification",
     "verified_at",
     "run_id",
@@ -51,9 +55,38 @@ def standing_record(row: Standing) -> dict[str, Any]:
         "runtime_seconds_harness_recorded": row.runtime_seconds,
         "tokens_harness_recorded": row.tokens,
         "effort_tier_submitter_declared": row.effort_tier,
+        # Issue 13: annotated by leaderboard.selectors.declarations.with_declarations (None when absent).
+        "cost_usd": getattr(row, "cost_usd", None),
+        "cost_basis": getattr(row, "cost_basis", None),
+        "organisation_owner_declared": getattr(row, "declared_org", None),
+        "weights_owner_declared": getattr(row, "declared_weights", None),
         "verification": row.verification,
         "verified_at": row.verified_at.isoformat() if row.verified_at else None,
         "run_id": row.run_id,
+    }
+
+
+def baseline_record(run: Any, *, tab: str) -> dict[str, Any]:
+    """A reference baseline's best run on the tab (board_baselines' rows): no rank, by design."""
+    cost = getattr(run, "cost", None)
+    ci = run.tab_ci if run.tab_ci and len(run.tab_ci) == 2 else (None, None)
+    return {
+        "agent": run.agent_version.agent.name,
+        "agent_slug": run.agent_version.agent.slug,
+        "version": run.agent_version.version,
+        "baseline_kind": run.agent_version.baseline.kind,
+        "baseline_note": run.agent_version.baseline.note,
+        "score": run.tab_score,
+        "ci_low": ci[0],
+        "ci_high": ci[1],
+        "pass_rate": run.pass_rate,
+        "covered": run.covered,
+        "required": run.required,
+        "complete": run.complete,
+        "cost_usd": cost.usd if cost is not None else None,
+        "cost_basis": cost.basis if cost is not None else None,
+        "verification": run.level,
+        "run_id": run.pk,
     }
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import exports, health, pages
+from leaderboard.views import declarations, exports, health, pages
 
 urlpatterns = [
     path("", pages.home, name="home"),
@@ -13,9 +13,19 @@ urlpatterns = [
     path("benchmarks/<slug:benchmark>/<str:version>/board.csv", exports.board_csv, name="board_csv"),
     path("benchmarks/<slug:benchmark>/<str:version>/board.json", exports.board_json, name="board_json"),
     path("benchmarks/<slug:benchmark>/<str:version>/chart.json", exports.chart_data, name="chart_data"),
+    path(
+        "benchmarks/<slug:benchmark>/<str:version>/cost-chart.json",
+        declarations.cost_chart_data,
+        name="cost_chart_data",
+    ),
     path("benchmarks/<slug:benchmark>/<str:version>/release/", pages.release_detail, name="release_detail"),
     path("benchmarks/<slug:benchmark>/<str:version>/tasks/<slug:task>/", pages.task_detail, name="task_detail"),
     path("runs/<int:run_id>/", pages.run_detail, name="run_detail"),
     path("agents/<slug:agent>/", pages.agent_detail, name="agent_detail"),
+    path(
+        "agents/<slug:agent>/versions/<str:version>/declare/",
+        declarations.agent_version_declare,
+        name="agent_version_declare",
+    ),
     path("badges/<slug:benchmark>/<str:version>/<slug:agent>.svg", exports.agent_badge, name="agent_badge"),
 ]

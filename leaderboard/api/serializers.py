@@ -162,6 +162,11 @@ class AgentSerializer(serializers.ModelSerializer):
 
 class StandingSerializer(serializers.ModelSerializer):
     run = serializers.IntegerField(source="run_id")
+    # Issue 13: the precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
+    cost_usd = serializers.FloatField(read_only=True, allow_null=True, default=None)
+    cost_basis = serializers.CharField(read_only=True, allow_null=True, default=None, help_text="recorded or declared")
+    organisation_declared = serializers.CharField(source="declared_org", read_only=True, allow_null=True, default=None)
+    weights_declared = serializers.CharField(source="declared_weights", read_only=True, allow_null=True, default=None)
 
     class Meta:
         model = Standing
@@ -181,6 +186,10 @@ class StandingSerializer(serializers.ModelSerializer):
             "runtime_seconds",
             "tokens",
             "effort_tier",
+            "cost_usd",
+            "cost_basis",
+            "organisation_declared",
+            "weights_declared",
             "verification",
             "verified_at",
         ]

@@ -242,6 +242,11 @@ class LeaderboardView(generics.ListAPIView):
                 "dir", OpenApiTypes.STR, enum=["asc", "desc"], description="Default: the column's natural direction"
             ),
             OpenApiParameter("verification", OpenApiTypes.STR, enum=list(VERIFICATION_LEVELS)),
+            OpenApiParameter("q", OpenApiTypes.STR, description="Agent name contains"),
+            OpenApiParameter("org", OpenApiTypes.STR, description="Declared organisation contains"),
+            OpenApiParameter("weights", OpenApiTypes.STR, enum=["open", "closed"], description="Declared weights"),
+            OpenApiParameter("since", OpenApiTypes.DATE, description="Verified on or after (YYYY-MM-DD)"),
+            OpenApiParameter("until", OpenApiTypes.DATE, description="Verified on or before (YYYY-MM-DD)"),
         ],
         responses={200: StandingSerializer(many=True), **ERRORS, **NOT_MODIFIED},
     )
@@ -257,6 +262,9 @@ class LeaderboardView(generics.ListAPIView):
         params = {"tab": tab, "sort": request.query_params.get("sort", ""), "dir": request.query_params.get("dir", "")}
         complete = request.query_params.get("complete", "")
         params["complete"] = {"true": "1", "false": "0"}.get(complete.lower(), complete)
+        # Issue 13's search and filters, with the page's names and rules.
+        for name in ("q", "org", "weights", "since", "until"):
+            params[name] = request.query_params.get(name, "")
         try:
             self.board_query = board_query_from_params(QueryDict(urlencode(params)))
         except BoardQueryError as exc:

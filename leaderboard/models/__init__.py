@@ -3,6 +3,7 @@ precomputed standings visitors read."""
 
 from leaderboard.models.accounts import LoginFailureCounter
 from leaderboard.models.agents import Agent, AgentVersion
+from leaderboard.models.declarations import AgentVersionMeta, Baseline, ReleasePrice, RunCost
 from leaderboard.models.races import Race, ScorecardLevel, Validator
 from leaderboard.models.registry import Benchmark, Evaluator, Release, ReleaseTask, Task
 from leaderboard.models.standings import Standing
@@ -10,12 +11,16 @@ from leaderboard.models.standings import Standing
 __all__ = [
     "Agent",
     "AgentVersion",
+    "AgentVersionMeta",
+    "Baseline",
     "Benchmark",
     "Evaluator",
     "LoginFailureCounter",
     "Race",
     "Release",
+    "ReleasePrice",
     "ReleaseTask",
+    "RunCost",
     "ScorecardLevel",
     "Standing",
     "Task",

@@ -21,6 +21,7 @@ from django.urls import reverse
 from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.agents import agents_public
+from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
 from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
@@ -42,6 +43,7 @@ SORTS: dict[str, tuple[tuple[str, ...], bool]] = {
     "coverage": (("covered",), True),
     "runtime": (("runtime_seconds",), False),
     "tokens": (("tokens",), False),
+    "cost": (("cost_usd",), False),  # leaderboard.selectors.declarations.with_declarations
     "effort": (("effort_tier",), False),
     "verification": (("verification",), False),
     "date": (("verified_at",), True),
@@ -59,6 +61,8 @@ class BoardQuery:
     descending: bool = False
     complete_only: bool = False
     page: int = 1
+    # Search and filters (issue 13): part of the URL like everything else, so a view is shareable.
+    filters: BoardFilters = field(default_factory=BoardFilters)
 
     def params(self, **changes: Any) -> dict[str, str]:
         """The querystring of this view (defaults omitted), with some values changed."""
@@ -69,6 +73,7 @@ class BoardQuery:
             "complete": "1" if self.complete_only else "",
             "page": str(self.page),
         }
+        values.update(self.filters.params())
         values.update({k: str(v) for k, v in changes.items()})
         defaults = {"tab": "overall", "sort": "rank", "complete": "", "page": "1"}
         default_dir = "desc" if SORTS[values["sort"]][1] else "asc"
@@ -95,7 +100,13 @@ def board_query_from_params(params: QueryDict) -> BoardQuery:
     page = whole_number(raw_page, minimum=1)
     if page is None:
         raise BoardQueryError(f"page={raw_page[:24]!r}: expected a positive whole number")
-    return BoardQuery(tab=tab, sort=sort, descending=direction == "desc", complete_only=complete == "1", page=page)
+    try:
+        filters = board_filters_from_params(params)
+    except FilterError as error:
+        raise BoardQueryError(str(error)) from None
+    return BoardQuery(
+        tab=tab, sort=sort, descending=direction == "desc", complete_only=complete == "1", page=page, filters=filters
+    )
 
 
 def _visible_releases(*, staff: bool) -> QuerySet[Release]:
@@ -164,6 +175,7 @@ def _board_rows(release: Release, query: BoardQuery) -> QuerySet[Standing]:
     rows = Standing.objects.filter(release=release, tab=query.tab)
     if query.complete_only:
         rows = rows.filter(complete=True)
+    rows = with_declarations(query.filters.apply(rows))
     fields, _ = SORTS[query.sort]
     ordering = [F(name).desc(nulls_last=True) if query.descending else F(name).asc(nulls_last=True) for name in fields]
     return rows.order_by(*ordering, "rank", "id")
@@ -223,10 +235,11 @@ def board_rows_all(*, release: Release, query: BoardQuery) -> QuerySet[Standing]
     return _board_rows(release, query)
 
 
-def chart_top(*, release: Release, tab: str, n: int) -> list[Standing]:
-    """The top-N rows of a tab by rank (the chart plots these)."""
+def chart_top(*, release: Release, tab: str, n: int, filters: BoardFilters | None = None) -> list[Standing]:
+    """The top-N rows of a tab by rank (the chart plots these), within the board's filters."""
+    rows = Standing.objects.filter(release=release, tab=tab)
     return list(
-        Standing.objects.filter(release=release, tab=tab)
+        (filters.apply(rows) if filters is not None else rows)
         .order_by("rank", "id")
         .only("agent_name", "version", "agent_slug", "rank", "score", "pass_rate", "ci_low", "ci_high", "run_id")[:n]
     )
@@ -468,7 +481,7 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
     (three queries: the task results are read for leaderboard.disclosure)."""
     runs = (
         Run.objects.filter(agent_version__agent=agent, is_private=False, submission__is_private=False)
-        .select_related("release__benchmark", "agent_version", "submission")
+        .select_related("release__benchmark", "agent_version", "submission", "cost")  # cost: issue 13
         .prefetch_related(Prefetch("task_results", queryset=TaskResult.objects.select_related("release_task__task")))
     )
     if not staff:

@@ -29,7 +29,7 @@ from django.db import connections, transaction
 from django.db.models import Exists, F, OuterRef, Q
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
-from leaderboard.models import Release, Standing
+from leaderboard.models import Baseline, Release, Standing
 from submissions.models import Run, TaskResult
 
 # Verification levels that enter a leaderboard; mismatch and rejected never do.
@@ -131,6 +131,11 @@ def _best_runs_sql(connection: Any) -> str:
                   WHERE tr.{result["run"]} = r.{quote(Run._meta.pk.column)}
                     AND rt.{quote(release_task_model._meta.get_field("anchor_published").column)} = %s
                     AND tr.{result["signature"]} <> %s
+              )
+              -- issue 13: a reference baseline (leaderboard.models.Baseline) is shown apart, never ranked.
+              AND NOT EXISTS (
+                  SELECT 1 FROM {quote(Baseline._meta.db_table)} bl
+                  WHERE bl.{quote(Baseline._meta.get_field("agent_version").column)} = r.{run["agent_version"]}
               )
         ) ranked
         WHERE {" OR ".join(f"{quote('position_' + tab)} = 1" for tab in TABS)}
@@ -254,6 +259,8 @@ def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
                 )
             )
         )
+        # Issue 13, as in _best_runs_sql: a reference baseline is shown apart, never ranked.
+        .filter(agent_version__baseline__isnull=True)
         .select_related("agent_version__agent")
         .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
     )

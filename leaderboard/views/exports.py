@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from django.core.cache import cache
@@ -12,6 +13,7 @@ from leaderboard import exports
 from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
 from leaderboard.selectors import pages as selectors
+from leaderboard.selectors.declarations import FilterError, board_baselines, board_filters_from_params
 from leaderboard.selectors.pages import TABS, BoardQueryError
 
 CHART_CACHE_SECONDS = 3600
@@ -62,17 +64,26 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
         "sort": query.sort,
         "direction": "desc" if query.descending else "asc",
         "complete_only": query.complete_only,
+        "filters": query.filters.params(),
         "notes": {
             "score": "dimensionless ratio to the paper target (1.0 = matched the paper, capped at the task's cap)",
             "pass_rate": "fraction of episodes completed without abort",
             "runtime_seconds_harness_recorded": "from the LLM gateway usage log",
             "tokens_harness_recorded": "from the LLM gateway usage log",
             "effort_tier_submitter_declared": "declared by the submitter, not checked",
+            "cost_usd": "US dollars per run; cost_basis recorded = harness-recorded tokens x the release's "
+            "price table, declared = the agent owner's figure, not checked",
+            "owner_declared": "organisation and weights are declared by the agent's owner, not checked",
             "verification": "validated = recomputed scores match the claimed ones (a consistency check, "
             "not proof that the runner was unmodified); attested = evaluator signatures verified; "
             "verified = official re-run",
         },
         "rows": rows,
+        # Issue 13: reference baselines, never ranked (leaderboard.selectors.declarations.board_baselines).
+        "baselines": [
+            exports.baseline_record(run, tab=query.tab)
+            for run in board_baselines(release=release, tab=query.tab, filters=query.filters)
+        ],
     }
     response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False})
     response["Content-Disposition"] = f'inline; filename="{_filename(release, query.tab, "json")}"'
@@ -89,11 +100,17 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     n = whole_number(raw_n, minimum=1, maximum=selectors.CHART_MAX_N)
     if n is None:
         return _json_error(f"n={raw_n[:24]!r}: expected a whole number from 1 to {selectors.CHART_MAX_N}")
+    try:
+        filters = board_filters_from_params(request.GET)  # issue 13: the board's search filters
+    except FilterError as error:
+        return _json_error(str(error))
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
-    key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}"
+    filtered = "&".join(f"{k}={v}" for k, v in sorted(filters.params().items()))
+    digest = hashlib.sha256(filtered.encode()).hexdigest()[:24] if filtered else "all"
+    key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}:{digest}"
     body = cache.get(key)
     if body is None:
-        rows = selectors.chart_top(release=release, tab=tab, n=n)
+        rows = selectors.chart_top(release=release, tab=tab, n=n, filters=filters)
         body = json.dumps(
             {
                 "tab": tab,

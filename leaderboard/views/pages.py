@@ -22,8 +22,10 @@ from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclo
 from leaderboard.markdown import render_markdown
 from leaderboard.models import Benchmark, ReleaseTask, Standing
 from leaderboard.selectors import pages as selectors
+from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
 from leaderboard.selectors.pages import TABS, BoardQueryError, BoardRow
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
+from leaderboard.views.declarations import cost_cell, declared_line
 
 # Anonymous board pages are cached this long (and keyed by Release.generation).
 BOARD_CACHE_SECONDS = 60
@@ -37,6 +39,7 @@ BOARD_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("coverage", "Coverage", "tasks"),
     ("runtime", "Runtime", "harness-recorded"),
     ("tokens", "Tokens", "harness-recorded"),
+    ("cost", "Cost", "USD, labelled"),
     ("effort", "Effort tier", "submitter-declared"),
     ("verification", "Verification", ""),
     ("date", "Date", "verified"),
@@ -55,6 +58,8 @@ class BoardCells:
     pass_rate: str
     runtime: str
     tokens: str
+    cost: SafeString
+    declared: SafeString
     verified_iso: str
     verified_day: str
 
@@ -72,11 +77,11 @@ class BoardCells:
         partial = mark_safe('<span class="tag tag--warn">not comparable to a full run</span>') if not s.complete else ""
         return format_html(
             '<tr{}><td class="num rank">{}{}</td>'
-            '<th scope="row" class="agent"><a href="{}{}/">{}</a> <span class="version-chip">{}</span></th>'
+            '<th scope="row" class="agent"><a href="{}{}/">{}</a> <span class="version-chip">{}</span>{}</th>'
             '<td class="num score"><strong>{}</strong>{}</td>'
             '<td class="num">{}</td>'
             '<td class="num coverage">{}/{}{}</td>'
-            '<td class="num">{}</td><td class="num">{}</td><td>{}</td>'
+            '<td class="num">{}</td><td class="num">{}</td><td class="num cost">{}</td><td>{}</td>'
             '<td><span class="badge badge--{}">{}</span></td>'
             '<td class="date"><time datetime="{}">{}</time></td></tr>\n',
             mark_safe(' class="row--partial"') if not s.complete else "",
@@ -86,6 +91,7 @@ class BoardCells:
             s.run_id,
             s.agent_name,
             s.version,
+            self.declared,
             self.score,
             format_html('<span class="ci">{}</span>', self.ci) if self.ci else "",
             self.pass_rate,
@@ -94,6 +100,7 @@ class BoardCells:
             partial,
             self.runtime,
             self.tokens,
+            self.cost,
             s.effort_tier or "\u2014",
             s.verification,
             s.verification,
@@ -113,6 +120,8 @@ class BoardCells:
             pass_rate=percent(s.pass_rate),
             runtime=duration(s.runtime_seconds),
             tokens=tokens(s.tokens),
+            cost=cost_cell(s),
+            declared=declared_line(s),
             verified_iso=s.verified_at.isoformat() if s.verified_at else "",
             verified_day=s.verified_at.strftime("%Y-%m-%d") if s.verified_at else "",
         )
@@ -190,7 +199,8 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
     page = selectors.board_page(release=release, query=query)
     run_url_prefix = reverse("run_detail", args=[0])[:-2]  # "/runs/": one reverse() per page, not per row
     chart_n = selectors.CHART_DEFAULT_N
-    chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n)
+    chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n, filters=query.filters)
+    baselines = board_baselines(release=release, tab=query.tab, filters=query.filters)
     columns = [
         {
             "key": key,
@@ -234,6 +244,12 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
             "chart_rows": chart_rows,
             "chart_n": chart_n,
             "chart_n_choices": (5, 10, 20, 50),
+            "baselines": baselines,
+            "filters": query.filters,
+            "filter_levels": LEVELS,
+            "filter_weights": WEIGHTS,
+            "keep_params": {k: v for k, v in query.params(page=1).items() if k in ("tab", "sort", "dir", "complete")},
+            "cost_chart_params": {k: v for k, v in query.params().items() if k not in ("page", "sort", "dir")},
         },
     )
     if cache_key is not None:
@@ -392,4 +408,13 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
         board = request.build_absolute_uri(reverse("release_board", args=args))
         label = f"{release.benchmark.name} {release.version}"
         badges.append({"label": label, "url": badge, "markdown": f"[![{label}]({badge})]({board})"})
-    return render(request, "leaderboard/agent.html", {"agent": agent_row, "runs": runs, "badges": badges})
+    versions = agent_versions_declared(agent=agent_row, user=request.user)
+    for agent_version in versions:
+        meta = getattr(agent_version, "meta", None)
+        agent_version.description_html = render_markdown(meta.description_md) if meta else ""
+    is_owner = request.user.is_authenticated and agent_row.owner_id == request.user.pk
+    return render(
+        request,
+        "leaderboard/agent.html",
+        {"agent": agent_row, "runs": runs, "badges": badges, "versions": versions, "is_owner": is_owner},
+    )

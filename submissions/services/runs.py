@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask
+from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_update_version
 from submissions.bundle.evaluate import Outcome
 from submissions.models import Run, SigningKey, Submission, TaskResult, VerificationEvent
@@ -127,6 +128,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
     VerificationEvent.objects.create(
         run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
     )
+    run_cost_refresh(run=run)  # precomputed, like its standing (issue 13: the board's cost column)
     standings_update_version(release=release, agent_version_id=agent_version.pk)
     if not run.confidence:
         _enqueue_confidence(run.pk)

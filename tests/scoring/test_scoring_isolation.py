@@ -17,6 +17,7 @@ MODULES = [
     "scoring.errors",
     "scoring.gap",
     "scoring.leaderboard",
+    "scoring.pareto",
     "scoring.race",
     "scoring.rerun",
     "scoring.scorecard",

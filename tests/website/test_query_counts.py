@@ -15,19 +15,22 @@ from tests.website.conftest import make_release, make_run, make_user
 # (name, url builder, pinned query count for an anonymous visitor)
 PAGES = [
     ("home", lambda run: reverse("home"), 5),
-    # uncached: release pointer (generation), release, count, rows, siblings, chart rows
-    ("board", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]), 6),
-    ("board-sorted", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?sort=tokens&page=2", 6),
+    # uncached: release pointer (generation), release, count, rows (cost and declarations joined),
+    # siblings, chart rows, reference baselines
+    ("board", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]), 7),
+    ("board-sorted", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?sort=tokens&page=2", 7),
     ("board-csv", lambda run: reverse("board_csv", args=["ale-robotics", "v0.5"]), 2),
-    ("board-json", lambda run: reverse("board_json", args=["ale-robotics", "v0.5"]), 2),
+    # release, rows, reference baselines
+    ("board-json", lambda run: reverse("board_json", args=["ale-robotics", "v0.5"]), 3),
     ("chart", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50", 2),
     # release, its tasks, the previous release (none here, so its tasks are not read)
     ("release", lambda run: reverse("release_detail", args=["ale-robotics", "v0.5"]), 3),
     ("task", lambda run: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 2),
     # run (+task results, events, official re-runs with their actors), ranks
     ("run", lambda run: reverse("run_detail", args=[run.pk]), 5),
-    # the public agent, its runs, their task results (leaderboard.disclosure), their ranks
-    ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 4),
+    # the public agent, its runs, their task results (leaderboard.disclosure), their ranks,
+    # its versions with their declarations
+    ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 5),
     ("badge", lambda run: reverse("agent_badge", args=["ale-robotics", "v0.5", "alpha"]), 2),
 ]
 

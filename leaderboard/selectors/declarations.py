@@ -1,0 +1,219 @@
+"""Reads for agent declarations, costs, baselines and the board's search filters (issue 13).
+
+Board filters are part of the board's querystring (so every view is a shareable URL)
+and apply to the precomputed Standing rows with joins only: a filtered or
+cost-annotated page costs the same number of queries as a plain one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Exists, F, OuterRef, QuerySet
+from django.http import Http404, QueryDict
+
+from leaderboard.disclosure import EVALUATOR_SIGNED
+from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Standing
+from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
+from submissions.models import Run, TaskResult
+
+LEVELS = PUBLIC_RUN_LEVELS
+WEIGHTS = tuple(AgentVersionMeta.Weights.values)
+MAX_TEXT_FILTER = 100  # longer than any agent or organisation name
+
+
+class FilterError(ValueError):
+    """A filter value the board does not offer (the message names the parameter)."""
+
+
+@dataclass(frozen=True)
+class BoardFilters:
+    q: str = ""  # agent name contains
+    org: str = ""  # declared organisation contains
+    weights: str = ""  # "open" | "closed"
+    level: str = ""  # verification level
+    since: dt.date | None = None  # verified on or after
+    until: dt.date | None = None  # verified on or before
+
+    @property
+    def active(self) -> bool:
+        return any((self.q, self.org, self.weights, self.level, self.since, self.until))
+
+    def params(self) -> dict[str, str]:
+        values = {
+            "q": self.q,
+            "org": self.org,
+            "weights": self.weights,
+            "level": self.level,
+            "since": self.since.isoformat() if self.since else "",
+            "until": self.until.isoformat() if self.until else "",
+        }
+        return {k: v for k, v in values.items() if v}
+
+    def apply(self, rows: QuerySet[Standing]) -> QuerySet[Standing]:
+        if self.q:
+            rows = rows.filter(agent_name__icontains=self.q)
+        if self.org:
+            rows = rows.filter(agent_version__meta__organisation__icontains=self.org)
+        if self.weights:
+            rows = rows.filter(agent_version__meta__weights=self.weights)
+        if self.level:
+            rows = rows.filter(verification=self.level)
+        if self.since:
+            rows = rows.filter(verified_at__date__gte=self.since)
+        if self.until:
+            rows = rows.filter(verified_at__date__lte=self.until)
+        return rows
+
+
+def _date(params: QueryDict, name: str) -> dt.date | None:
+    raw = params.get(name) or ""
+    if not raw:
+        return None
+    try:
+        return dt.date.fromisoformat(raw[:10]) if len(raw) == 10 else dt.date.fromisoformat(raw)
+    except ValueError:
+        raise FilterError(f"{name}={raw[:24]!r}: expected a date as YYYY-MM-DD") from None
+
+
+def board_filters_from_params(params: QueryDict) -> BoardFilters:
+    """Parse q, org, weights, level, since and until; raise FilterError naming the bad one."""
+    text = {}
+    for name in ("q", "org"):
+        value = (params.get(name) or "").strip()
+        if len(value) > MAX_TEXT_FILTER:
+            raise FilterError(f"{name}: at most {MAX_TEXT_FILTER} characters")
+        if "\x00" in value:
+            raise FilterError(f"{name}: contains a NUL character")
+        text[name] = value
+    weights = params.get("weights") or ""
+    if weights and weights not in WEIGHTS:
+        raise FilterError(f"weights={weights[:24]!r}: expected one of {', '.join(WEIGHTS)}")
+    level = params.get("level") or ""
+    if level and level not in LEVELS:
+        raise FilterError(f"level={level[:24]!r}: expected one of {', '.join(LEVELS)}")
+    since, until = _date(params, "since"), _date(params, "until")
+    if since and until and since > until:
+        raise FilterError(f"since={since} is after until={until}")
+    return BoardFilters(q=text["q"], org=text["org"], weights=weights, level=level, since=since, until=until)
+
+
+def with_declarations(rows: QuerySet[Standing]) -> QuerySet[Standing]:
+    """Standing rows annotated with their run's precomputed cost and the version's declaration
+    (joins in the same query; LEFT joins, so rows without either stay)."""
+    return rows.annotate(
+        cost_usd=F("run__cost__usd"),
+        cost_basis=F("run__cost__basis"),
+        declared_org=F("agent_version__meta__organisation"),
+        declared_weights=F("agent_version__meta__weights"),
+        declared_models=F("agent_version__meta__base_models"),
+        declared_scaffold=F("agent_version__meta__scaffold_name"),
+    )
+
+
+# --- baselines ----------------------------------------------------------------------------------
+
+TAB_FIELDS = {"overall": "overall", "reproduction": "reproduction", "open": "open"}
+
+
+def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None = None) -> list[Run]:
+    """The best public run of each reference baseline on a release's tab (one query).
+
+    The same public rule as the standings (leaderboard.services.standings): validated,
+    attested or verified, neither the run nor its submission private, a score in the tab,
+    and no unsigned result on a withheld-anchor task (leaderboard.disclosure).
+    """
+    from leaderboard.services.standings import standing_sort_key
+
+    score_field = TAB_FIELDS[tab]
+    leaking = TaskResult.objects.filter(run=OuterRef("pk"), release_task__anchor_published=False).exclude(
+        signature=EVALUATOR_SIGNED
+    )
+    runs = (
+        Run.objects.filter(
+            release=release,
+            agent_version__baseline__isnull=False,
+            level__in=LEVELS,
+            is_private=False,
+            submission__is_private=False,
+            **{f"{score_field}__isnull": False},
+        )
+        .exclude(Exists(leaking))
+        .select_related("agent_version__agent", "agent_version__baseline", "agent_version__meta", "cost")
+        .defer("breakdown", "agent_version__meta__description_md")
+    )
+    if filters is not None:
+        if filters.q:
+            runs = runs.filter(agent_version__agent__name__icontains=filters.q)
+        if filters.org:
+            runs = runs.filter(agent_version__meta__organisation__icontains=filters.org)
+        if filters.weights:
+            runs = runs.filter(agent_version__meta__weights=filters.weights)
+        if filters.level:
+            runs = runs.filter(level=filters.level)
+        if filters.since:
+            runs = runs.filter(created_at__date__gte=filters.since)
+        if filters.until:
+            runs = runs.filter(created_at__date__lte=filters.until)
+    best: dict[int, Run] = {}
+    for run in sorted(runs, key=lambda r: standing_sort_key(r, tab)):
+        best.setdefault(run.agent_version_id, run)
+    for run in best.values():
+        run.tab_score = getattr(run, score_field)  # type: ignore[attr-defined]
+        run.tab_ci = (run.confidence or {}).get(tab)  # type: ignore[attr-defined]
+    return list(best.values())
+
+
+# --- agent pages and the declaration form -------------------------------------------------------
+
+
+def agent_versions_declared(*, agent: Agent, user: Any) -> list[AgentVersion]:
+    """The agent's versions a viewer may see (public ones; every one for its owner and staff),
+    each with its declaration and baseline mark: one query."""
+    owner = getattr(user, "is_authenticated", False) and agent.owner_id == user.pk
+    versions = AgentVersion.objects.all() if owner else agent_versions_public(user=user)
+    return list(versions.filter(agent=agent).select_related("meta", "baseline").order_by("-created_at", "-pk"))
+
+
+def agent_version_get(*, agent_slug: str, version: str, user: Any) -> AgentVersion:
+    """An agent version its owner, staff, or (when public) anyone may read; else 404.
+
+    A version named only by private or rejected submissions does not exist for anyone
+    but its owner and staff (leaderboard.selectors.agents), so a refusal never confirms it.
+    """
+    row = (
+        AgentVersion.objects.select_related("agent", "meta", "baseline")
+        .filter(agent__slug=agent_slug, version=version)
+        .first()
+    )
+    if row is None:
+        raise Http404("No such agent version")
+    if getattr(user, "is_authenticated", False) and row.agent.owner_id == user.pk:
+        return row
+    if not agent_versions_public(user=user).filter(pk=row.pk).exists():
+        raise Http404("No such agent version")
+    return row
+
+
+# --- cost versus score ---------------------------------------------------------------------------
+
+
+def cost_points(*, release: Release, tab: str, filters: BoardFilters) -> list[dict[str, Any]]:
+    """Every ranked row of the tab with a cost (filters applied), cheapest first: one query."""
+    rows = filters.apply(
+        Standing.objects.filter(release=release, tab=tab, run__cost__isnull=False, score__isnull=False)
+    )
+    rows = rows.annotate(cost_usd=F("run__cost__usd"), cost_basis=F("run__cost__basis")).order_by("cost_usd", "rank")
+    return [
+        {
+            "rank": row.rank,
+            "label": f"{row.agent_name} {row.version}",
+            "score": row.score,
+            "cost_usd": row.cost_usd,
+            "cost_basis": row.cost_basis,
+            "run_id": row.run_id,
+        }
+        for row in rows.only("rank", "agent_name", "version", "score", "run_id")
+    ]

@@ -1,0 +1,71 @@
+"""Issue 13's admin writes: the per-release price table and baselines, staff only, each
+through leaderboard.services.declarations (costs re-priced, ranks rewritten)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from leaderboard.models import Baseline, Release, ReleasePrice, RunCost, Standing
+from leaderboard.services.standings import standings_refresh
+from tests.website.conftest import make_run, make_user
+from tests.website.declarations_factories import own
+
+pytestmark = pytest.mark.django_db
+
+PRICE = {"model": "*", "input_usd_per_mtok": "1", "output_usd_per_mtok": "1"}
+
+
+def price_form(release: Release) -> dict[str, str]:
+    return {**PRICE, "release": str(release.pk)}
+
+
+@pytest.mark.parametrize("who", ["anonymous", "owner", "other"])
+def test_only_staff_edit_the_price_table(client, release, who):
+    owner = make_user("owner")
+    run = make_run(release, agent_name="Alpha", submitter=owner)
+    own(run, owner)
+    if who != "anonymous":
+        client.force_login(owner if who == "owner" else make_user("other"))
+    response = client.post(reverse("admin:leaderboard_releaseprice_add"), price_form(release))
+    assert response.status_code == 302
+    assert reverse("admin:login") in response["Location"]
+    assert not ReleasePrice.objects.exists() and not RunCost.objects.exists()
+
+
+def test_staff_set_a_price_and_the_runs_are_re_priced(client, release):
+    run = make_run(release, agent_name="Alpha")
+    before = Release.objects.get(pk=release.pk).generation
+    client.force_login(make_user("staffer", is_staff=True, is_superuser=True))
+    response = client.post(reverse("admin:leaderboard_releaseprice_add"), price_form(release))
+    assert response.status_code == 302, response.content[:500]
+    assert RunCost.objects.get(run=run).usd == pytest.approx(1.234)
+    assert Release.objects.get(pk=release.pk).generation == before + 1
+    price = ReleasePrice.objects.get()
+    client.post(reverse("admin:leaderboard_releaseprice_delete", args=[price.pk]), {"post": "yes"})
+    assert not RunCost.objects.exists()
+
+
+def test_staff_mark_a_baseline_in_the_admin_and_it_leaves_the_ranks(client, release):
+    staff = make_user("staffer", is_staff=True, is_superuser=True)
+    make_run(release, agent_name="Alpha", score=0.9, with_standings=False)
+    paper = make_run(release, agent_name="Paper", score=0.95, with_standings=False)
+    standings_refresh(release=release)
+    client.force_login(staff)
+    response = client.post(
+        reverse("admin:leaderboard_baseline_add"),
+        {"agent_version": str(paper.agent_version.pk), "kind": "paper", "note": "Table 2"},
+    )
+    assert response.status_code == 302, response.content[:500]
+    assert Baseline.objects.get().marked_by == staff
+    assert list(Standing.objects.filter(tab="overall").values_list("agent_name", "rank")) == [("Alpha", 1)]
+    client.post(reverse("admin:leaderboard_baseline_delete", args=[Baseline.objects.get().pk]), {"post": "yes"})
+    assert dict(Standing.objects.filter(tab="overall").values_list("agent_name", "rank")) == {"Paper": 1, "Alpha": 2}
+
+
+def test_a_non_staff_account_cannot_mark_a_baseline_in_the_admin(client, release):
+    run = make_run(release, agent_name="Alpha")
+    client.force_login(make_user("other"))
+    response = client.post(reverse("admin:leaderboard_baseline_add"), {"agent_version": str(run.agent_version.pk)})
+    assert response.status_code == 302 and reverse("admin:login") in response["Location"]
+    assert not Baseline.objects.exists()
