@@ -3,7 +3,7 @@ precomputed standings visitors read."""
 
 from leaderboard.models.accounts import LoginFailureCounter
 from leaderboard.models.agents import Agent, AgentVersion
-from leaderboard.models.races import Race, ScorecardLevel, Validator
+from leaderboard.models.races import Race, RaceEntry, ScorecardLevel, Validator
 from leaderboard.models.registry import Benchmark, Evaluator, Release, ReleaseTask, Task
 from leaderboard.models.standings import Standing
 
@@ -14,6 +14,7 @@ __all__ = [
     "Evaluator",
     "LoginFailureCounter",
     "Race",
+    "RaceEntry",
     "Release",
     "ReleaseTask",
     "ScorecardLevel",

@@ -1,10 +1,10 @@
 """Submissions (the uploaded bundle and its state machine), the runs they
 produce, signing keys and API keys."""
 
-from submissions.models.keys import ApiKey, SigningKey
+from submissions.models.keys import ApiKey, SigningKey, SigningKeyTask
 from submissions.models.runs import RaceRun, RaceTaskOutcome, Run, ScorecardRun, TaskResult, VerificationEvent
 from submissions.models.scorecards import Card, CardEpisode, CardMove
-from submissions.models.submission import Submission
+from submissions.models.submission import Submission, SubmissionChallenge
 
 __all__ = [
     "ApiKey",
@@ -16,7 +16,9 @@ __all__ = [
     "Run",
     "ScorecardRun",
     "SigningKey",
+    "SigningKeyTask",
     "Submission",
+    "SubmissionChallenge",
     "TaskResult",
     "VerificationEvent",
 ]

@@ -2,7 +2,7 @@ import pytest
 from django.core.management import call_command
 
 from leaderboard.models import Release, Standing
-from submissions.models import Run, SigningKey, Submission
+from submissions.models import Run, SigningKey, Submission, SubmissionChallenge
 
 
 def paper_gap_submissions():
@@ -25,7 +25,12 @@ def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes
     assert paper_gap_submissions().get(verdict="rejected").error_code == "release_hash_mismatch"
     assert Run.objects.filter(release__version="0.5", complete=False).count() == 3  # Sparrow, Heron, Baseline BC
     assert Standing.objects.filter(release__version="0.5", tab="overall").count() == 10
-    assert SigningKey.objects.filter(owner_kind="evaluator").count() == 1
+    # One evaluator key per demo simulator (keys are scoped) and one calibrated judge.
+    assert SigningKey.objects.filter(owner_kind="evaluator").count() == 4
+    assert SigningKey.objects.filter(owner_kind="judge").count() == 1
+    # Every demo bundle is podium-bundle/2, made for a challenge of the demo user and using it up.
+    assert set(paper_gap_submissions().values_list("bundle_format", flat=True)) == {"podium-bundle/2"}
+    assert SubmissionChallenge.objects.filter(used_at__isnull=True).count() == 1  # the rejected one's
     assert "demo loaded" in out
 
     counts = (Submission.objects.count(), Run.objects.count(), Standing.objects.count(), SigningKey.objects.count())
