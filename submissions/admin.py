@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from leaderboard.models import Evaluator, Validator
+from leaderboard.models import Benchmark, Evaluator, Task, Validator
 from submissions.models import Card, CardEpisode, CardMove, Run, SigningKey, Submission, TaskResult, VerificationEvent
 from submissions.services.runs import RunError, run_record_verified
 from submissions.services.signing_keys import (
@@ -140,6 +140,20 @@ class VerificationEventAdmin(admin.ModelAdmin):
 class SigningKeyForm(forms.ModelForm):
     evaluator = forms.ModelChoiceField(queryset=Evaluator.objects.all(), required=False)
     validator = forms.ModelChoiceField(queryset=Validator.objects.all(), required=False)
+    judge_name = forms.CharField(
+        label="Judge", required=False, max_length=100, help_text="A judge's public identity, e.g. llm-judge/2026-05."
+    )
+    benchmark = forms.ModelChoiceField(
+        queryset=Benchmark.objects.all(), required=False, help_text="Validator keys: the benchmark they sign for."
+    )
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=Task.objects.all(),
+        required=False,
+        help_text="Judge keys: the tasks the judge is calibrated for. Evaluator keys: optional narrowing.",
+    )
+    rubric_version = forms.CharField(
+        required=False, max_length=100, help_text="Judge keys: the rubric version of the calibration."
+    )
     public_key_b64 = forms.CharField(
         label="Public key", help_text="Base64 of the raw 32-byte Ed25519 public key.", max_length=100
     )
@@ -150,8 +164,8 @@ class SigningKeyForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if bool(cleaned.get("evaluator")) == bool(cleaned.get("validator")):
-            raise forms.ValidationError("Choose exactly one owner: an evaluator or a validator.")
+        if sum(bool(cleaned.get(name)) for name in ("evaluator", "validator", "judge_name")) != 1:
+            raise forms.ValidationError("Choose exactly one owner: an evaluator, a validator or a judge.")
         if cleaned.get("public_key_b64"):
             try:
                 decode_public_key(cleaned["public_key_b64"])
@@ -162,7 +176,16 @@ class SigningKeyForm(forms.ModelForm):
 
 @admin.register(SigningKey)
 class SigningKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_id", "owner_kind", "evaluator", "validator", "created_at", "revoked_at"]
+    list_display = [
+        "key_id",
+        "owner_kind",
+        "evaluator",
+        "validator",
+        "judge_name",
+        "benchmark",
+        "created_at",
+        "revoked_at",
+    ]
     list_filter = ["owner_kind"]
     actions = ["revoke"]
 
@@ -183,9 +206,13 @@ class SigningKeyAdmin(admin.ModelAdmin):
         if change:
             return
         try:
+            rubric = form.cleaned_data.get("rubric_version") or ""
             key = signing_key_register(
                 evaluator=form.cleaned_data.get("evaluator"),
                 validator=form.cleaned_data.get("validator"),
+                judge_name=form.cleaned_data.get("judge_name") or "",
+                benchmark=form.cleaned_data.get("benchmark") if form.cleaned_data.get("validator") else None,
+                tasks=dict.fromkeys(form.cleaned_data.get("tasks") or [], rubric) or None,
                 public_key_b64=form.cleaned_data["public_key_b64"],
                 user=request.user,
             )
