@@ -144,7 +144,9 @@ class SigningKeyRegisterSerializer(serializers.Serializer):
         child=serializers.CharField(max_length=201),
         required=False,
         default=list,
-        max_length=1000,
+        # Under Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1000) with room for the other fields:
+        # a longer multipart list would be refused by Django before this serializer sees it.
+        max_length=200,
         help_text="Judge keys: 'task-slug@rubric-version' per calibrated task. Evaluator keys (optional): "
         "task slugs narrowing the key to those tasks of its simulator.",
     )

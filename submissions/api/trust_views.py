@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -177,7 +177,13 @@ class OwedRunsView(APIView):
 
     @extend_schema(
         summary="Runs owed after an infrastructure failure (validators and staff)",
-        responses={200: OwedRunSerializer(many=True), **ERRORS},
+        responses={
+            200: inline_serializer(
+                "OwedRunList",
+                fields={"count": serializers.IntegerField(), "results": OwedRunSerializer(many=True)},
+            ),
+            **ERRORS,
+        },
     )
     def get(self, request: Request) -> Response:
         if not request.user.is_staff and not request.user.validators.exists():
