@@ -418,3 +418,58 @@ def test_a_lone_surrogate_escape_in_a_free_text_field_is_a_specific_rejection_no
     assert (submission.status, submission.verdict, submission.error_code) == ("done", "rejected", "invalid_json")
     assert "agent.name" in submission.error_message
     assert not Agent.objects.exists()
+
+
+# ------------------------------------------------------------------ the upload page's challenge form
+
+
+def _challenge_form(release="0.5", agent_name="Alice Agent", agent_version="1"):
+    return {"benchmark": "ale-robotics", "release": release, "agent_name": agent_name, "agent_version": agent_version}
+
+
+def test_the_upload_page_issues_a_challenge_to_a_signed_in_submitter(client, owner, demo_release):
+    client.force_login(owner)
+    response = client.post("/submit/challenge/", _challenge_form())
+    assert response.status_code == 201
+    challenge = SubmissionChallenge.objects.get(user=owner)
+    page = response.content.decode()
+    assert challenge.token in page
+    assert "Your open challenges" in page
+    # Listed again on the plain upload page, for this account only.
+    assert challenge.token in client.get("/submit/").content.decode()
+
+
+def test_the_upload_page_refuses_another_accounts_agent_and_shows_the_code(client, owner, stranger, demo_release):
+    client.force_login(owner)
+    client.post("/submit/challenge/", _challenge_form())
+    client.force_login(stranger)
+    response = client.post("/submit/challenge/", _challenge_form(agent_name="alice-agent", agent_version="2"))
+    assert response.status_code == 403
+    assert "agent_not_yours" in response.content.decode()
+    assert not SubmissionChallenge.objects.filter(user=stranger).exists()
+    # The stranger's page lists none of the owner's challenges.
+    assert SubmissionChallenge.objects.get(user=owner).token not in client.get("/submit/").content.decode()
+
+
+def test_the_challenge_form_needs_every_field_and_a_numeric_race(client, owner, demo_release):
+    client.force_login(owner)
+    missing = client.post("/submit/challenge/", _challenge_form(agent_version=""))
+    assert (missing.status_code, "agent_version: this field is required." in missing.content.decode()) == (400, True)
+    bad_race = client.post("/submit/challenge/", {**_challenge_form(), "race": "9" * 40})
+    assert (bad_race.status_code, "unknown_race" in bad_race.content.decode()) == (400, True)
+    assert not SubmissionChallenge.objects.exists()
+
+
+def test_anonymous_visitors_are_sent_to_sign_in_and_get_no_challenge(client, demo_release):
+    response = client.post("/submit/challenge/", _challenge_form())
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert not SubmissionChallenge.objects.exists()
+
+
+def test_staff_get_challenges_like_anyone_and_own_the_agent_they_name(client, make_user, demo_release):
+    staff = make_user("staff-member")
+    staff.is_staff = True
+    staff.save(update_fields=["is_staff"])
+    client.force_login(staff)
+    assert client.post("/submit/challenge/", _challenge_form(agent_name="Staff Bot")).status_code == 201
+    assert Agent.objects.get(slug="staff-bot").owner == staff
