@@ -15,7 +15,17 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from leaderboard.models import Benchmark, Evaluator, Task, Validator
-from submissions.models import Card, CardEpisode, CardMove, Run, SigningKey, Submission, TaskResult, VerificationEvent
+from submissions.models import (
+    Card,
+    CardEpisode,
+    CardMove,
+    Run,
+    SigningKey,
+    Submission,
+    SubmissionChallenge,
+    TaskResult,
+    VerificationEvent,
+)
 from submissions.services.runs import RunError, run_record_verified
 from submissions.services.signing_keys import (
     SigningKeyError,
@@ -265,4 +275,22 @@ class CardMoveAdmin(ReadOnlyAdmin):
     list_filter = ["result"]
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+
+
+@admin.register(SubmissionChallenge)
+class SubmissionChallengeAdmin(admin.ModelAdmin):
+    """Read-only: challenges are issued to submitters and used up by verification, never edited."""
+
+    list_display = ["__str__", "user", "release", "race", "created_at", "expires_at", "used_at"]
+    list_filter = ["used_at"]
+    search_fields = ["user__username", "agent_version__agent__slug"]
+    list_select_related = ["user", "release__benchmark", "race", "agent_version__agent"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False

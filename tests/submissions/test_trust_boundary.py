@@ -473,3 +473,16 @@ def test_staff_get_challenges_like_anyone_and_own_the_agent_they_name(client, ma
     client.force_login(staff)
     assert client.post("/submit/challenge/", _challenge_form(agent_name="Staff Bot")).status_code == 201
     assert Agent.objects.get(slug="staff-bot").owner == staff
+
+
+def test_staff_see_challenges_in_the_admin_and_cannot_add_or_delete_them(
+    client, make_user, owner, demo_release, issue_challenge
+):
+    issue_challenge(owner)
+    staff = make_user("admin-member")
+    staff.is_staff = staff.is_superuser = True
+    staff.save(update_fields=["is_staff", "is_superuser"])
+    client.force_login(staff)
+    assert client.get("/admin/submissions/submissionchallenge/").status_code == 200
+    assert client.get("/admin/submissions/submissionchallenge/add/").status_code == 403
+    assert SubmissionChallenge.objects.count() == 1
