@@ -242,6 +242,46 @@ def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
+def race_entries(request: HttpRequest) -> HttpResponse:
+    """Enter one of your agent versions in a race (seed 002: entries are made by the agent's owner)."""
+    from leaderboard.models import RaceEntry
+    from submissions.bundle.errors import BundleError
+    from submissions.services.races import race_entry_create
+
+    context: dict[str, Any] = {"benchmarks": list(Benchmark.objects.filter(scheme="race").order_by("name"))}
+    status = 200
+    if request.method == "POST":
+        fields = {
+            name: request.POST.get(name, "").strip() for name in ("benchmark", "race", "agent_name", "agent_version")
+        }
+        context["form"] = fields
+        try:
+            if not fields["race"].isdigit() or len(fields["race"]) > 9:
+                raise BundleError("unknown_race", f"race: expected a race number, got {fields['race'][:20]!r}")
+            if not fields["agent_name"] or not fields["agent_version"]:
+                raise BundleError("agent_invalid", "agent name and version: both are required")
+            race_entry_create(
+                user=request.user,
+                benchmark_slug=fields["benchmark"][:64],
+                race_number=int(fields["race"]),
+                agent_name=fields["agent_name"][:100],
+                agent_version=fields["agent_version"][:100],
+            )
+            context["entered"] = True
+            status = 201
+        except BundleError as exc:
+            context["error"] = {"code": exc.code, "message": exc.message}
+            status = 403 if exc.code == "agent_not_yours" else 400
+    context["entries"] = list(
+        RaceEntry.objects.filter(entered_by=request.user)
+        .select_related("race__benchmark", "agent_version__agent")
+        .order_by("-created_at")[:50]
+    )
+    return render(request, "submissions/race_entries.html", context, status=status)
+
+
+@login_required
 @require_GET
 def owed_runs(request: HttpRequest) -> HttpResponse:
     """The runs this account's validators owe after an infrastructure failure (staff: all)."""

@@ -169,3 +169,17 @@ def test_the_owed_runs_page_is_not_found_for_an_account_that_is_no_validator(cli
     assert client.get(reverse("owed_runs")).status_code == 404
     assert Benchmark.objects.filter(slug="shop-race").exists()
     assert entrant().username == "entrant"
+
+
+def test_the_race_entry_page_enters_the_owners_version_and_refuses_another_accounts_agent(running, client, make_user):
+    body = {"benchmark": "shop-race", "race": "1", "agent_name": "Page Shopper", "agent_version": "1"}
+    client.force_login(make_user("owner-page"))
+    entered = client.post(reverse("race_entries"), body)
+    assert entered.status_code == 201
+    assert "Page Shopper 1 in shop-race race 1" in entered.content.decode()
+    client.force_login(make_user("other-page"))
+    refused = client.post(reverse("race_entries"), {**body, "agent_version": "2"})
+    assert (refused.status_code, "agent_not_yours" in refused.content.decode()) == (403, True)
+    assert list(RaceEntry.objects.values_list("entered_by__username", flat=True)) == ["owner-page"]
+    client.logout()
+    assert client.get(reverse("race_entries")).status_code == 302
