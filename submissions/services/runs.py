@@ -144,15 +144,14 @@ def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
     )
     withheld = frozenset(slug for slug, published, _ in rows if not published)
     simulators = {slug: simulator for slug, _, simulator in rows}
-    signed = any(r.signed for r in bundle.results.values()) or any(v.signed for v in bundle.faithfulness.values())
+    # Keys are only consulted for what is signed: an unsigned bundle skips the queries.
     return PaperGapContext(
         release=release,
         spec=spec,
         withheld=withheld,
         task_simulators=simulators,
-        # Keys are only consulted for a signed bundle: an unsigned one skips the queries.
-        evaluator_keys=scoped_evaluator_keys() if signed else {},
-        judge_keys=scoped_judge_keys() if signed else {},
+        evaluator_keys=scoped_evaluator_keys() if any(r.signed for r in bundle.results.values()) else {},
+        judge_keys=scoped_judge_keys() if any(v.signed for v in bundle.faithfulness.values()) else {},
     )
 
 
