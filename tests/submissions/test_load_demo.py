@@ -22,9 +22,12 @@ def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes
     assert verdicts.count("attested") == 3
     assert verdicts.count("validated") == 10
     assert verdicts.count("mismatch") == 1
-    assert verdicts.count("rejected") == 1
-    assert len(verdicts) == 15
-    assert paper_gap_submissions().get(verdict="rejected").error_code == "release_hash_mismatch"
+    assert verdicts.count("rejected") == 2
+    assert len(verdicts) == 16
+    assert sorted(paper_gap_submissions().filter(verdict="rejected").values_list("error_code", flat=True)) == [
+        "release_hash_mismatch",
+        "unsigned_withheld_task",
+    ]
     assert Run.objects.filter(release__version="0.5", complete=False).count() == 3  # Sparrow, Heron, Baseline BC
     assert Standing.objects.filter(release__version="0.5", tab="overall").count() == 10
     # One evaluator key per demo simulator (keys are scoped) and one calibrated judge.
@@ -32,7 +35,8 @@ def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes
     assert SigningKey.objects.filter(owner_kind="judge").count() == 1
     # Every demo bundle is podium-bundle/2, made for a challenge of the demo user and using it up.
     assert set(paper_gap_submissions().values_list("bundle_format", flat=True)) == {"podium-bundle/2"}
-    assert SubmissionChallenge.objects.filter(used_at__isnull=True).count() == 1  # the rejected one's
+    assert SubmissionChallenge.objects.filter(used_at__isnull=True).count() == 2  # the rejected ones'
+
     assert "demo loaded" in out
 
     counts = (Submission.objects.count(), Run.objects.count(), Standing.objects.count(), SigningKey.objects.count())

@@ -78,6 +78,9 @@ DEMO_RUNS: dict[str, tuple[DemoRun, ...]] = {
         DemoRun("Heron", "1.1", 0.85, 10, signed=True, tasks=7),
         DemoRun("Quill", "0.7", 0.9, 11, signed=True, tamper="claimed_score"),
         DemoRun("Mallard", "0.1", 0.8, 12, tamper="release_hash"),
+        # Unsigned results on withheld-anchor tasks: refused (unsigned_withheld_task), nothing recorded.
+        # Its skill is unlike any ranked run's, so no chosen success rate equals a signed one by chance.
+        DemoRun("Magpie", "0.3", 0.42, 13),
     ),
 }
 
