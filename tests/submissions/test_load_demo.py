@@ -59,6 +59,6 @@ def test_load_demo_verifies_in_process_and_publishes_nothing_to_the_broker(site_
     monkeypatch.setattr(app, "send_task", lambda name, *args, **kwargs: published.append(name))
     call_command("load_demo")
     assert published == []
-    assert paper_gap_submissions().count() == 15
+    assert paper_gap_submissions().count() == 16
     assert not paper_gap_submissions().exclude(status="done").exists()
     assert app.conf.task_always_eager is False  # restored afterwards
