@@ -275,6 +275,7 @@ class CardMoveAdmin(ReadOnlyAdmin):
     list_filter = ["result"]
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
 
 
 @admin.register(SubmissionChallenge)
