@@ -127,7 +127,17 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
     _release_rows(spec, DEMO_BENCHMARK, DEMO_RELEASE)
     user = get_user_model().objects.create_user(username="bench")
     recipient = site_keys.current_public_key()[1]
-    directory = write_paper_gap_bundle_dir(work / "standard", episodes_per_task=100)
+    # The demo release withholds anchors, and a withheld-anchor task is scored only from results
+    # signed by a registered evaluator key: the standard bundle is signed, as a real one is.
+    from leaderboard.models import Evaluator
+    from submissions.bundle.signatures import generate_signing_key, public_key_b64
+    from submissions.services.signing_keys import signing_key_register
+
+    evaluator_key = generate_signing_key()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(evaluator_key), user=None
+    )
+    directory = write_paper_gap_bundle_dir(work / "standard", episodes_per_task=100, sign_with=evaluator_key)
     verify = Timing()
     follow_up = Timing()
     verdicts: set[str] = set()

@@ -412,6 +412,8 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
 @admin.register(Validator)
 class ValidatorAdmin(admin.ModelAdmin):
     list_display = ["slug", "name"]
+    # The accounts that act for the validator: they get race-run challenges and see owed runs.
+    filter_horizontal = ["accounts"]
 
 
 @admin.register(Agent)

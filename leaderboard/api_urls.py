@@ -11,6 +11,7 @@ from leaderboard.api_errors import api_not_found
 from submissions.api import admin_views as keys_admin
 from submissions.api import schema as _schema  # noqa: F401 - registers the Api-Key scheme
 from submissions.api import scorecards as play
+from submissions.api import trust_views as trust
 from submissions.api import views as submitter
 
 router = SimpleRouter()
@@ -37,6 +38,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("site-key/", submitter.SiteKeyView.as_view(), name="api-site-key"),
     path("limits/", submitter.LimitsView.as_view(), name="api-limits"),
+    path("challenges/", trust.ChallengeView.as_view(), name="api-challenges"),
+    path("race-entries/", trust.RaceEntryView.as_view(), name="api-race-entries"),
+    path("owed-runs/", trust.OwedRunsView.as_view(), name="api-owed-runs"),
     path(
         "releases/<int:release_id>/leaderboard/<str:tab>/",
         public.LeaderboardView.as_view(),

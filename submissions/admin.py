@@ -21,7 +21,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from leaderboard.models import Evaluator, Validator
+from leaderboard.models import Benchmark, Evaluator, Task, Validator
 from submissions.models import (
     Card,
     CardEpisode,
@@ -30,6 +30,7 @@ from submissions.models import (
     Run,
     SigningKey,
     Submission,
+    SubmissionChallenge,
     TaskResult,
     VerificationEvent,
 )
@@ -258,6 +259,20 @@ class OfficialRerunAdmin(ReadOnlyAdmin):
 class SigningKeyForm(forms.ModelForm):
     evaluator = forms.ModelChoiceField(queryset=Evaluator.objects.all(), required=False)
     validator = forms.ModelChoiceField(queryset=Validator.objects.all(), required=False)
+    judge_name = forms.CharField(
+        label="Judge", required=False, max_length=100, help_text="A judge's public identity, e.g. llm-judge/2026-05."
+    )
+    benchmark = forms.ModelChoiceField(
+        queryset=Benchmark.objects.all(), required=False, help_text="Validator keys: the benchmark they sign for."
+    )
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=Task.objects.all(),
+        required=False,
+        help_text="Judge keys: the tasks the judge is calibrated for. Evaluator keys: optional narrowing.",
+    )
+    rubric_version = forms.CharField(
+        required=False, max_length=100, help_text="Judge keys: the rubric version of the calibration."
+    )
     public_key_b64 = forms.CharField(
         label="Public key", help_text="Base64 of the raw 32-byte Ed25519 public key.", max_length=100
     )
@@ -268,8 +283,8 @@ class SigningKeyForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if bool(cleaned.get("evaluator")) == bool(cleaned.get("validator")):
-            raise forms.ValidationError("Choose exactly one owner: an evaluator or a validator.")
+        if sum(bool(cleaned.get(name)) for name in ("evaluator", "validator", "judge_name")) != 1:
+            raise forms.ValidationError("Choose exactly one owner: an evaluator, a validator or a judge.")
         if cleaned.get("public_key_b64"):
             try:
                 decode_public_key(cleaned["public_key_b64"])
@@ -280,7 +295,17 @@ class SigningKeyForm(forms.ModelForm):
 
 @admin.register(SigningKey)
 class SigningKeyAdmin(admin.ModelAdmin):
-    list_display = ["key_id", "owner_kind", "evaluator", "validator", "daily_limit", "created_at", "revoked_at"]
+    list_display = [
+        "key_id",
+        "owner_kind",
+        "evaluator",
+        "validator",
+        "judge_name",
+        "benchmark",
+        "daily_limit",
+        "created_at",
+        "revoked_at",
+    ]
     list_filter = ["owner_kind"]
     actions = ["revoke"]
 
@@ -305,9 +330,13 @@ class SigningKeyAdmin(admin.ModelAdmin):
                 obj.save(update_fields=["daily_limit"])
             return
         try:
+            rubric = form.cleaned_data.get("rubric_version") or ""
             key = signing_key_register(
                 evaluator=form.cleaned_data.get("evaluator"),
                 validator=form.cleaned_data.get("validator"),
+                judge_name=form.cleaned_data.get("judge_name") or "",
+                benchmark=form.cleaned_data.get("benchmark") if form.cleaned_data.get("validator") else None,
+                tasks=dict.fromkeys(form.cleaned_data.get("tasks") or [], rubric) or None,
                 public_key_b64=form.cleaned_data["public_key_b64"],
                 user=request.user,
             )
@@ -360,4 +389,23 @@ class CardMoveAdmin(ReadOnlyAdmin):
     list_filter = ["result"]
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(SubmissionChallenge)
+class SubmissionChallengeAdmin(admin.ModelAdmin):
+    """Read-only: challenges are issued to submitters and used up by verification, never edited."""
+
+    list_display = ["__str__", "user", "release", "race", "created_at", "expires_at", "used_at"]
+    list_filter = ["used_at"]
+    search_fields = ["user__username", "agent_version__agent__slug"]
+    list_select_related = ["user", "release__benchmark", "race", "agent_version__agent"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False

@@ -113,6 +113,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         "benchmarks": benchmarks,
         "limits": quota_overview(user=request.user, benchmarks=benchmarks),
         "validator_limits": validator_quota_overview(user=request.user),
+        "open_challenges": _open_challenges(request.user),
     }
     if request.method == "GET":
         return render(request, "submissions/upload.html", context)
@@ -164,6 +165,59 @@ def upload(request: HttpRequest) -> HttpResponse:
     return redirect("submission_detail", submission_id=submission.pk)
 
 
+def _open_challenges(user: Any) -> list[Any]:
+    """The account's unused, unexpired challenges, newest first (shown on the upload page)."""
+    from django.utils import timezone
+
+    from submissions.models import SubmissionChallenge
+
+    return list(
+        SubmissionChallenge.objects.filter(user=user, used_at__isnull=True, expires_at__gt=timezone.now())
+        .select_related("benchmark", "release", "race", "agent_version__agent")
+        .order_by("-created_at")[:10]
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def challenge_new(request: HttpRequest) -> HttpResponse:
+    """Issue a submission challenge from the upload page's form and show it there."""
+    from submissions.bundle.errors import BundleError
+    from submissions.services.challenges import ChallengeRequest, challenge_issue
+
+    benchmarks = list(Benchmark.objects.order_by("name"))
+    fields = {
+        name: request.POST.get(name, "").strip() for name in ("benchmark", "release", "agent_name", "agent_version")
+    }
+    race_text = request.POST.get("race", "").strip()
+    context: dict[str, Any] = {"site_key": _site_key(), "benchmarks": benchmarks, "challenge_form": fields}
+    status = 201
+    missing = [name for name, value in fields.items() if not value]
+    if missing:
+        context["challenge_error"] = {"code": "invalid", "message": f"{missing[0]}: this field is required."}
+        context["open_challenges"] = _open_challenges(request.user)
+        return render(request, "submissions/upload.html", context, status=400)
+    try:
+        race = None
+        if race_text:
+            if not race_text.isdigit() or len(race_text) > 9:
+                raise BundleError("unknown_race", f"race: expected a race number, got {race_text[:20]!r}")
+            race = int(race_text)
+        request_ = ChallengeRequest(
+            benchmark=fields["benchmark"][:64],
+            release=fields["release"][:50],
+            agent_name=fields["agent_name"][:100],
+            agent_version=fields["agent_version"][:100],
+            race=race,
+        )
+        context["new_challenge"] = challenge_issue(user=request.user, request=request_)
+    except BundleError as exc:
+        context["challenge_error"] = {"code": exc.code, "message": exc.message}
+        status = 403 if exc.code in ("agent_not_yours", "not_a_validator") else 400
+    context["open_challenges"] = _open_challenges(request.user)
+    return render(request, "submissions/upload.html", context, status=status)
+
+
 def _own(request: HttpRequest, submission_id: UUID) -> Submission:
     return selectors.submission_get_own(submission_id=submission_id, user=request.user)
 
@@ -188,6 +242,57 @@ def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse
         "submissions/detail.html",
         {"submission": submission, "shown_diff": view.diff, "shown_message": view.message},
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def race_entries(request: HttpRequest) -> HttpResponse:
+    """Enter one of your agent versions in a race (seed 002: entries are made by the agent's owner)."""
+    from leaderboard.models import RaceEntry
+    from submissions.bundle.errors import BundleError
+    from submissions.services.races import race_entry_create
+
+    context: dict[str, Any] = {"benchmarks": list(Benchmark.objects.filter(scheme="race").order_by("name"))}
+    status = 200
+    if request.method == "POST":
+        fields = {
+            name: request.POST.get(name, "").strip() for name in ("benchmark", "race", "agent_name", "agent_version")
+        }
+        context["form"] = fields
+        try:
+            if not fields["race"].isdigit() or len(fields["race"]) > 9:
+                raise BundleError("unknown_race", f"race: expected a race number, got {fields['race'][:20]!r}")
+            if not fields["agent_name"] or not fields["agent_version"]:
+                raise BundleError("agent_invalid", "agent name and version: both are required")
+            race_entry_create(
+                user=request.user,
+                benchmark_slug=fields["benchmark"][:64],
+                race_number=int(fields["race"]),
+                agent_name=fields["agent_name"][:100],
+                agent_version=fields["agent_version"][:100],
+            )
+            context["entered"] = True
+            status = 201
+        except BundleError as exc:
+            context["error"] = {"code": exc.code, "message": exc.message}
+            status = 403 if exc.code == "agent_not_yours" else 400
+    context["entries"] = list(
+        RaceEntry.objects.filter(entered_by=request.user)
+        .select_related("race__benchmark", "agent_version__agent")
+        .order_by("-created_at")[:50]
+    )
+    return render(request, "submissions/race_entries.html", context, status=status)
+
+
+@login_required
+@require_GET
+def owed_runs(request: HttpRequest) -> HttpResponse:
+    """The runs this account's validators owe after an infrastructure failure (staff: all)."""
+    from submissions.api.trust_views import owed_run_rows
+
+    if not request.user.is_staff and not request.user.validators.exists():
+        raise Http404("No such page")
+    return render(request, "submissions/owed_runs.html", {"rows": owed_run_rows(request.user)})
 
 
 @login_required

@@ -4,7 +4,7 @@ precomputed standings visitors read."""
 from leaderboard.models.accounts import LoginFailureCounter
 from leaderboard.models.agents import Agent, AgentVersion
 from leaderboard.models.declarations import AgentVersionMeta, Baseline, ReleasePrice, RunCost
-from leaderboard.models.races import Race, ScorecardLevel, Validator
+from leaderboard.models.races import Race, RaceEntry, ScorecardLevel, Validator
 from leaderboard.models.registry import Benchmark, Evaluator, Release, ReleaseTask, Task
 from leaderboard.models.standings import Standing
 
@@ -17,6 +17,7 @@ __all__ = [
     "Evaluator",
     "LoginFailureCounter",
     "Race",
+    "RaceEntry",
     "Release",
     "ReleasePrice",
     "ReleaseTask",

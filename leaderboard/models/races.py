@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from leaderboard.models.registry import Benchmark, Release
@@ -12,7 +13,7 @@ class ScorecardLevel(models.Model):
     the optimal length BFS computed at manifest sync (never a player's claim).
 
     The text leaves the server only to the player of an open card, one level
-    at a time (submissions.services.scorecards), and on the replay page of a
+    at a time (submissions.services.cards), and on the replay page of a
     closed card when the operator set Release.reveal_hidden_levels."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="scorecard_levels")
@@ -31,6 +32,9 @@ class ScorecardLevel(models.Model):
 class Validator(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200)
+    # The accounts that act for this validator: they see the runs it owes (re-runs after an
+    # infrastructure failure) and may ask for race-run challenges. Set by staff.
+    accounts = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="validators")
 
     def __str__(self) -> str:
         return self.name
@@ -131,3 +135,21 @@ class OverallStanding(models.Model):
 
     def __str__(self) -> str:
         return f"Overall after {self.race} #{self.rank}"
+
+
+class RaceEntry(models.Model):
+    """An agent version entered in one race by the account that owns its agent (seed 002:
+    "your Overall score is tied to the agent version you submitted"). A validator's run of a
+    version counts in a race only when the version is entered in it."""
+
+    race = models.ForeignKey(Race, on_delete=models.CASCADE, related_name="entries")
+    agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.CASCADE, related_name="race_entries")
+    entered_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="race_entries")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["race", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["race", "agent_version"], name="race_entry_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_version} in {self.race}"

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
-from leaderboard.models import Evaluator, Validator
+from leaderboard.models import Benchmark, Evaluator, Task, Validator
 from submissions.api.serializers import ErrorSerializer, SigningKeyRegisterSerializer, SigningKeySerializer
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import Run, SigningKey
@@ -46,7 +46,7 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return SigningKey.objects.select_related("evaluator", "validator").order_by("-created_at", "-id")
 
     @extend_schema(
-        summary="Register an evaluator or validator Ed25519 public key (staff)",
+        summary="Register an evaluator, judge or validator Ed25519 public key with its scope (staff)",
         request=SigningKeyRegisterSerializer,
         responses={201: SigningKeySerializer, 200: SigningKeySerializer, **STAFF_ERRORS},
     )
@@ -55,19 +55,39 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         form.is_valid(raise_exception=True)
         kind, owner_name = form.validated_data["owner_kind"], form.validated_data["owner"]
         evaluator = validator = None
+        judge_name = ""
         if kind == SigningKey.Owner.EVALUATOR:
             evaluator = Evaluator.objects.filter(simulator=owner_name).first()
             if evaluator is None:
                 raise ApiError(code="owner_unknown", message=f"owner: no evaluator with simulator {owner_name!r}.")
-        else:
+        elif kind == SigningKey.Owner.VALIDATOR:
             validator = Validator.objects.filter(slug=owner_name).first()
             if validator is None:
                 raise ApiError(code="owner_unknown", message=f"owner: no validator with slug {owner_name!r}.")
+        else:
+            judge_name = owner_name
+        benchmark = None
+        if form.validated_data.get("benchmark"):
+            benchmark = Benchmark.objects.filter(slug=form.validated_data["benchmark"]).first()
+            if benchmark is None:
+                raise ApiError(
+                    code="owner_unknown", message=f"benchmark: no benchmark {form.validated_data['benchmark']!r}."
+                )
+        tasks = {}
+        for item in form.validated_data.get("tasks") or []:
+            slug, _, rubric = item.partition("@")
+            task = Task.objects.filter(benchmark=benchmark, slug=slug).first() if benchmark is not None else None
+            if task is None:
+                raise ApiError(code="owner_unknown", message=f"tasks: no task {slug[:100]!r} on the named benchmark.")
+            tasks[task] = rubric
         existed = SigningKey.objects.filter(public_key=form.validated_data["public_key"].strip()).exists()
         try:
             key = signing_key_register(
                 evaluator=evaluator,
                 validator=validator,
+                judge_name=judge_name,
+                benchmark=benchmark if validator is not None else None,
+                tasks=tasks or None,
                 public_key_b64=form.validated_data["public_key"],
                 user=request.user,
             )

@@ -130,23 +130,54 @@ class ErrorSerializer(serializers.Serializer):
 class SigningKeyRegisterSerializer(serializers.Serializer):
     owner_kind = serializers.ChoiceField(choices=SigningKey.Owner.choices)
     owner = serializers.CharField(
-        max_length=100, help_text="Evaluator simulator (e.g. robosuite+robomimic) or validator slug."
+        max_length=100,
+        help_text="Evaluator simulator (e.g. robosuite+robomimic), validator slug, or the judge's name.",
     )
     public_key = serializers.CharField(max_length=64, help_text="Raw 32-byte Ed25519 public key, base64.")
+    benchmark = serializers.SlugField(
+        max_length=64,
+        required=False,
+        help_text="Validator keys: the benchmark whose race runs the key signs. Judge/evaluator keys: "
+        "the benchmark of the listed tasks.",
+    )
+    tasks = serializers.ListField(
+        child=serializers.CharField(max_length=201),
+        required=False,
+        default=list,
+        # Under Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1000) with room for the other fields:
+        # a longer multipart list would be refused by Django before this serializer sees it.
+        max_length=200,
+        help_text="Judge keys: 'task-slug@rubric-version' per calibrated task. Evaluator keys (optional): "
+        "task slugs narrowing the key to those tasks of its simulator.",
+    )
 
 
 class SigningKeySerializer(serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
+    benchmark = serializers.SerializerMethodField()
+    tasks = serializers.SerializerMethodField()
 
     class Meta:
         model = SigningKey
-        fields = ["key_id", "owner_kind", "owner", "public_key", "created_at", "revoked_at"]
+        fields = ["key_id", "owner_kind", "owner", "benchmark", "tasks", "public_key", "created_at", "revoked_at"]
         read_only_fields = fields
 
     def get_owner(self, obj: SigningKey) -> str:
         if obj.owner_kind == SigningKey.Owner.EVALUATOR and obj.evaluator_id:
             return obj.evaluator.simulator
+        if obj.owner_kind == SigningKey.Owner.JUDGE:
+            return obj.judge_name
         return obj.validator.slug if obj.validator_id else ""
+
+    def get_benchmark(self, obj: SigningKey) -> str | None:
+        return obj.benchmark.slug if obj.benchmark_id else None
+
+    @extend_schema_field({"type": "array", "items": {"type": "object"}})
+    def get_tasks(self, obj: SigningKey) -> list[dict[str, str]]:
+        return [
+            {"task": scope.task.slug, "rubric_version": scope.rubric_version}
+            for scope in obj.task_scopes.select_related("task").order_by("task__slug")
+        ]
 
 
 class ManifestUploadSerializer(serializers.Serializer):

@@ -231,6 +231,19 @@ def _tarinfo_class(limits: Limits) -> type[tarfile.TarInfo]:
 
 def _safe_name(raw: str, name: str) -> str:
     """Normalise ``raw`` ("./a/b" -> "a/b") or raise unsafe_path."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        # tarfile decodes names with surrogateescape: bytes that are not UTF-8 come back as lone
+        # surrogates, which no database column (and no JSON diff) can store. Shown escaped.
+        try:
+            shown = raw.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that did not come from a raw byte
+            shown = raw.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise BundleError(
+            "invalid_member_name",
+            f"{name}: member name '{shown[:120]}' is not valid UTF-8; member names must be UTF-8 paths",
+        ) from None
     if "\x00" in raw or "\\" in raw:
         raise BundleError("unsafe_path", f"{name}: member {raw!r} has a NUL or backslash in its name")
     if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):

@@ -209,7 +209,7 @@ def _assemble(members: dict[str, Member], *, members_as_sealed: bool = False) ->
         return _paper_gap(manifest, members, sizes)
     member = _require(members, RACE_RUN_MEMBER, "a race_run bundle carries the validator's run")
     doc = _json(member)
-    run = parse_race_run(doc)
+    run = parse_race_run(doc, bound=manifest.bound)
     check_no_duplicate_keys(doc, where=RACE_RUN_MEMBER)
     if run.agent != manifest.agent:
         raise BundleError(
@@ -226,7 +226,7 @@ def _paper_gap(manifest: Manifest, members: dict[str, Member], sizes: dict[str, 
         if not member_name.startswith(RESULTS_PREFIX):
             continue
         doc = _json(members[member_name])
-        result = parse_result(doc, where=member_name)
+        result = parse_result(doc, where=member_name, bound=manifest.bound)
         check_no_duplicate_keys(doc, where=member_name)
         if result.task in results:
             raise BundleError(
@@ -252,7 +252,7 @@ def _paper_gap(manifest: Manifest, members: dict[str, Member], sizes: dict[str, 
     faithfulness = {}
     if FAITHFULNESS in members:
         doc = _json(members[FAITHFULNESS])
-        faithfulness = parse_faithfulness(doc)
+        faithfulness = parse_faithfulness(doc, bound=manifest.bound)
         check_no_duplicate_keys(doc, where=FAITHFULNESS)
         for slug in sorted(faithfulness):
             if slug not in manifest.genres:

@@ -15,6 +15,7 @@ produce the same bytes with an off-the-shelf JCS library.  In short:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from decimal import Decimal
@@ -33,6 +34,21 @@ class CanonicalJSONError(ValueError):
 
 def format_number(value: float | int) -> str:
     """ECMAScript Number::toString of ``value`` (RFC 8785 section 3.2.2.3)."""
+    # Fast paths (every signed result holds thousands of numbers): a safe integer prints as
+    # itself, and where Python's repr() of a finite float needs no exponent (1e-4 <= |x| < 1e16)
+    # ECMAScript uses fixed notation too, with the same shortest round-trip digits; only an
+    # integral float's ".0" differs. Everything else takes the general path below.
+    kind = type(value)
+    if kind is int and -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:  # type: ignore[operator]
+        return str(value)
+    if kind is float and value != 0:  # -0.0 prints as "0": the general path
+        text = repr(value)
+        if "e" not in text and "n" not in text:  # not an exponent, nan or inf
+            return text[:-2] if text.endswith(".0") else text
+    return _format_number_general(value)
+
+
+def _format_number_general(value: float | int) -> str:
     if isinstance(value, bool):
         raise CanonicalJSONError("a bool is not a number")
     if isinstance(value, int):
@@ -74,6 +90,12 @@ def _string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=1024)
+def _key_string(key: str) -> str:
+    """An ASCII object key's JSON text; keys repeat thousands of times per document."""
+    return json.dumps(key)
+
+
 def _encode(value: Any, out: list[str]) -> None:
     if value is None:
         out.append("null")
@@ -90,10 +112,16 @@ def _encode(value: Any, out: list[str]) -> None:
             if not isinstance(key, str):
                 raise CanonicalJSONError(f"object key {key!r} is not a string")
         out.append("{")
-        for index, key in enumerate(sorted(value, key=lambda k: k.encode("utf-16-be"))):
+        # Code-point order equals UTF-16 order unless a key holds a character above U+FFFF next to
+        # one in U+E000..U+FFFF; ASCII keys (every key of a result document) sort directly.
+        if all(key.isascii() for key in value):
+            keys = sorted(value)
+        else:
+            keys = sorted(value, key=lambda k: k.encode("utf-16-be"))
+        for index, key in enumerate(keys):
             if index:
                 out.append(",")
-            out.append(_string(key))
+            out.append(_key_string(key) if key.isascii() else _string(key))
             out.append(":")
             _encode(value[key], out)
         out.append("}")

@@ -161,6 +161,7 @@ def _trusted_keys(values: Sequence[str]) -> dict[str, str]:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from submissions.bundle.bundle import read_bundle_dir
+    from submissions.bundle.contract import JudgeKey
     from submissions.bundle.evaluate import ATTESTED, MISMATCH, VALIDATED, Outcome, evaluate_paper_gap
 
     try:
@@ -185,11 +186,19 @@ def cmd_check(args: argparse.Namespace) -> int:
                 f"manifest.json: benchmark {m.benchmark!r} release {m.release!r} is not the release in "
                 f"{args.manifest} ({release.benchmark.slug} {release.version})",
             )
+        # Locally a trusted judge counts as calibrated for the rubric it signed with; the server
+        # checks the task and rubric version against the judge key's registered calibrations.
+        rubrics = {slug: v.rubric_version or "" for slug, v in bundle.faithfulness.items() if v.signed}
+        judges = {
+            key_id: JudgeKey(public_key=public, name="locally trusted judge", rubrics=rubrics)
+            for key_id, public in _trusted_keys(args.trust_judge).items()
+        }
         outcome = evaluate_paper_gap(
             bundle,
             release_spec=spec,
             required_task_set_hash=release.required_task_set_hash,
             signing_keys=keys,
+            judge_keys=judges,
             bootstrap_resamples=args.resamples,
         )
     except BundleError as error:
@@ -254,11 +263,17 @@ def cmd_sign_results(args: argparse.Namespace) -> int:
     results = sorted(Path(args.directory, "results").glob("*.json"))
     if not results:
         raise LocalError(f"{args.directory}/results: no results/*.json to sign")
+    # podium-bundle/2: the signature covers the manifest's challenge together with the results.
+    manifest_path = Path(args.directory, "manifest.json")
+    manifest = parse_json(manifest_path.read_bytes(), member="manifest.json") if manifest_path.is_file() else {}
+    challenge = manifest.get("challenge") if isinstance(manifest, dict) else None
     for path in results:
         rel = path.relative_to(args.directory).as_posix()
         doc = parse_json(path.read_bytes(), member=rel)
         if not isinstance(doc, dict):
             raise BundleError("schema_error", f"{rel}: the document must be an object")
+        if isinstance(challenge, str):
+            doc["challenge"] = challenge
         try:
             signed = sign_object(doc, key)
         except ValueError as exc:
@@ -269,7 +284,8 @@ def cmd_sign_results(args: argparse.Namespace) -> int:
         os.replace(tmp.name, path)
     if Path(args.directory, "manifest.json").is_file():
         write_members(args.directory)
-    print(f"signed {len(results)} result file(s) with key id {key_id_for(public_key_b64(key))}")
+    bound = " (with the manifest's challenge)" if isinstance(challenge, str) else ""
+    print(f"signed {len(results)} result file(s) with key id {key_id_for(public_key_b64(key))}{bound}")
     return EXIT_OK
 
 
@@ -326,6 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="PUBLIC_KEY",
         help="a registered evaluator public key (base64 or a file); repeatable",
+    )
+    p.add_argument(
+        "--trust-judge",
+        action="append",
+        default=[],
+        metavar="PUBLIC_KEY",
+        help="a registered judge public key (base64 or a file), trusted for every task it signed; repeatable",
     )
     p.add_argument("--keep-members", action="store_true", help="check manifest.json's members map as written")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")

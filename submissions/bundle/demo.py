@@ -18,7 +18,7 @@ from typing import Any
 
 from scoring import gap
 from submissions.bundle import seal as sealing
-from submissions.bundle.schema import FORMAT
+from submissions.bundle.schema import FORMAT_V1, FORMAT_V2
 from submissions.bundle.signatures import load_private_key, sign_object
 
 __all__ = [
@@ -146,6 +146,10 @@ def write_paper_gap_bundle_dir(
     sign_with: Any = None,
     effort_tier: str = "standard",
     artifact_bytes: int = 0,
+    challenge: str | None = None,
+    judge_with: Any = None,
+    judge_name: str = "demo-judge/1",
+    rubric_version: str = "rubric/1",
 ) -> Path:
     """Write a paper-gap bundle directory at ``dest`` (created) and return it.
 
@@ -155,7 +159,12 @@ def write_paper_gap_bundle_dir(
     ~ measured/paper (1.0 matches the paper).  ``tasks`` selects a subset
     (partial coverage).  ``tamper`` is a key of :data:`TAMPERS`.
     ``sign_with`` (Ed25519 private key or its PEM/base64 bytes) signs every
-    evaluator result.  ``artifact_bytes`` adds a pseudo-random
+    evaluator result.  ``challenge`` (a token from the server) makes it a
+    podium-bundle/2 bundle, the challenge inside every signed document;
+    without it the bundle is the retired podium-bundle/1. ``judge_with`` (a
+    judge's Ed25519 key, needs ``challenge``) signs each reproduction task's
+    faithfulness verdict with ``judge_name`` and ``rubric_version``.
+    ``artifact_bytes`` adds a pseudo-random
     ``artifacts/trajectory.bin`` of that size (for memory benches).
     """
     if tamper is not None and tamper not in TAMPERS:
@@ -165,6 +174,8 @@ def write_paper_gap_bundle_dir(
     )
     bench_slug = benchmark or bench_slug
     version = release_version or version
+    # One key for every result, or {simulator: key}: an evaluator key signs only its simulator's tasks.
+    keys_by_simulator = sign_with if isinstance(sign_with, dict) else None
     key = load_private_key(sign_with) if isinstance(sign_with, bytes | str) else sign_with
     chosen = sorted(spec.tasks) if tasks is None else sorted(set(tasks))
     for slug in chosen:
@@ -190,9 +201,11 @@ def write_paper_gap_bundle_dir(
             "evaluator": {"id": f"{simulator}-evaluator", "simulator": simulator, "version": "1.0"},
             "episodes": episodes,
         }
+        if challenge is not None:
+            results[slug]["challenge"] = challenge
     faithful_rng = _rng(seed, "faithfulness")
-    faithfulness = {
-        slug: {"faithful": faithful_rng.random() < 0.9, "judge": "demo-judge/1"}
+    faithfulness: dict[str, dict[str, Any]] = {
+        slug: {"faithful": faithful_rng.random() < 0.9, "judge": judge_name}
         for slug in chosen
         if spec.tasks[slug].genre == gap.REPRODUCTION
     }
@@ -204,13 +217,30 @@ def write_paper_gap_bundle_dir(
         for slug in chosen
     }
     breakdown = gap.score_run(spec, scored).to_dict()
-    if key is not None:
+    if keys_by_simulator is not None:
+        results = {
+            slug: sign_object(doc, keys_by_simulator[doc["evaluator"]["simulator"]])
+            if doc["evaluator"]["simulator"] in keys_by_simulator
+            else doc
+            for slug, doc in results.items()
+        }
+    elif key is not None:
         results = {slug: sign_object(doc, key) for slug, doc in results.items()}
+    if judge_with is not None:
+        if challenge is None:
+            raise ValueError("judge_with needs a challenge: a judge's signature covers it")
+        judge_key = load_private_key(judge_with) if isinstance(judge_with, bytes | str) else judge_with
+        faithfulness = {
+            slug: sign_object(
+                {**entry, "task": slug, "rubric_version": rubric_version, "challenge": challenge}, judge_key
+            )
+            for slug, entry in faithfulness.items()
+        }
 
     genres = {slug: {"genre": spec.tasks[slug].genre} for slug in chosen}
     rng = _rng(seed, "usage")
     manifest: dict[str, Any] = {
-        "format": FORMAT,
+        "format": FORMAT_V2 if challenge is not None else FORMAT_V1,
         "kind": "paper_gap",
         "benchmark": bench_slug,
         "release": version,
@@ -222,6 +252,8 @@ def write_paper_gap_bundle_dir(
         "tokens": {"input": rng.randrange(100_000, 2_000_000), "output": rng.randrange(10_000, 200_000)},
         "members": {},
     }
+    if challenge is not None:
+        manifest["challenge"] = challenge
 
     # -- tampering that happens before hashing (the bundle stays intact)
     if tamper == "claimed_score":
@@ -240,7 +272,7 @@ def write_paper_gap_bundle_dir(
         first = chosen[0]
         manifest["tasks"][first]["genre"] = "open" if genres[first]["genre"] == "reproduction" else "reproduction"
     elif tamper == "forged_signature":
-        if key is None:
+        if sign_with is None:
             raise ValueError("tamper='forged_signature' needs sign_with")
         first = chosen[0]
         results[first]["episodes"][0]["metric"] = results[first]["episodes"][0]["metric"] + 1.0

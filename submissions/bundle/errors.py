@@ -24,6 +24,7 @@ ERROR_CODES: dict[str, str] = {
     "invalid_archive": "the decrypted payload is not a readable tar (or tar.zst) archive",
     "too_many_members": "the archive has more members than allowed",
     "unsafe_path": "a member name is absolute, contains '..' or is otherwise unsafe",
+    "invalid_member_name": "a member name is not valid UTF-8",
     "link_member": "a member is a symbolic or hard link",
     "special_member": "a member is a device, FIFO, sparse or other non-regular file",
     "duplicate_member": "two archive members have the same name",
@@ -51,6 +52,35 @@ ERROR_CODES: dict[str, str] = {
     # signatures
     "bad_signature": "a signature does not verify under the registered key it names (forged)",
     "missing_signature": "a signature the format requires is absent",
+    "key_out_of_scope": "a registered key signed something outside its scope (another simulator, task or benchmark)",
+    "judge_key_out_of_scope": "a judge key signed the verdict of a task (or rubric) it is not calibrated for",
+    "unsigned_withheld_task": "a task whose anchor is withheld has a result no registered evaluator key signed",
+    "challenge_mismatch": "a signed document carries another challenge, or the challenge is for another run",
+    "validator_key_unknown": "a race run is not signed by a registered, unrevoked validator key",
+    "validator_mismatch": "a race run names another validator than the one whose key signed it",
+    # the server's records (checked by the verification service)
+    "challenge_unknown": "the manifest's challenge was not issued by this server",
+    "challenge_not_yours": "the manifest's challenge was issued to another account",
+    "challenge_used": "the manifest's challenge was already used by an earlier submission",
+    "challenge_expired": "the manifest's challenge has expired",
+    "duplicate_results": "the same evaluator results were already accepted from another account",
+    "agent_not_yours": "the agent belongs to another account",
+    "agent_invalid": "the agent name or version is empty",
+    "not_entered": "the agent version is not entered (by its owner) in the race",
+    "validator_daily_limit_reached": "the signing validator key has used its staff-set daily limit of race runs",
+    "wrong_scheme": "the benchmark uses another scoring scheme than the bundle's kind",
+    "release_not_scorable": "the release cannot be scored on this server yet (ours to fix)",
+    "release_not_ready": "the release's hidden set is not configured on this server yet",
+    "unknown_race": "the race named by the run does not exist",
+    "race_release_mismatch": "the race belongs to another release",
+    "race_not_running": "the race is not running (results are accepted only while it runs)",
+    "race_run_invalid": "the race run's outcomes are inconsistent with the expected task set",
+    "race_run_mismatch": "a claimed paid reward, category or run score differs from the recomputation",
+    # requests for challenges and race entries
+    "not_a_validator": "the account acts for no validator",
+    "unknown_benchmark": "no benchmark of that scheme has that slug",
+    "race_closed": "the race has ended and takes no new entries",
+    "too_many_challenges": "the account holds too many unused challenges",
 }
 
 

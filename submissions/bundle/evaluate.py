@@ -10,8 +10,17 @@ evaluator's per-episode results and the release's scoring contract with
   (``diff`` lists every differing field);
 * ``validated`` -- every claim matches the recomputation (consistency only: it
   does not prove the local runner was unmodified);
-* ``attested``  -- validated, and every evaluator result carries a valid
-  signature by a registered evaluator key.
+* ``attested``  -- validated, a podium-bundle/2 bundle (bound to its challenge),
+  every evaluator result carries a valid signature by a registered evaluator key
+  scoped to the task, and every reproduction task's faithfulness verdict is signed
+  by a judge key calibrated for that task. Otherwise the run is capped at
+  ``validated`` and the message says why ("self-declared faithfulness", ...).
+
+Trust checks that refuse the bundle outright (issue 11): a signature by a key
+outside its scope (``key_out_of_scope``, ``judge_key_out_of_scope``), a signed
+document whose challenge is not the manifest's (``challenge_mismatch``), and an
+unsigned result for a task whose anchor is withheld (``unsigned_withheld_task``):
+such a task is scored only from the evaluator's own signed results.
 
 Pure: no Django, no database, deterministic; :meth:`Outcome.to_dict` is JSON.
 """
@@ -26,9 +35,14 @@ from scoring import gap
 from scoring.compare import DEFAULT_TOLERANCE, MATCH, compare_claims
 from scoring.errors import ScoringError
 from submissions.bundle.bundle import Bundle
+from submissions.bundle.contract import EvaluatorKey, JudgeKey, check_challenge, results_digest
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import PAPER_GAP
 from submissions.bundle.signatures import VALID, check_signature
+
+# TaskCheck.faithfulness_source of a reproduction task.
+JUDGE_SIGNED = "judge_signed"
+SELF_DECLARED = "self_declared"
 
 __all__ = [
     "ATTESTED",
@@ -62,6 +76,11 @@ class TaskCheck:
     # "valid" | "unsigned" | "unregistered" (a forged signature rejects the bundle)
     signature: str
     key_id: str | None
+    # Reproduction tasks: "judge_signed" | "self_declared"; "" for open tasks.
+    faithfulness_source: str = ""
+    judge: str = ""
+    rubric_version: str = ""
+    judge_key_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +92,10 @@ class TaskCheck:
             "simulator": self.simulator,
             "signature": self.signature,
             "key_id": self.key_id,
+            "faithfulness_source": self.faithfulness_source,
+            "judge": self.judge,
+            "rubric_version": self.rubric_version,
+            "judge_key_id": self.judge_key_id,
         }
 
 
@@ -99,6 +122,10 @@ class Outcome:
     tasks: tuple[TaskCheck, ...] = ()
     # {"overall": {"low","high","level","resamples"} | None, "reproduction": ..., "open": ...}
     confidence: dict[str, Any] = field(default_factory=dict)
+    # SHA-256 of the measured results (signatures and challenge left out): duplicate_results.
+    results_digest: str = ""
+    # podium-bundle/2: the challenge the manifest names (None for v1).
+    challenge: str | None = None
 
     @property
     def accepted(self) -> bool:
@@ -128,12 +155,14 @@ class Outcome:
             "diff": list(self.diff),
             "tasks": [task.to_dict() for task in self.tasks],
             "confidence": dict(self.confidence),
+            "results_digest": self.results_digest,
         }
 
 
 def _manifest_fields(bundle: Bundle) -> dict[str, Any]:
     m = bundle.manifest
     return {
+        "challenge": m.challenge,
         "kind": bundle.kind,
         "benchmark": m.benchmark,
         "release": m.release,
@@ -204,12 +233,40 @@ def _intervals(
     return run_intervals(release_spec, results, resamples=resamples, seed=seed).to_dict()
 
 
+def _faithfulness_check(
+    bundle: Bundle, slug: str, judge_keys: Mapping[str, JudgeKey]
+) -> tuple[str, str, str, str | None]:
+    """(source, judge, rubric_version, judge key id) of a reproduction task's verdict."""
+    verdict = bundle.faithfulness[slug]
+    if not verdict.signed:
+        return SELF_DECLARED, verdict.judge, "", None
+    where = f"faithfulness.json: {slug}"
+    check_challenge(verdict.challenge, bundle.manifest.challenge, where=where)
+    signature = check_signature(verdict.raw, {k: j.public_key for k, j in judge_keys.items()}, where=where)
+    if signature.status != VALID:
+        return SELF_DECLARED, verdict.judge, verdict.rubric_version or "", None
+    judge = judge_keys[str(signature.key_id)]
+    calibrated = judge.rubrics.get(slug)
+    if calibrated is None or calibrated != verdict.rubric_version:
+        raise BundleError(
+            "judge_key_out_of_scope",
+            f"{where}: judge key {signature.key_id} ({judge.name}) is not calibrated for task {slug!r}"
+            + (f" with rubric {verdict.rubric_version!r}" if calibrated is not None else "")
+            + "; a judge signs only the verdicts of the tasks (and rubric versions) it is registered for",
+        )
+    return JUDGE_SIGNED, judge.name, calibrated, signature.key_id
+
+
 def evaluate_paper_gap(
     bundle: Bundle,
     *,
     release_spec: gap.ReleaseSpec,
     required_task_set_hash: str,
-    signing_keys: Mapping[str, bytes | str],
+    signing_keys: Mapping[str, bytes | str] | None = None,
+    evaluator_keys: Mapping[str, EvaluatorKey] | None = None,
+    judge_keys: Mapping[str, JudgeKey] | None = None,
+    withheld: frozenset[str] = frozenset(),
+    task_simulators: Mapping[str, str] | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     bootstrap_resamples: int = 1000,
     bootstrap_seed: int = 0,
@@ -219,9 +276,20 @@ def evaluate_paper_gap(
     ``release_spec`` and ``required_task_set_hash`` are the server's view of
     the release the manifest names (the caller resolves benchmark/version;
     an unknown one is ``Outcome.rejected(BundleError("unknown_release", ...))``).
-    ``signing_keys`` maps registered key ids to raw (or base64) Ed25519
-    public keys of evaluators.  ``bootstrap_resamples=0`` skips the CIs.
+    ``evaluator_keys`` are the registered evaluator keys with their scopes
+    (``task_simulators`` gives each release task's simulator); ``signing_keys``
+    (key id -> public key, no scope) is the standalone tool's simpler form.
+    ``judge_keys`` are the registered judge keys; ``withheld`` the release's
+    tasks whose anchor is not published. ``bootstrap_resamples=0`` skips the CIs.
     """
+    if evaluator_keys is None:
+        evaluator_keys = {}
+        public_keys: Mapping[str, bytes | str] = dict(signing_keys or {})
+    else:
+        public_keys = {key_id: key.public_key for key_id, key in evaluator_keys.items()}
+    judge_keys = judge_keys or {}
+    task_simulators = task_simulators or {}
+    manifest = bundle.manifest
     try:
         if bundle.kind != PAPER_GAP:
             raise BundleError("wrong_kind", f"manifest.json: kind is {bundle.kind!r}, expected 'paper_gap'")
@@ -229,18 +297,45 @@ def evaluate_paper_gap(
         checks: list[TaskCheck] = []
         for slug in sorted(bundle.results):
             result = bundle.results[slug]
-            signature = check_signature(result.raw, signing_keys, where=result.member)
+            check_challenge(result.challenge, manifest.challenge, where=result.member)
+            signature = check_signature(result.raw, public_keys, where=result.member)
+            key = evaluator_keys.get(str(signature.key_id)) if signature.status == VALID else None
+            simulator = task_simulators.get(slug, result.simulator)
+            if key is not None and not key.covers(task=slug, simulator=simulator):
+                raise BundleError(
+                    "key_out_of_scope",
+                    f"{result.member}: evaluator key {signature.key_id} is registered for simulator "
+                    f"{key.simulator!r}"
+                    + (f" (tasks {', '.join(sorted(key.tasks))})" if key.tasks else "")
+                    + f", not for task {slug!r} on {simulator!r}",
+                )
+            if slug in withheld and signature.status != VALID:
+                raise BundleError(
+                    "unsigned_withheld_task",
+                    f"{result.member}: task {slug!r} has a withheld anchor and is scored only from results "
+                    f"signed by a registered evaluator key for its simulator; this result is {signature.status}",
+                )
             verdict = bundle.faithfulness.get(slug)
+            genre = release_spec.tasks[slug].genre
+            source, judge, rubric, judge_key_id = (
+                _faithfulness_check(bundle, slug, judge_keys)
+                if genre == gap.REPRODUCTION and verdict is not None
+                else ("", "", "", None)
+            )
             checks.append(
                 TaskCheck(
                     slug=slug,
-                    genre=release_spec.tasks[slug].genre,
+                    genre=genre,
                     episodes=len(result.episodes),
                     faithful=None if verdict is None else verdict.faithful,
                     evaluator_id=result.evaluator_id,
                     simulator=result.simulator,
                     signature=signature.status,
                     key_id=signature.key_id,
+                    faithfulness_source=source,
+                    judge=judge,
+                    rubric_version=rubric,
+                    judge_key_id=judge_key_id,
                 )
             )
         results = scoring_results(bundle)
@@ -253,6 +348,7 @@ def evaluate_paper_gap(
         return Outcome.rejected(error, bundle)
     assert bundle.claimed_breakdown is not None
     diffs = [d for d in compare_claims(bundle.claimed_breakdown, recomputed, tolerance) if d.status != MATCH]
+    caps = _attestation_caps(bundle, checks)
     if diffs:
         verdict_name = MISMATCH
         first = diffs[0]
@@ -260,10 +356,14 @@ def evaluate_paper_gap(
             f"score_breakdown.json: {len(diffs)} claimed value(s) differ from the recomputation "
             f"(first: {first.path} claimed {first.claimed!r}, recomputed {first.recomputed!r})"
         )
-    elif checks and all(c.signature == VALID for c in checks):
-        verdict_name, message = ATTESTED, "every claim matches and every evaluator result is signed by a registered key"
+    elif not caps:
+        verdict_name = ATTESTED
+        message = (
+            "every claim matches, every evaluator result is signed by a registered key for its task, "
+            "and every faithfulness verdict by a calibrated judge"
+        )
     else:
-        verdict_name, message = VALIDATED, "every claim matches the recomputation"
+        verdict_name, message = VALIDATED, "every claim matches the recomputation; not attested: " + "; ".join(caps)
     return Outcome(
         verdict=verdict_name,
         message=message,
@@ -271,5 +371,18 @@ def evaluate_paper_gap(
         diff=[{"path": d.path, "claimed": d.claimed, "recomputed": d.recomputed, "status": d.status} for d in diffs],
         tasks=tuple(checks),
         confidence=confidence,
+        results_digest=results_digest((slug, bundle.results[slug].raw) for slug in bundle.results),
         **_manifest_fields(bundle),
     )
+
+
+def _attestation_caps(bundle: Bundle, checks: Sequence[TaskCheck]) -> list[str]:
+    """Why a consistent run stays at validated (empty: it is attested)."""
+    caps = []
+    if not bundle.manifest.bound:
+        caps.append(f"{bundle.manifest.format} bundles carry no submission challenge")
+    if not checks or any(c.signature != VALID for c in checks):
+        caps.append("not every evaluator result is signed by a registered key")
+    if any(c.faithfulness_source == SELF_DECLARED for c in checks):
+        caps.append("self-declared faithfulness")
+    return caps

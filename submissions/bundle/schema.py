@@ -1,4 +1,7 @@
-"""Schemas of the members of a ``podium-bundle/1`` bundle (docs/bundle-format.md).
+"""Schemas of the members of a ``podium-bundle/1`` or ``podium-bundle/2`` bundle
+(docs/bundle-format.md). Version 2 adds the submission challenge: the manifest
+names it and every signed object (evaluator result, judge verdict, race run)
+carries it inside what its signature covers.
 
 Each ``parse_*`` function takes the already-parsed JSON of one member and
 returns a frozen dataclass, or raises :class:`BundleError` with code
@@ -35,7 +38,11 @@ __all__ = [
     "parse_result",
 ]
 
-FORMAT = "podium-bundle/1"
+FORMAT_V1 = "podium-bundle/1"
+FORMAT_V2 = "podium-bundle/2"
+# What new bundles are written as; both are read (a v1 bundle is capped at validated).
+FORMAT = FORMAT_V2
+FORMATS = (FORMAT_V1, FORMAT_V2)
 PAPER_GAP = "paper_gap"
 # Retired: a scorecard bundle carried episodes its own harness wrote, so a harness writing
 # "solved": true everywhere scored 100%. Scorecards are played on the server instead
@@ -51,6 +58,8 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _KEY_ID = re.compile(r"^[0-9a-f]{16}$")
 _MEMBER_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}$")
 _MAX_TEXT = 200
+# secrets.token_urlsafe(32) is 43 characters; leave room for other generators.
+_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{20,64}$")
 
 
 # ------------------------------------------------------------------ helpers
@@ -131,6 +140,12 @@ def _list(where: str, path: str, value: object, *, min_len: int = 0) -> list[Any
     return value
 
 
+def _challenge(where: str, path: str, value: object) -> str:
+    if not isinstance(value, str) or not _CHALLENGE.match(value):
+        raise _fail(where, path, "a challenge token from the server (20 to 64 of A-Z a-z 0-9 _ -)", value)
+    return value
+
+
 def _signature(where: str, value: object) -> None:
     sig = _obj(where, "signature", value, {"key_id", "alg", "sig"})
     if not isinstance(sig["key_id"], str) or not _KEY_ID.match(sig["key_id"]):
@@ -168,7 +183,14 @@ class Manifest:
     runtime_seconds: float | None = None
     tokens_input: int | None = None
     tokens_output: int | None = None
+    # podium-bundle/2: the server's single-use challenge this run was made for.
+    challenge: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def bound(self) -> bool:
+        """True for a format that binds results to a challenge (v2)."""
+        return self.format == FORMAT_V2
 
 
 _COMMON = {"format", "kind", "benchmark", "release", "agent", "members"}
@@ -180,9 +202,12 @@ def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
     if not isinstance(value, dict):
         raise _fail(where, "the document", "an object", value)
     fmt = value.get("format")
-    if fmt != FORMAT:
+    if fmt not in FORMATS:
+        shown = fmt if isinstance(fmt, str | int | float | type(None)) else type(fmt).__name__
         raise BundleError(
-            "unsupported_format", f"{where}: format must be {FORMAT!r}, got {fmt!r} (see docs/bundle-format.md)"
+            "unsupported_format",
+            f"{where}: format must be {FORMAT_V2!r} (or the retired {FORMAT_V1!r}), got {shown!r} "
+            "(see docs/bundle-format.md)",
         )
     kind = value.get("kind")
     if kind == RETIRED_SCORECARD:
@@ -193,7 +218,7 @@ def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
         )
     if kind not in KINDS:
         raise _fail(where, "kind", "one of " + ", ".join(repr(k) for k in KINDS), kind)
-    required = _COMMON | (_PAPER_GAP if kind == PAPER_GAP else set())
+    required = _COMMON | (_PAPER_GAP if kind == PAPER_GAP else set()) | ({"challenge"} if fmt == FORMAT_V2 else set())
     optional = set() if kind == PAPER_GAP else {"effort_tier", "runtime_seconds", "tokens"}
     doc = _obj(where, "the document", value, required, optional)
     benchmark = _slug(where, "benchmark", doc["benchmark"])
@@ -210,8 +235,10 @@ def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
         if not isinstance(digest, str) or not _HEX64.match(digest):
             raise _fail(where, f"members[{path!r}]", "a lower-case hex SHA-256 (64 digits)", digest)
         members[path] = digest
-    manifest = Manifest(format=FORMAT, kind=kind, benchmark=benchmark, release=release, agent=agent, members=members)
+    manifest = Manifest(format=fmt, kind=kind, benchmark=benchmark, release=release, agent=agent, members=members)
     extra: dict[str, Any] = {}
+    if fmt == FORMAT_V2:
+        extra["challenge"] = _challenge(where, "challenge", doc["challenge"])
     if "effort_tier" in doc:
         extra["effort_tier"] = _text(where, "effort_tier", doc["effort_tier"], max_len=50)
     if "runtime_seconds" in doc:
@@ -292,11 +319,14 @@ class EvaluatorResult:
     episodes: tuple[Episode, ...]
     signed: bool
     raw: dict[str, Any] = field(repr=False)
+    # podium-bundle/2: the challenge inside the signed document.
+    challenge: str | None = None
 
 
-def parse_result(value: object, *, where: str) -> EvaluatorResult:
-    """Validate one results/<slug>.json."""
-    doc = _obj(where, "the document", value, {"task", "evaluator", "episodes"}, {"signature"})
+def parse_result(value: object, *, where: str, bound: bool = False) -> EvaluatorResult:
+    """Validate one results/<slug>.json (``bound``: a podium-bundle/2 result, which carries the challenge)."""
+    required = {"task", "evaluator", "episodes"} | ({"challenge"} if bound else set())
+    doc = _obj(where, "the document", value, required, {"signature"})
     task = _slug(where, "task", doc["task"])
     evaluator = _obj(where, "evaluator", doc["evaluator"], {"id", "simulator"}, {"version"})
     evaluator_id = _text(where, "evaluator.id", evaluator["id"], max_len=100)
@@ -319,6 +349,7 @@ def parse_result(value: object, *, where: str) -> EvaluatorResult:
         episodes=tuple(episodes),
         signed="signature" in doc,
         raw=dict(doc),
+        challenge=_challenge(where, "challenge", doc["challenge"]) if bound else None,
     )
 
 
@@ -414,17 +445,41 @@ def parse_breakdown(value: object, *, where: str = "score_breakdown.json") -> di
 class FaithfulnessVerdict:
     faithful: bool
     judge: str
+    # podium-bundle/2, a judge-signed verdict: the task, rubric and challenge the signature covers.
+    rubric_version: str | None = None
+    challenge: str | None = None
+    signed: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
-def parse_faithfulness(value: object, *, where: str = "faithfulness.json") -> dict[str, FaithfulnessVerdict]:
-    """faithfulness.json: ``{slug: {"faithful": bool, "judge": str}}``."""
+_SIGNED_VERDICT = {"task", "faithful", "judge", "rubric_version", "challenge", "signature"}
+
+
+def parse_faithfulness(
+    value: object, *, where: str = "faithfulness.json", bound: bool = False
+) -> dict[str, FaithfulnessVerdict]:
+    """faithfulness.json: ``{slug: {"faithful": bool, "judge": str}}`` (self-declared), or in
+    podium-bundle/2 also ``{slug: {"task", "faithful", "judge", "rubric_version", "challenge",
+    "signature"}}``: a verdict signed by a registered judge key, whose signature covers the
+    task, the rubric version and the challenge together with the verdict."""
     verdicts: dict[str, FaithfulnessVerdict] = {}
     for slug, entry in _map(where, "the document", value, duplicate_code="duplicate_task").items():
         _slug(where, f"key {slug!r}", slug)
-        item = _obj(where, slug, entry, {"faithful", "judge"})
+        signed = bound and isinstance(entry, dict) and "signature" in entry
+        item = _obj(where, slug, entry, _SIGNED_VERDICT if signed else {"faithful", "judge"})
+        if signed:
+            if item["task"] != slug:
+                raise _fail(where, f"{slug}.task", f"the task it is keyed under ({slug!r})", item["task"])
+            _signature(f"{where}: {slug}", item["signature"])
         verdicts[slug] = FaithfulnessVerdict(
             faithful=_bool(where, f"{slug}.faithful", item["faithful"]),
-            judge=_text(where, f"{slug}.judge", item["judge"]),
+            judge=_text(where, f"{slug}.judge", item["judge"], max_len=100),
+            rubric_version=_text(where, f"{slug}.rubric_version", item["rubric_version"], max_len=100)
+            if signed
+            else None,
+            challenge=_challenge(where, f"{slug}.challenge", item["challenge"]) if signed else None,
+            signed=signed,
+            raw=dict(item),
         )
     return verdicts
 
@@ -474,6 +529,7 @@ class RaceRun:
     claimed_status: str
     claimed_run_score: float | None
     raw: dict[str, Any] = field(repr=False)
+    challenge: str | None = None
 
 
 _OUTCOME_FIELDS = {
@@ -491,12 +547,13 @@ _OUTCOME_FIELDS = {
 }
 
 
-def parse_race_run(value: object, *, where: str = "race_run.json") -> RaceRun:
+def parse_race_run(value: object, *, where: str = "race_run.json", bound: bool = False) -> RaceRun:
     if isinstance(value, dict) and "signature" not in value:
         raise BundleError(
             "missing_signature", f"{where}: a race run must carry the validator's Ed25519 signature (field 'signature')"
         )
-    doc = _obj(where, "the document", value, {"validator", "race", "agent", "outcomes", "claimed", "signature"})
+    required = {"validator", "race", "agent", "outcomes", "claimed", "signature"} | ({"challenge"} if bound else set())
+    doc = _obj(where, "the document", value, required)
     validator = _text(where, "validator", doc["validator"], max_len=100)
     race = _int(where, "race", doc["race"], minimum=1, nullable=True)
     agent_doc = _obj(where, "agent", doc["agent"], {"name", "version"})
@@ -546,6 +603,7 @@ def parse_race_run(value: object, *, where: str = "race_run.json") -> RaceRun:
         claimed_status=claimed["status"],
         claimed_run_score=_number(where, "claimed.run_score", claimed["run_score"], minimum=0, nullable=True),
         raw=dict(doc),
+        challenge=_challenge(where, "challenge", doc["challenge"]) if bound else None,
     )
 
 

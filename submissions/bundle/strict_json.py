@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from submissions.bundle.errors import BundleError
@@ -46,6 +47,37 @@ def _duplicates_object(pairs: list[tuple[str, Any]]) -> JSONObject:
         obj[key] = value
     obj.duplicates = tuple(dups)
     return obj
+
+
+# A \uD800-\uDFFF escape in the text: only then can the parsed value hold a lone surrogate
+# (a valid pair is joined into one character by the parser), so only then is it walked.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate_path(value: Any, path: str = "") -> str | None:
+    """The path of the first string (or key) holding a lone surrogate, else None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "the document"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:
+                return (path or "the document") + " (a key)"
+            found = _lone_surrogate_path(item, here)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate_path(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
 
 
 def _constant(text: str) -> Any:
@@ -94,6 +126,16 @@ def parse_json(data: bytes, *, member: str) -> Any:
     except (ValueError, RecursionError) as exc:
         # int() digit limit, absurd nesting: still bad JSON, never a traceback.
         raise BundleError("invalid_json", f"{member}: invalid JSON: {exc}") from None
+    if _SURROGATE_ESCAPE.search(text):
+        where = _lone_surrogate_path(value)
+        if where is not None:
+            # Python accepts "\ud800" and makes a string that cannot be encoded again: it would
+            # crash whatever stores or signs it. Said with the path only (the value cannot be shown).
+            raise BundleError(
+                "invalid_json",
+                f"{member}: {where} holds a \\u escape of a lone UTF-16 surrogate (U+D800..U+DFFF), "
+                "which is not a character; write the character itself or a valid surrogate pair",
+            )
     if found and isinstance(value, dict):
         if not isinstance(value, JSONObject):
             value = JSONObject(value)

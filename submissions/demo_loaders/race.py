@@ -34,6 +34,8 @@ BENCHMARK_SLUG = "shopping-race"
 BENCHMARK_NAME = "Shopping race"
 RELEASE_VERSION = "q-2026.1"
 DEMO_USERNAME = "demo-validators"
+# The account that owns the demo race agents and enters them in races (seed 002).
+DEMO_ENTRANT = "demo-entrants"
 # examples/demo-race/release.yaml lists the same public frozen set (a test keeps them equal).
 QUALIFYING_TASKS = [f"public-{index:02d}" for index in range(12)]
 EXAMPLE_DIR = Path(settings.BASE_DIR) / "examples" / "demo-race"
@@ -112,7 +114,11 @@ def race_benchmark_ensure(*, user: Any) -> tuple[Benchmark, Release, dict[str, V
     validators = {}
     for slug, name in VALIDATORS:
         validator, _ = Validator.objects.get_or_create(slug=slug, defaults={"name": name})
-        signing_key_register(validator=validator, public_key_b64=public_key_b64(validator_key(slug)), user=user)
+        signing_key_register(
+            validator=validator, benchmark=benchmark, public_key_b64=public_key_b64(validator_key(slug)), user=user
+        )
+        # The demo user files the validators' runs: it acts for them (and sees the runs they owe).
+        validator.accounts.add(user)
         validators[slug] = validator
     return benchmark, release, validators
 
@@ -132,9 +138,13 @@ def load_race_demo(*, stdout: Any) -> None:
     """Load the demo race benchmark through the real verification path."""
     from leaderboard.services.races import race_schedule
     from submissions.models import Submission
+    from submissions.services.challenges import ChallengeRequest, challenge_issue
+    from submissions.services.races import race_entry_create
     from submissions.site_keys import current_public_key
 
     user = demo_user(DEMO_USERNAME)
+    # The agents belong to an entrant account, which enters them; validators run them.
+    entrant = demo_user(DEMO_ENTRANT)
     benchmark, release, _ = race_benchmark_ensure(user=user)
     _, recipient = current_public_key()
     done = set(Submission.objects.filter(submitter=user).values_list("original_name", flat=True))
@@ -142,7 +152,17 @@ def load_race_demo(*, stdout: Any) -> None:
     def submit(name: str, *, validator: str, agent: str, version: str, race: int | None, outcomes, tasks) -> None:
         if name in done:
             return
+        race_entry_create(
+            user=entrant, benchmark_slug=BENCHMARK_SLUG, race_number=race, agent_name=agent, agent_version=version
+        )
+        challenge = challenge_issue(
+            user=user,
+            request=ChallengeRequest(
+                benchmark=BENCHMARK_SLUG, release=RELEASE_VERSION, agent_name=agent, agent_version=version, race=race
+            ),
+        )
         members = race_run_members(
+            challenge=challenge.token,
             benchmark=BENCHMARK_SLUG,
             release=RELEASE_VERSION,
             race=race,

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from scoring import race as race_scoring
 from submissions.bundle.envelope import seal_file
-from submissions.bundle.schema import FORMAT
+from submissions.bundle.schema import FORMAT_V1, FORMAT_V2
 from submissions.bundle.signatures import sign_object
 
 
@@ -30,17 +30,27 @@ def _dump(value: Any) -> bytes:
 
 
 def bundle_members(
-    *, kind: str, benchmark: str, release: str, agent: str, version: str, payload: Mapping[str, bytes]
+    *,
+    kind: str,
+    benchmark: str,
+    release: str,
+    agent: str,
+    version: str,
+    payload: Mapping[str, bytes],
+    challenge: str | None = None,
 ) -> dict[str, bytes]:
-    """manifest.json plus ``payload``, with the manifest listing every payload member's SHA-256."""
-    manifest = {
-        "format": FORMAT,
+    """manifest.json plus ``payload``, with the manifest listing every payload member's SHA-256
+    (podium-bundle/2 with ``challenge``, else the retired podium-bundle/1)."""
+    manifest: dict[str, Any] = {
+        "format": FORMAT_V2 if challenge is not None else FORMAT_V1,
         "kind": kind,
         "benchmark": benchmark,
         "release": release,
         "agent": {"name": agent, "version": version},
         "members": {name: hashlib.sha256(data).hexdigest() for name, data in payload.items()},
     }
+    if challenge is not None:
+        manifest["challenge"] = challenge
     return {"manifest.json": _dump(manifest), **payload}
 
 
@@ -74,8 +84,10 @@ def race_run_members(
     expected_task_ids: list[str],
     key: Ed25519PrivateKey,
     claimed: Mapping[str, Any] | None = None,
+    challenge: str | None = None,
 ) -> dict[str, bytes]:
-    """A signed race_run bundle; ``claimed`` defaults to the honest run score."""
+    """A signed race_run bundle; ``claimed`` defaults to the honest run score. With
+    ``challenge`` it is podium-bundle/2 and the validator's signature covers the challenge."""
     if claimed is None:
         score = race_scoring.run_score(outcomes, expected_task_ids)
         claimed = {"status": score.status, "run_score": score.score}
@@ -86,9 +98,17 @@ def race_run_members(
         "outcomes": [outcome_document(outcome) for outcome in outcomes],
         "claimed": dict(claimed),
     }
+    if challenge is not None:
+        document["challenge"] = challenge
     payload = {"race_run.json": _dump(sign_object(document, key))}
     return bundle_members(
-        kind="race_run", benchmark=benchmark, release=release, agent=agent, version=version, payload=payload
+        kind="race_run",
+        benchmark=benchmark,
+        release=release,
+        agent=agent,
+        version=version,
+        payload=payload,
+        challenge=challenge,
     )
 
 

@@ -1,7 +1,7 @@
 """Submissions (the uploaded bundle and its state machine), the runs they
 produce, signing keys and API keys."""
 
-from submissions.models.keys import ApiKey, SigningKey
+from submissions.models.keys import ApiKey, SigningKey, SigningKeyTask
 from submissions.models.quotas import DailyCount
 from submissions.models.runs import (
     OfficialRerun,
@@ -13,7 +13,7 @@ from submissions.models.runs import (
     VerificationEvent,
 )
 from submissions.models.scorecards import Card, CardEpisode, CardMove
-from submissions.models.submission import Submission
+from submissions.models.submission import Submission, SubmissionChallenge
 
 __all__ = [
     "ApiKey",
@@ -27,7 +27,9 @@ __all__ = [
     "Run",
     "ScorecardRun",
     "SigningKey",
+    "SigningKeyTask",
     "Submission",
+    "SubmissionChallenge",
     "TaskResult",
     "VerificationEvent",
 ]

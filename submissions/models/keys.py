@@ -5,11 +5,18 @@ from django.db import models
 
 
 class SigningKey(models.Model):
-    """An Ed25519 public key registered by an admin for an evaluator or a validator."""
+    """An Ed25519 public key registered by an admin for an evaluator, a judge or a validator.
+
+    Every key is scoped (issue 11.3): an evaluator key signs results only of tasks whose
+    simulator is its evaluator's (narrowed to ``tasks`` when any are listed); a judge key
+    signs faithfulness verdicts only of the tasks it is calibrated for (``tasks``, each with
+    its rubric version); a validator key signs race runs only of ``benchmark``.
+    """
 
     class Owner(models.TextChoices):
         EVALUATOR = "evaluator"
         VALIDATOR = "validator"
+        JUDGE = "judge"
 
     owner_kind = models.CharField(max_length=16, choices=Owner.choices)
     evaluator = models.ForeignKey(
@@ -17,6 +24,12 @@ class SigningKey(models.Model):
     )
     validator = models.ForeignKey(
         "leaderboard.Validator", null=True, blank=True, on_delete=models.PROTECT, related_name="signing_keys"
+    )
+    # Judge keys: the judge's public identity (e.g. "llm-judge/2026-05"), shown per task result.
+    judge_name = models.CharField(max_length=100, blank=True)
+    # Validator keys: the one benchmark whose race runs the key may sign.
+    benchmark = models.ForeignKey(
+        "leaderboard.Benchmark", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     # key_id: first 16 hex chars of SHA-256 of the raw 32-byte public key.
     key_id = models.CharField(max_length=16, unique=True)
@@ -35,14 +48,34 @@ class SigningKey(models.Model):
                 condition=(
                     models.Q(owner_kind="evaluator", evaluator__isnull=False, validator__isnull=True)
                     | models.Q(owner_kind="validator", validator__isnull=False, evaluator__isnull=True)
+                    | models.Q(owner_kind="judge", validator__isnull=True, evaluator__isnull=True)
                 ),
                 name="signing_key_has_one_owner",
             )
         ]
 
     def __str__(self) -> str:
-        owner = self.evaluator if self.owner_kind == self.Owner.EVALUATOR else self.validator
+        owner = {
+            self.Owner.EVALUATOR: self.evaluator,
+            self.Owner.VALIDATOR: self.validator,
+            self.Owner.JUDGE: self.judge_name,
+        }.get(self.owner_kind)
         return f"{self.owner_kind} {owner} key {self.key_id}"
+
+
+class SigningKeyTask(models.Model):
+    """One task a key is scoped to: for a judge key, a task it is calibrated for and the
+    rubric version of that calibration; for an evaluator key, a narrowing of its simulator."""
+
+    signing_key = models.ForeignKey(SigningKey, on_delete=models.CASCADE, related_name="task_scopes")
+    task = models.ForeignKey("leaderboard.Task", on_delete=models.PROTECT, related_name="+")
+    rubric_version = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["signing_key", "task"], name="signing_key_task_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.signing_key.key_id} / {self.task.slug}"
 
 
 class ApiKey(models.Model):

@@ -63,6 +63,14 @@ class TaskResult(models.Model):
     signing_key = models.ForeignKey(
         "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The faithfulness gate's provenance (reproduction tasks): "judge_signed" when a judge key
+    # calibrated for the task signed the verdict, "self_declared" when the runner wrote it.
+    faithfulness_source = models.CharField(max_length=16, blank=True)
+    judge = models.CharField(max_length=100, blank=True)
+    rubric_version = models.CharField(max_length=100, blank=True)
+    judge_key = models.ForeignKey(
+        "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["run", "release_task__position"]

@@ -4,7 +4,7 @@ The card row is the state machine (open -> closed) and the lock: every request
 that reads or changes a card's play takes ``select_for_update`` on its Card row
 first, so requests on one card run one at a time while other cards play in
 parallel. Nothing here is written by a player's claim: steps, solved and
-deadlocked come from scoring.sokoban applied by submissions.services.scorecards.
+deadlocked come from scoring.sokoban applied by submissions.services.cards.
 """
 
 from __future__ import annotations

@@ -61,6 +61,12 @@ class Submission(models.Model):
     error_message = models.TextField(blank=True)
     # Field-by-field claimed-versus-recomputed comparison (scoring.compare).
     diff = models.JSONField(default=list, blank=True)
+    # SHA-256 of the canonical evaluator results (signatures and challenge left out), set when
+    # verification accepts the bundle: the same results from another account are refused
+    # (``duplicate_results``), however they were re-sealed.
+    results_digest = models.CharField(max_length=64, blank=True, db_index=True)
+    # podium-bundle/1 or /2 as read from the manifest (empty until read).
+    bundle_format = models.CharField(max_length=20, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     is_private = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -79,3 +85,32 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"submission {self.id} ({self.status} {self.verdict})"
+
+
+class SubmissionChallenge(models.Model):
+    """A single-use nonce a harness asks for before a run (issue 11.1).
+
+    Bound to the account that asked, the benchmark, release (and race) and agent version;
+    the bundle carries the token inside every signed object, so an evaluator's, judge's or
+    validator's signature covers it with the results. A bundle is accepted only with an
+    unexpired challenge of its uploader that no earlier submission used.
+    """
+
+    token = models.CharField(max_length=64, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="challenges")
+    benchmark = models.ForeignKey("leaderboard.Benchmark", on_delete=models.CASCADE, related_name="+")
+    release = models.ForeignKey("leaderboard.Release", on_delete=models.CASCADE, related_name="+")
+    race = models.ForeignKey("leaderboard.Race", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    submission = models.OneToOneField(
+        Submission, null=True, blank=True, on_delete=models.SET_NULL, related_name="challenge"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"challenge {self.token[:8]}… for {self.agent_version}"

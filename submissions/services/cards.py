@@ -42,9 +42,10 @@ from django.utils import timezone
 from leaderboard.models import Benchmark, Release, ScorecardLevel
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
+from submissions.bundle.errors import BundleError
 from submissions.models import ApiKey, Card, CardEpisode, CardMove, Run, ScorecardRun
 from submissions.quotas import QuotaExceeded, quota_consume, quota_scope
-from submissions.services.scorecards import SchemeRejection, agent_version_for
+from submissions.services.agents import agent_version_claim
 
 __all__ = [
     "CardError",
@@ -137,10 +138,11 @@ def card_open(*, user: Any, api_key: ApiKey | None, benchmark_slug: str, agent_n
     release = _current_release(benchmark_slug)
     with transaction.atomic():
         try:
-            version = agent_version_for(name=agent_name, version=agent_version, owner=user)
-        except SchemeRejection as exc:
+            # The one agent-ownership rule of every scheme (submissions.services.agents).
+            version = agent_version_claim(name=agent_name, version=agent_version, account=user)
+        except BundleError as exc:
             status = 403 if exc.code == "agent_not_yours" else 400
-            raise CardError(status, exc.code, exc.message.replace("manifest: ", "", 1)) from None
+            raise CardError(status, exc.code, exc.message.replace("manifest.json: ", "", 1)) from None
         _consume_daily_card(user=user, api_key=api_key, benchmark=release.benchmark)
         now = timezone.now()
         return Card.objects.create(

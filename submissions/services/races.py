@@ -1,94 +1,63 @@
-"""Recording a validator's race run (seed 002, layers 1 and 2).
+"""The race_run scheme's recording service (seed 002, layers 1 and 2).
 
-A race_run bundle carries one validator's run of one agent version, on the
-qualifying release's public frozen task set (no race) or on a race's hidden
-task set, signed by the validator's registered Ed25519 key. The server
-re-derives each task's paid reward and failure category from the receipt
-(scoring.race), scores the run over the whole expected task set, and marks a
-run with more than 30% environment/verifier errors as an infrastructure
-failure: excluded from the race score and flagged for a re-run. Failure
-categories are stored for every episode but shown only where
+Two halves of the verification contract (``submissions.services.verification``):
+
+* ``race_run_load`` reads what the pure evaluator needs and refuses what only the
+  database can tell: the release, the race (running, or embargoed for an owed
+  re-run), the agent version's entry by its owning account, the validator keys.
+  It reads only: a bundle refused here (a race that is not running, a version
+  nobody entered) writes no Agent, AgentVersion or run row.
+* ``race_run_record`` writes the RaceRun and its outcomes once the verdict is
+  accepted, inside the verification transaction.
+
+The recomputation itself is ``submissions.bundle.evaluate_race.evaluate_race_run``.
+Failure categories are stored for every episode but shown only where
 leaderboard.selectors.schemes allows it (the embargo).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+import base64
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
-from leaderboard.models import Benchmark, Race, Release
+from leaderboard.models import AgentVersion, Benchmark, Race, RaceEntry, Release
+from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.scheme_standings import race_standings_update
-from scoring import compare as compare_scoring
 from scoring import race as race_scoring
-from scoring.errors import ScoringError
+from submissions.bundle.contract import ValidatorKey
 from submissions.bundle.errors import BundleError
-from submissions.bundle.signatures import VALID, check_signature
+from submissions.bundle.evaluate_race import RaceOutcome, RaceSpec, evaluate_race_run
 from submissions.models import RaceRun, RaceTaskOutcome, SigningKey, Submission
 from submissions.quotas import QuotaExceeded, quota_refund, quota_scope, utc_day, validator_quota_consume
-from submissions.services.scorecards import (
-    COMPARE_TOLERANCE,
-    SchemeRejection,
-    agent_version_for,
-    scheme_release,
-)
+from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
 
 
 @dataclass(frozen=True)
-class OutcomeClaim:
-    """One task's runtime receipt plus what the validator says it paid."""
-
-    outcome: race_scoring.TaskOutcome
-    claimed_paid_reward: float | None = None
-    claimed_failure_category: str | None = None
-
-
-@dataclass(frozen=True)
-class RaceRunClaim:
-    """What a race_run bundle says, independent of how the archive spells it.
-
-    No outcome at all means the sandbox produced no output (a failed run).
-    ``signed`` is the race_run.json document with its ``signature`` field, as
-    submissions.bundle.signatures.check_signature expects it.
-    """
-
-    benchmark: str
-    release: str
-    race: int | None
-    validator: str
-    agent_name: str
-    agent_version: str
-    outcomes: Sequence[OutcomeClaim]
-    signed: Mapping[str, Any]
-    claimed_status: str | None = None
-    claimed_score: float | None = None
+class RaceContext:
+    release: Release
+    race: Race | None
+    agent_version: AgentVersion
+    spec: RaceSpec
 
 
-def race_run_claim_from_bundle(bundle: Any) -> RaceRunClaim:
-    """Read the race_run members of an opened bundle (submissions.bundle.Bundle)."""
-    run = bundle.race_run
-    return RaceRunClaim(
-        benchmark=bundle.manifest.benchmark,
-        release=bundle.manifest.release,
-        race=run.race,
-        validator=run.validator,
-        agent_name=run.agent.name,
-        agent_version=run.agent.version,
-        outcomes=[
-            OutcomeClaim(
-                outcome=item.to_scoring(),
-                claimed_paid_reward=item.claimed_paid_reward,
-                # "" stands for a claimed null (full reward, no category) so it is still compared.
-                claimed_failure_category=item.claimed_failure or "",
-            )
-            for item in run.outcomes
-        ],
-        signed=run.raw,
-        claimed_status=run.claimed_status,
-        claimed_score=run.claimed_run_score,
+def scheme_release(*, benchmark_slug: str, version: str, scheme: str) -> Release:
+    """The published release a scheme bundle names, or a rejection saying what was expected."""
+    release = (
+        Release.objects.select_related("benchmark").filter(benchmark__slug=benchmark_slug, version=version).first()
     )
+    if release is None or not release.published:
+        raise BundleError("unknown_release", unknown_release_message(benchmark_slug[:64], version[:50]))
+    if release.benchmark.scheme != scheme:
+        raise BundleError(
+            "wrong_scheme",
+            f"manifest: benchmark {benchmark_slug!r} is a {release.benchmark.scheme} benchmark; "
+            f"this bundle is a {scheme} bundle",
+        )
+    return release
 
 
 def expected_task_ids(*, release: Release, race: Race | None) -> list[str]:
@@ -101,46 +70,14 @@ def expected_task_ids(*, release: Release, race: Race | None) -> list[str]:
     return list(release.release_tasks.order_by("position", "task__slug").values_list("task__slug", flat=True))
 
 
-def _validator_key(claim: RaceRunClaim) -> SigningKey:
-    """The registered, unrevoked validator key that signed the run, or a rejection."""
-    keys = {
-        key.key_id: key
-        for key in SigningKey.objects.select_related("validator").filter(
-            owner_kind=SigningKey.Owner.VALIDATOR, revoked_at__isnull=True
-        )
-    }
-    try:
-        check = check_signature(
-            claim.signed, {key_id: key.public_key for key_id, key in keys.items()}, where="race_run.json"
-        )
-    except BundleError as exc:
-        raise SchemeRejection(exc.code, exc.message) from exc
-    if check.status != VALID:
-        raise SchemeRejection(
-            "validator_key_unknown",
-            f"race_run.json signature: key {check.key_id!r} is not a registered, unrevoked validator key on "
-            "this server; a race run counts only when signed by a registered validator",
-        )
-    key = keys[check.key_id]
-    if key.validator.slug != claim.validator:
-        raise SchemeRejection(
-            "validator_mismatch",
-            f"race_run.json: validator {claim.validator!r} but the run is signed by the key of validator "
-            f"{key.validator.slug!r}",
-        )
-    return key
-
-
-def _race_for(claim: RaceRunClaim, release: Release, agent_version_id: int | None) -> Race | None:
-    if claim.race is None:
+def _race_for(number: int | None, release: Release, agent_version: AgentVersion | None) -> Race | None:
+    if number is None:
         return None
-    race = Race.objects.select_related("release").filter(benchmark=release.benchmark, number=claim.race).first()
+    race = Race.objects.select_related("release").filter(benchmark=release.benchmark, number=number).first()
     if race is None:
-        raise SchemeRejection(
-            "unknown_race", f"race run: benchmark {release.benchmark.slug!r} has no race number {claim.race}"
-        )
+        raise BundleError("unknown_race", f"race run: benchmark {release.benchmark.slug!r} has no race number {number}")
     if race.release_id is not None and race.release_id != release.pk:
-        raise SchemeRejection(
+        raise BundleError(
             "race_release_mismatch",
             f"race run: {race} belongs to release {race.release.version!r}, not {release.version!r}",
         )
@@ -148,77 +85,83 @@ def _race_for(claim: RaceRunClaim, release: Release, agent_version_id: int | Non
         return race
     rerun_owed = (
         race.status == Race.Status.EMBARGOED
-        and agent_version_id is not None
-        and RaceRun.objects.filter(race=race, agent_version_id=agent_version_id, needs_rerun=True).exists()
+        and agent_version is not None
+        and RaceRun.objects.filter(race=race, agent_version=agent_version, needs_rerun=True).exists()
     )
     if rerun_owed:
         return race  # the re-run of an infrastructure failure may land during the embargo
-    raise SchemeRejection(
+    raise BundleError(
         "race_not_running",
         f"race run: {race} is {race.status}; results are accepted only while a race is running",
     )
 
 
-def _check_outcomes(claim: RaceRunClaim, expected: list[str]) -> race_scoring.RunScore:
-    if not expected:
-        raise SchemeRejection("release_not_ready", "race run: the expected task set is not configured on this server")
-    outcomes = [item.outcome for item in claim.outcomes]
-    return race_scoring.run_score(outcomes, expected, run_id=f"{claim.agent_name} {claim.agent_version}")
+def validator_keys() -> dict[str, ValidatorKey]:
+    """key_id -> scope of every registered, unrevoked validator key."""
+    return {
+        key.key_id: ValidatorKey(
+            public_key=base64.b64decode(key.public_key),
+            validator=key.validator.slug,
+            benchmark=key.benchmark.slug if key.benchmark_id else None,
+        )
+        for key in SigningKey.objects.select_related("validator", "benchmark").filter(
+            owner_kind=SigningKey.Owner.VALIDATOR, revoked_at__isnull=True
+        )
+    }
 
 
-def _recomputed(claim: RaceRunClaim, score: race_scoring.RunScore) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(claimed, recomputed) in the same shape, for the fields the bundle claims."""
-    claimed: dict[str, Any] = {"tasks": {}}
-    recomputed: dict[str, Any] = {"tasks": {}}
-    for item in claim.outcomes or ():
-        category = race_scoring.failure_category(item.outcome)
-        mine: dict[str, Any] = {}
-        theirs: dict[str, Any] = {}
-        if item.claimed_paid_reward is not None:
-            theirs["paid_reward"] = item.claimed_paid_reward
-            mine["paid_reward"] = race_scoring.paid_reward(item.outcome)
-        if item.claimed_failure_category is not None:
-            theirs["failure_category"] = item.claimed_failure_category or None
-            mine["failure_category"] = category.code if category else None
-        if theirs:
-            claimed["tasks"][item.outcome.task_id] = theirs
-            recomputed["tasks"][item.outcome.task_id] = mine
-    if claim.claimed_status is not None:
-        claimed["status"] = claim.claimed_status
-        recomputed["status"] = score.status
-    if claim.claimed_score is not None or score.score is not None:
-        claimed["run_score"] = claim.claimed_score
-        recomputed["run_score"] = score.score
-    return claimed, recomputed
-
-
-def _finish(submission: Submission, *, verdict: str, code: str = "", message: str = "", diff: Any = None) -> None:
-    submission.verdict = verdict
-    submission.error_code = code
-    submission.error_message = message
-    submission.diff = diff if diff is not None else []
-    submission.save(
-        update_fields=["verdict", "error_code", "error_message", "diff", "release", "race", "kind", "updated_at"]
+def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:
+    """Everything the pure evaluator needs, and the refusals only the database can make. Reads only."""
+    run = bundle.race_run
+    release = scheme_release(
+        benchmark_slug=bundle.manifest.benchmark, version=bundle.manifest.release, scheme=Benchmark.Scheme.RACE
     )
+    submission.release = release
+    agent_version = agent_version_find(name=run.agent.name, version=run.agent.version)
+    race = _race_for(run.race, release, agent_version)
+    submission.race = race
+    # Race entries are owned (issue 11.10): a version runs only when its owning account entered it.
+    if agent_version is None or agent_version.agent.owner_id is None:
+        raise BundleError(
+            "not_entered",
+            f"race_run.json: agent {agent_slug(run.agent.name)!r} version {run.agent.version[:100]!r} is not "
+            "registered by an owning account on this server; its owner enters it first",
+        )
+    if race is not None and not RaceEntry.objects.filter(race=race, agent_version=agent_version).exists():
+        raise BundleError(
+            "not_entered", f"race_run.json: {agent_version} is not entered in {race}; its owner enters it"
+        )
+    spec = RaceSpec(
+        benchmark=release.benchmark.slug,
+        race=race.number if race is not None else None,
+        expected_task_ids=expected_task_ids(release=release, race=race),
+        validator_keys=validator_keys(),
+    )
+    return RaceContext(release=release, race=race, agent_version=agent_version, spec=spec)
 
 
-def _store(
-    *,
-    submission: Submission,
-    claim: RaceRunClaim,
-    key: SigningKey,
-    release: Release,
-    race: Race | None,
-    agent_version: Any,
-    score: race_scoring.RunScore,
-) -> RaceRun:
+def race_run_evaluate(bundle: Any, context: RaceContext) -> RaceOutcome:
+    return evaluate_race_run(bundle, context.spec)
+
+
+def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: RaceContext) -> RaceRun:
+    """Write the accepted run (idempotent: get_or_create on the submission), then refresh the race standings."""
+    score = outcome.score
+    assert score is not None
+    key = SigningKey.objects.select_related("validator").get(key_id=outcome.key_id)
+    if not RaceRun.objects.filter(submission=submission).exists():
+        try:
+            _charge_validator(submission=submission, key=key, benchmark=context.release.benchmark)
+        except QuotaExceeded as exc:
+            # Raised inside the verdict's transaction: nothing of this run is written.
+            raise BundleError("validator_daily_limit_reached", exc.message) from None
     run, created = RaceRun.objects.get_or_create(
         submission=submission,
         defaults={
             "validator": key.validator,
-            "agent_version": agent_version,
-            "release": release,
-            "race": race,
+            "agent_version": context.agent_version,
+            "release": context.release,
+            "race": context.race,
             "score": score.score,
             "infrastructure_failure": score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE,
             "needs_rerun": score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE,
@@ -230,32 +173,36 @@ def _store(
     )
     if not created:
         return run
-    outcomes = []
-    for item in claim.outcomes or ():
-        outcome = item.outcome
-        category = race_scoring.failure_category(outcome)
-        outcomes.append(
+    rows = []
+    for outcome_row in outcome.outcomes:
+        category = race_scoring.failure_category(outcome_row)
+        rows.append(
             RaceTaskOutcome(
                 run=run,
-                task_id=outcome.task_id,
-                reward=outcome.reward if outcome.reward is not None else 0.0,
-                paid_reward=race_scoring.paid_reward(outcome),
-                verdict_status=outcome.verdict_status or "",
-                order_placed=outcome.order_placed,
-                agent_error=outcome.agent_error,
+                task_id=outcome_row.task_id,
+                reward=outcome_row.reward if outcome_row.reward is not None else 0.0,
+                paid_reward=race_scoring.paid_reward(outcome_row),
+                verdict_status=outcome_row.verdict_status or "",
+                order_placed=outcome_row.order_placed,
+                agent_error=outcome_row.agent_error,
                 failure_category=category.code if category else "",
-                step_limit_hit=outcome.step_limit_hit,
-                time_limit_hit=outcome.time_limit_hit,
-                env_error=outcome.env_error,
-                verifier_error=outcome.verifier_error,
+                step_limit_hit=outcome_row.step_limit_hit,
+                time_limit_hit=outcome_row.time_limit_hit,
+                env_error=outcome_row.env_error,
+                verifier_error=outcome_row.verifier_error,
             )
         )
-    RaceTaskOutcome.objects.bulk_create(outcomes)
+    RaceTaskOutcome.objects.bulk_create(rows)
     if score.status != race_scoring.RUN_INFRASTRUCTURE_FAILURE:
         # A counted run settles the re-runs this validator owed this version on this race.
         RaceRun.objects.filter(
-            release=release, race=race, agent_version=agent_version, validator=key.validator, needs_rerun=True
+            release=context.release,
+            race=context.race,
+            agent_version=context.agent_version,
+            validator=key.validator,
+            needs_rerun=True,
         ).exclude(pk=run.pk).update(needs_rerun=False)
+    race_standings_update(race=context.race)
     return run
 
 
@@ -271,79 +218,41 @@ def _charge_validator(*, submission: Submission, key: SigningKey, benchmark: Ben
     )
 
 
-@transaction.atomic
-def race_run_submission_verify(*, submission: Submission, bundle: Any) -> None:
-    """Verify and record one validator run (idempotent: get_or_create on the submission).
+# ------------------------------------------------------------ entries and owed runs
 
-    Verdicts: rejected (unknown release or race, race not running, unsigned or
-    badly signed, outcomes outside the expected set, inconsistent receipts),
-    mismatch (a claimed paid reward, category or score differs from the
-    recomputation), attested (signed by a registered validator key and
-    consistent). An infrastructure-failed or failed run is attested too: it
-    is recorded, excluded from the race score, and (infrastructure) marked
-    needs_rerun; error_message says so.
+
+@transaction.atomic
+def race_entry_create(
+    *, user: Any, benchmark_slug: str, race_number: int | None, agent_name: str, agent_version: str
+) -> tuple[AgentVersion, RaceEntry | None]:
+    """Enter ``user``'s agent version in a race (None: register it for qualifying runs only).
+
+    The agent becomes ``user``'s on first use; another account's agent is ``agent_not_yours``.
+    Entering twice returns the existing entry. A race that has ended takes no new entries.
     """
-    submission.kind = Submission.Kind.RACE_RUN
-    existing = RaceRun.objects.filter(submission=submission).select_related("release", "race").first()
-    if existing is not None:
-        submission.release = existing.release
-        submission.race = existing.race
-        _finish(submission, verdict=Submission.Verdict.ATTESTED, message=submission.error_message)
-        return
-    try:
-        claim = race_run_claim_from_bundle(bundle)
-        release = scheme_release(benchmark_slug=claim.benchmark, version=claim.release, scheme=Benchmark.Scheme.RACE)
-        submission.release = release
-        key = _validator_key(claim)
-        agent_version = agent_version_for(name=claim.agent_name, version=claim.agent_version, owner=None)
-        race = _race_for(claim, release, agent_version.pk)
-        submission.race = race
-        score = _check_outcomes(claim, expected_task_ids(release=release, race=race))
-        claimed, recomputed = _recomputed(claim, score)
-    except SchemeRejection as exc:
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code=exc.code, message=exc.message)
-        return
-    except ScoringError as exc:
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code="race_run_invalid", message=str(exc))
-        return
-    diffs = compare_scoring.compare_claims(claimed, recomputed, tol=COMPARE_TOLERANCE)
-    diff_rows = [asdict(diff) for diff in diffs]
-    if race is not None:
-        # The embargo: a race episode's category must not come back out through the stored
-        # diff (shown on "my submissions" and by the API) before the race is released.
-        diff_rows = [row for row in diff_rows if not row["path"].endswith(".failure_category")]
-    if compare_scoring.has_mismatch(diffs):
-        wrong = ", ".join(diff.path for diff in diffs if diff.status != compare_scoring.MATCH)
-        _finish(
-            submission,
-            verdict=Submission.Verdict.MISMATCH,
-            code="race_run_mismatch",
-            message=f"the claimed values differ from the server's recomputation in: {wrong}",
-            diff=diff_rows,
-        )
-        return
-    try:
-        _charge_validator(submission=submission, key=key, benchmark=release.benchmark)
-    except QuotaExceeded as exc:
-        code = "validator_daily_limit_reached"
-        _finish(submission, verdict=Submission.Verdict.REJECTED, code=code, message=exc.message)
-        return
-    _store(
-        submission=submission,
-        claim=claim,
-        key=key,
-        release=release,
-        race=race,
-        agent_version=agent_version,
-        score=score,
+    benchmark = Benchmark.objects.filter(slug=benchmark_slug, scheme=Benchmark.Scheme.RACE).first()
+    if benchmark is None:
+        raise BundleError("unknown_benchmark", f"benchmark: no race benchmark with slug {benchmark_slug[:64]!r}")
+    race = None
+    if race_number is not None:
+        race = Race.objects.filter(benchmark=benchmark, number=race_number).first()
+        if race is None:
+            raise BundleError("unknown_race", f"race: benchmark {benchmark.slug!r} has no race number {race_number}")
+        if race.status not in (Race.Status.SCHEDULED, Race.Status.RUNNING):
+            raise BundleError("race_closed", f"race: {race} is {race.status}; it takes no new entries")
+    version = agent_version_claim(name=agent_name, version=agent_version, account=user)
+    if race is None:
+        return version, None
+    entry, _ = RaceEntry.objects.get_or_create(race=race, agent_version=version, defaults={"entered_by": user})
+    return version, entry
+
+
+def owed_runs_for(*, user: Any) -> QuerySet[RaceRun]:
+    """Runs owed after an infrastructure failure and not yet filed again: every one for staff,
+    else those of the validators ``user`` acts for."""
+    owed = RaceRun.objects.filter(needs_rerun=True).select_related(
+        "validator", "agent_version__agent", "race", "release__benchmark"
     )
-    message = ""
-    if score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE:
-        message = (
-            f"infrastructure failure: {score.infrastructure_errors} of {score.expected} tasks ended in an "
-            "environment or verifier error (more than 30%); this run does not count and is marked for a re-run"
-        )
-    elif score.status == race_scoring.RUN_FAILED:
-        message = "the run produced no output at all; it failed and adds nothing to the score"
-    _finish(submission, verdict=Submission.Verdict.ATTESTED, message=message, diff=diff_rows)
-    race_standings_update(race=race)
+    if not user.is_staff:
+        owed = owed.filter(validator__accounts=user)
+    return owed.order_by("race__benchmark__slug", "race__number", "agent_version__agent__slug", "pk")

@@ -1,5 +1,10 @@
-"""Runs: what a validated paper-gap submission produces, and the append-only
-verification log maintainers add to.
+"""Runs: the paper-gap scheme's recording service (what a validated paper-gap
+submission produces), and the append-only verification log maintainers add to.
+
+Two halves of the verification contract (``submissions.services.verification``):
+``paper_gap_load`` reads the release and the scoped evaluator and judge keys the
+pure ``submissions.bundle.evaluate.evaluate_paper_gap`` needs (reads only), and
+``run_record_paper_gap`` writes the accepted run.
 
 ``run_record_paper_gap`` is called by verification inside its row-locked
 transaction; it is idempotent (get_or_create on the submission's one-to-one),
@@ -17,8 +22,11 @@ score without one).
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -26,13 +34,17 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.text import slugify
 
-from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask
+from leaderboard.models import Release, ReleaseTask
+from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_update_version
-from submissions.bundle.evaluate import Outcome
-from submissions.models import Run, SigningKey, Submission, TaskResult, VerificationEvent
+from scoring import gap
+from submissions.bundle.contract import EvaluatorKey, JudgeKey
+from submissions.bundle.errors import BundleError
+from submissions.bundle.evaluate import Outcome, evaluate_paper_gap
+from submissions.models import Run, SigningKey, SigningKeyTask, Submission, TaskResult, VerificationEvent
+from submissions.services.agents import agent_version_claim
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +53,10 @@ SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 # What each automatic level means, as recorded in the event log.
 AUTOMATIC_METHOD = {
     Run.Level.VALIDATED: "server recomputation: every claimed value matches (consistency only)",
-    Run.Level.ATTESTED: "server recomputation matches and every evaluator result carries a registered signature",
+    Run.Level.ATTESTED: (
+        "server recomputation matches, every evaluator result carries a registered signature for its task "
+        "and every faithfulness verdict a calibrated judge's"
+    ),
 }
 
 
@@ -49,17 +64,116 @@ class RunError(Exception):
     """A maintainer action on a run that cannot be done as asked."""
 
 
-def agent_version_for(*, name: str, version: str, owner_id: Any) -> AgentVersion:
-    """The agent (by slug of its name) and version a bundle names, created on first sight
-    (the first submitter to name an agent becomes its owner)."""
-    slug = slugify(name)[:100] or "agent"
-    # One query for an agent version already seen (the common case), two or more the first time.
-    known = AgentVersion.objects.filter(agent__slug=slug, version=version[:100]).order_by("pk").first()
-    if known is not None:
-        return known
-    agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:200], "owner_id": owner_id})
-    agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:100])
-    return agent_version
+@dataclass(frozen=True)
+class PaperGapContext:
+    """What the pure evaluator is given: the release, its scoring contract and the scoped keys."""
+
+    release: Release
+    spec: gap.ReleaseSpec
+    withheld: frozenset[str]
+    task_simulators: dict[str, str]
+    evaluator_keys: dict[str, EvaluatorKey]
+    judge_keys: dict[str, JudgeKey]
+
+
+def _task_scopes(kind: str) -> dict[int, dict[str, str]]:
+    """signing key pk -> {task slug: rubric version} of the active keys of one kind."""
+    scopes: dict[int, dict[str, str]] = defaultdict(dict)
+    rows = SigningKeyTask.objects.filter(
+        signing_key__owner_kind=kind, signing_key__revoked_at__isnull=True
+    ).values_list("signing_key_id", "task__slug", "rubric_version")
+    for key_pk, slug, rubric in rows:
+        scopes[key_pk][slug] = rubric
+    return scopes
+
+
+def scoped_evaluator_keys() -> dict[str, EvaluatorKey]:
+    """key_id -> scope of every registered, unrevoked evaluator key."""
+    scopes = _task_scopes(SigningKey.Owner.EVALUATOR)
+    return {
+        key.key_id: EvaluatorKey(
+            public_key=base64.b64decode(key.public_key),
+            simulator=key.evaluator.simulator,
+            tasks=frozenset(scopes.get(key.pk, {})),
+        )
+        for key in SigningKey.objects.select_related("evaluator").filter(
+            owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True
+        )
+    }
+
+
+def scoped_judge_keys() -> dict[str, JudgeKey]:
+    """key_id -> identity and calibrated tasks of every registered, unrevoked judge key."""
+    scopes = _task_scopes(SigningKey.Owner.JUDGE)
+    return {
+        key.key_id: JudgeKey(
+            public_key=base64.b64decode(key.public_key), name=key.judge_name, rubrics=scopes.get(key.pk, {})
+        )
+        for key in SigningKey.objects.filter(owner_kind=SigningKey.Owner.JUDGE, revoked_at__isnull=True)
+    }
+
+
+def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
+    """The published release the manifest names, its scoring contract and the keys. Reads only."""
+    from leaderboard.selectors.releases import release_spec  # selectors import the boards' models: import late
+    from scoring.errors import ScoringError
+
+    benchmark, version = str(bundle.manifest.benchmark), str(bundle.manifest.release)
+    release = (
+        Release.objects.select_related("benchmark")
+        .filter(benchmark__slug=benchmark, version=version, benchmark__scheme="paper_gap", published=True)
+        .first()
+    )
+    if release is None:
+        # One message for unpublished and nonexistent: which versions exist is not told.
+        raise BundleError(
+            "unknown_release", unknown_release_message(benchmark[:64], version[:50], where="manifest.json")
+        )
+    submission.release = release
+    try:
+        spec = release_spec(release)
+    except ScoringError:
+        # A published release with a task that has no anchor: ours to fix, not the submitter's.
+        logger.exception("release %s cannot be scored", release.pk)
+        raise BundleError(
+            "release_not_scorable",
+            f"release {benchmark!r} {version!r} cannot be scored on this site yet (a task has no anchor); "
+            "the maintainers have been told, please resubmit later",
+        ) from None
+    rows = ReleaseTask.objects.filter(release=release).values_list(
+        "task__slug", "anchor_published", "task__simulator__simulator"
+    )
+    withheld = frozenset(slug for slug, published, _ in rows if not published)
+    simulators = {slug: simulator for slug, _, simulator in rows}
+    # Keys are only consulted for what is signed: an unsigned bundle skips the queries.
+    return PaperGapContext(
+        release=release,
+        spec=spec,
+        withheld=withheld,
+        task_simulators=simulators,
+        evaluator_keys=scoped_evaluator_keys() if any(r.signed for r in bundle.results.values()) else {},
+        judge_keys=scoped_judge_keys() if any(v.signed for v in bundle.faithfulness.values()) else {},
+    )
+
+
+def paper_gap_evaluate(bundle: Any, context: PaperGapContext) -> Outcome:
+    """The pure evaluator with the server's inputs."""
+    return evaluate_paper_gap(
+        bundle,
+        release_spec=context.spec,
+        required_task_set_hash=context.release.required_task_set_hash,
+        evaluator_keys=context.evaluator_keys,
+        judge_keys=context.judge_keys,
+        withheld=context.withheld,
+        task_simulators=context.task_simulators,
+        # The confidence intervals are computed after commit by submissions.tasks.compute_run_confidence
+        # (several times the cost of the rest of verification); run_record_paper_gap enqueues it.
+        bootstrap_resamples=0,
+    )
+
+
+def paper_gap_record(*, submission: Submission, outcome: Outcome, context: PaperGapContext) -> Run:
+    return run_record_paper_gap(submission=submission, release=context.release, outcome=outcome)
 
 
 def run_record_paper_gap(*, submission: Submission, release: Release, outcome: Outcome) -> Run:
@@ -75,8 +189,9 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
     breakdown = outcome.breakdown or {}
     aggregates = breakdown["aggregates"]
     coverage = aggregates["coverage"]
-    agent_version = agent_version_for(
-        name=outcome.agent_name, version=outcome.agent_version, owner_id=submission.submitter_id
+    # The one ownership rule: raises agent_not_yours (the caller's transaction rolls back).
+    agent_version = agent_version_claim(
+        name=outcome.agent_name, version=outcome.agent_version, account=submission.submitter
     )
     level = Run.Level(outcome.verdict)
     # The caller holds the submission row lock and we checked above: no concurrent Run can appear.
@@ -103,6 +218,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
     release_task_ids = dict(ReleaseTask.objects.filter(release=release).values_list("task__slug", "pk"))
     checks = {check.slug: check for check in outcome.tasks}
     valid_key_ids = {check.key_id for check in outcome.tasks if check.signature == "valid" and check.key_id}
+    valid_key_ids |= {check.judge_key_id for check in outcome.tasks if check.judge_key_id}
     keys = {key.key_id: key for key in SigningKey.objects.filter(key_id__in=valid_key_ids)}
     rows = []
     for slug, entry in breakdown["tasks"].items():
@@ -122,6 +238,10 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
                 faithful=check.faithful if check else None,
                 signature=check.signature if check else "unsigned",
                 signing_key=keys.get(check.key_id) if check and check.signature == "valid" else None,
+                faithfulness_source=check.faithfulness_source if check else "",
+                judge=(check.judge if check else "")[:100],
+                rubric_version=(check.rubric_version if check else "")[:100],
+                judge_key=keys.get(check.judge_key_id) if check and check.judge_key_id else None,
             )
         )
     TaskResult.objects.bulk_create(rows)

@@ -1,5 +1,8 @@
-"""Ed25519 public keys registered for evaluators (attestation of results) and
-validators (race runs). Admins register them; nothing is ever deleted, a
+"""Ed25519 public keys registered for evaluators (attestation of results), judges
+(faithfulness verdicts) and validators (race runs), each with its scope: an
+evaluator key signs results of its simulator's tasks (narrowed by ``tasks``),
+a judge key the verdicts of the tasks it is calibrated for (``tasks`` with
+their rubric versions), a validator key race runs of one ``benchmark``. Admins register them; nothing is ever deleted, a
 compromised key is revoked (it then stops attesting, and a result it signed
 counts as signed by an unregistered key)."""
 
@@ -14,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.models import Evaluator, Validator
-from submissions.models import SigningKey
+from leaderboard.models import Benchmark, Evaluator, Task, Validator
+from submissions.models import SigningKey, SigningKeyTask
 
 ED25519_PUBLIC_KEY_BYTES = 32
 
@@ -54,36 +57,74 @@ def signing_key_register(
     *,
     evaluator: Evaluator | None = None,
     validator: Validator | None = None,
+    judge_name: str = "",
+    benchmark: Benchmark | None = None,
+    tasks: dict[Task, str] | None = None,
     public_key_b64: str,
     user: Any,
 ) -> SigningKey:
-    """Register a key for exactly one evaluator or validator.
+    """Register a key for exactly one evaluator, validator or judge (named ``judge_name``).
 
-    Registering the same key again for the same owner returns the existing row;
-    for a different owner (or after it was revoked) it is refused.
+    Scopes: a validator key needs ``benchmark`` (the race runs it may sign); a judge key
+    needs ``tasks`` ({task: rubric version} it is calibrated for); an evaluator key may be
+    narrowed to ``tasks`` of its simulator. Registering the same key again for the same
+    owner returns the existing row (adding any new task scopes); for a different owner
+    (or after it was revoked) it is refused.
     """
-    if (evaluator is None) == (validator is None):
-        raise SigningKeyError("owner: a signing key belongs to exactly one evaluator or one validator")
+    judge_name = (judge_name or "").strip()
+    owners = [evaluator is not None, validator is not None, bool(judge_name)]
+    if sum(owners) != 1:
+        raise SigningKeyError("owner: a signing key belongs to exactly one evaluator, validator or judge")
+    if validator is not None and benchmark is None:
+        raise SigningKeyError("benchmark: a validator key signs race runs of one benchmark; name it")
+    if judge_name and not tasks:
+        raise SigningKeyError("tasks: a judge key signs verdicts only of the tasks it is calibrated for; list them")
+    if len(judge_name) > 100:
+        raise SigningKeyError("judge: at most 100 characters")
+    for task, rubric in (tasks or {}).items():
+        if evaluator is not None and task.simulator_id != evaluator.pk:
+            raise SigningKeyError(f"tasks: {task.slug!r} runs on {task.simulator}, not on {evaluator}")
+        if judge_name and not (rubric or "").strip():
+            raise SigningKeyError(f"tasks: {task.slug!r} needs the rubric version the judge was calibrated with")
     raw = decode_public_key(public_key_b64)
     key_id = signing_key_id(raw)
+    kind = (
+        SigningKey.Owner.EVALUATOR
+        if evaluator is not None
+        else SigningKey.Owner.VALIDATOR
+        if validator is not None
+        else SigningKey.Owner.JUDGE
+    )
     existing = SigningKey.objects.select_for_update().filter(key_id=key_id).first()
     if existing is not None:
-        same_owner = existing.evaluator_id == getattr(evaluator, "pk", None) and existing.validator_id == getattr(
-            validator, "pk", None
+        same_owner = (
+            existing.owner_kind == kind
+            and existing.evaluator_id == getattr(evaluator, "pk", None)
+            and existing.validator_id == getattr(validator, "pk", None)
+            and existing.judge_name == judge_name
+            and existing.benchmark_id == getattr(benchmark, "pk", None)
         )
         if not same_owner:
             raise SigningKeyError(f"public key: already registered (key id {key_id}) for another owner")
         if existing.revoked_at is not None:
             raise SigningKeyError(f"public key: key {key_id} was revoked and cannot be registered again")
-        return existing
-    return SigningKey.objects.create(
-        owner_kind=SigningKey.Owner.EVALUATOR if evaluator is not None else SigningKey.Owner.VALIDATOR,
-        evaluator=evaluator,
-        validator=validator,
-        key_id=key_id,
-        public_key=base64.b64encode(raw).decode("ascii"),
-        registered_by=user,
-    )
+        key = existing
+    else:
+        key = SigningKey.objects.create(
+            owner_kind=kind,
+            evaluator=evaluator,
+            validator=validator,
+            judge_name=judge_name,
+            benchmark=benchmark if validator is not None else None,
+            key_id=key_id,
+            public_key=base64.b64encode(raw).decode("ascii"),
+            registered_by=user,
+        )
+    for task, rubric in (tasks or {}).items():
+        SigningKeyTask.objects.update_or_create(
+            signing_key=key, task=task, defaults={"rubric_version": (rubric or "").strip()[:100]}
+        )
+    return key
 
 
 @transaction.atomic
@@ -97,7 +138,8 @@ def signing_key_revoke(*, signing_key: SigningKey, user: Any) -> SigningKey:
 
 
 def evaluator_public_keys() -> dict[str, bytes]:
-    """key_id -> raw public key of every active evaluator key (what attestation checks against)."""
+    """key_id -> raw public key of every active evaluator key (without scopes; the
+    verification uses submissions.services.runs.scoped_evaluator_keys)."""
     return {
         key_id: base64.b64decode(public_key)
         for key_id, public_key in SigningKey.objects.filter(

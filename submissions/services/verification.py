@@ -53,6 +53,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from submissions import site_keys
+from submissions.bundle.errors import BundleError
 from submissions.models import Submission
 
 logger = logging.getLogger(__name__)
@@ -61,13 +62,8 @@ logger = logging.getLogger(__name__)
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, OSError)
 
 
-class VerificationRejected(Exception):
-    """A bundle the server refuses, with a stable code and a human message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+# The one rejection type, from the archive reader to the recording services.
+VerificationRejected = BundleError
 
 
 @dataclass(frozen=True)
@@ -186,11 +182,17 @@ class _Heartbeat:
             connection.close()  # this thread's own connection
 
 
+def _storable(text: str) -> str:
+    """Text any database column takes: a lone surrogate (from a bundle's bytes) is escaped, never a crash."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> None:
+    """The one place a verdict is written (the row is locked by the caller)."""
     submission.status = Submission.Status.DONE
     submission.verdict = verdict.verdict
     submission.error_code = verdict.error_code
-    submission.error_message = verdict.message
+    submission.error_message = _storable(verdict.message)
     submission.diff = verdict.diff or []
     submission.finished_at = now or timezone.now()
     submission.save(
@@ -204,6 +206,8 @@ def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> Non
             "kind",
             "release",
             "race",
+            "results_digest",
+            "bundle_format",
             "updated_at",
         ]
     )
@@ -324,7 +328,43 @@ def bundle_limits() -> Any:
     return Limits(max_bundle_bytes=settings.PODIUM_MAX_BUNDLE_BYTES)
 
 
+@dataclass(frozen=True)
+class Scheme:
+    """One scheme's half of the verification contract (issue 10 item 1).
+
+    ``load(submission=, bundle=)`` reads what the pure evaluator needs and refuses what only
+    the database can tell (raising BundleError; it writes nothing). ``evaluate(bundle,
+    context)`` is pure: bundle + release spec -> outcome (verdict, code, message, diff,
+    recomputed values, results digest). ``record(submission=, outcome=, context=)`` writes
+    the accepted run inside the verification transaction. Everything else -- the challenge,
+    duplicate results, ownership errors, the verdict itself -- is this module's, once.
+    A new scheme is its pure evaluator (``submissions/bundle/evaluate_<scheme>.py``) and its
+    recording service (``submissions/services/<scheme>.py``) plus one line in ``schemes()``.
+    """
+
+    kind: str
+    load: Any
+    evaluate: Any
+    record: Any
+
+
+def schemes() -> dict[str, Scheme]:
+    """The registry of bundle kinds. Built on first use: the scheme services import models
+    and scoring, which this module's importers (the Celery task module) must not pay for."""
+    from submissions.services import races, runs
+
+    return {
+        Submission.Kind.PAPER_GAP: Scheme(
+            Submission.Kind.PAPER_GAP, runs.paper_gap_load, runs.paper_gap_evaluate, runs.paper_gap_record
+        ),
+        Submission.Kind.RACE_RUN: Scheme(
+            Submission.Kind.RACE_RUN, races.race_run_load, races.race_run_evaluate, races.race_run_record
+        ),
+    }
+
+
 def _dispatch(submission: Submission, bundle: Any) -> Submission:
+    """The one dispatcher: declared benchmark, then the bundle's scheme through the contract."""
     kind = bundle.kind
     declared = submission.declared_benchmark
     if declared is not None and str(bundle.manifest.benchmark) != declared.slug:
@@ -338,85 +378,66 @@ def _dispatch(submission: Submission, bundle: Any) -> Submission:
             ),
             None,
         )
-    if kind == Submission.Kind.PAPER_GAP:
-        return _verify_paper_gap(submission, bundle)
-    if kind == Submission.Kind.RACE_RUN:
-        return _dispatch_scheme(submission, bundle, kind)
-    return _conclude(
-        submission,
-        Verdict(Submission.Verdict.REJECTED, "unsupported_kind", f"manifest.json: unknown bundle kind {kind!r}"),
-        None,
-    )
-
-
-def _verify_paper_gap(submission: Submission, bundle: Any) -> Submission:
-    """Recompute a paper-gap run against its release and record the verdict (and the Run)."""
-    from leaderboard.models import Release
-    from leaderboard.selectors.releases import release_spec
-    from scoring.errors import ScoringError
-    from submissions.bundle.evaluate import evaluate_paper_gap
-    from submissions.services.runs import run_record_paper_gap
-    from submissions.services.signing_keys import evaluator_public_keys
-
-    submission.kind = Submission.Kind.PAPER_GAP
-    benchmark, version = bundle_release_ref(bundle)
-    release = (
-        Release.objects.select_related("benchmark")
-        .filter(benchmark__slug=benchmark, version=version, benchmark__scheme="paper_gap")
-        .first()
-    )
-    if release is None or not release.published:
-        # One message whether the version is unpublished or absent (issue 11): it must not tell which exists.
-        from leaderboard.selectors.releases import unknown_release_message
-
+    scheme = schemes().get(kind)
+    if scheme is None:
         return _conclude(
             submission,
-            Verdict(
-                Submission.Verdict.REJECTED,
-                "unknown_release",
-                unknown_release_message(benchmark, version, where="manifest.json"),
-            ),
+            Verdict(Submission.Verdict.REJECTED, "unsupported_kind", f"manifest.json: unknown bundle kind {kind!r}"),
             None,
         )
-    submission.release = release
+    return _verify_with(scheme, submission, bundle)
+
+
+def _verify_with(scheme: Scheme, submission: Submission, bundle: Any) -> Submission:
+    """load -> challenge -> pure evaluate -> duplicate results -> record and verdict, in that order.
+
+    Nothing is written before the verdict is known: a refusal at any step leaves only the
+    verdict on the submission (no Agent, AgentVersion, run or challenge change).
+    """
+    from submissions.bundle.errors import BundleError
+    from submissions.services.challenges import challenge_check, challenge_consume, results_duplicate_check
+
+    submission.kind = scheme.kind
+    submission.bundle_format = str(bundle.manifest.format)
     try:
-        spec = release_spec(release)
-    except ScoringError:
-        # A published release with a task that has no anchor: ours to fix, not the submitter's.
-        logger.exception("release %s cannot be scored", release.pk)
-        return _conclude(
-            submission,
-            Verdict(
-                Submission.Verdict.REJECTED,
-                "release_not_scorable",
-                f"release {benchmark!r} {version!r} cannot be scored on this site yet (a task has no anchor); "
-                "the maintainers have been told, please resubmit later",
-            ),
-            None,
-        )
-    outcome = evaluate_paper_gap(
-        bundle,
-        release_spec=spec,
-        required_task_set_hash=release.required_task_set_hash,
-        # Keys are only consulted for a signed result: an unsigned bundle skips the query.
-        signing_keys=evaluator_public_keys() if any(r.signed for r in bundle.results.values()) else {},
-        # The confidence intervals are computed after commit by submissions.tasks.compute_run_confidence
-        # (several times the cost of the rest of verification); run_record_paper_gap enqueues it.
-        bootstrap_resamples=0,
-    )
+        context = scheme.load(submission=submission, bundle=bundle)
+        challenge = None
+        if bundle.manifest.bound:
+            agent = bundle.manifest.agent
+            challenge = challenge_check(
+                token=bundle.manifest.challenge,
+                user=submission.submitter,
+                release=context.release,
+                race=getattr(context, "race", None),
+                agent_name=agent.name,
+                agent_version=agent.version,
+            )
+    except BundleError as exc:
+        return _conclude(submission, Verdict(Submission.Verdict.REJECTED, exc.code, exc.message), None)
+    outcome = scheme.evaluate(bundle, context)
     verdict = str(outcome.verdict)
     if verdict == Submission.Verdict.REJECTED:
         return _conclude(submission, Verdict(verdict, outcome.error_code, outcome.message), None)
+    diff = _jsonable_diff(outcome.diff)
     if verdict == Submission.Verdict.MISMATCH:
-        return _conclude(
-            submission,
-            Verdict(verdict, "", outcome.message or "", _jsonable_diff(outcome.diff)),
-            None,
-        )
+
+        def write_mismatch(locked: Submission) -> Verdict:
+            if challenge is not None:
+                challenge_consume(challenge=challenge, submission=locked)
+            return Verdict(verdict, outcome.error_code, outcome.message or "", diff)
+
+        return _conclude(submission, None, write_mismatch)
+    try:
+        results_duplicate_check(digest=outcome.results_digest, user=submission.submitter)
+    except BundleError as exc:
+        return _conclude(submission, Verdict(Submission.Verdict.REJECTED, exc.code, exc.message), None)
 
     def write(locked: Submission) -> Verdict:
-        run_record_paper_gap(submission=locked, release=release, outcome=outcome)
-        return Verdict(verdict, "", outcome.message or "", _jsonable_diff(outcome.diff))
+        if challenge is not None:
+            challenge_consume(challenge=challenge, submission=locked)
+        scheme.record(submission=locked, outcome=outcome, context=context)
+        locked.results_digest = outcome.results_digest
+        return Verdict(verdict, "", outcome.message or "", diff)
 
     return _conclude(submission, None, write)
 
@@ -444,76 +465,36 @@ def _jsonable_diff(diff: Any) -> list[Any]:
     return rows
 
 
-def _dispatch_scheme(submission: Submission, bundle: Any, kind: str) -> Submission:
-    """Race bundles are verified by the scheme's own service, under our row lock."""
-    try:
-        from submissions.services.races import race_run_submission_verify as verify
-    except ImportError:
-        return _conclude(
-            submission,
-            Verdict(
-                Submission.Verdict.REJECTED,
-                "unsupported_kind",
-                f"this site does not accept {kind} bundles yet",
-            ),
-            None,
-        )
-
-    def write(locked: Submission) -> Verdict:
-        result = verify(submission=locked, bundle=bundle)
-        return _scheme_verdict(locked, result)
-
-    return _conclude(submission, None, write)
-
-
-def _scheme_verdict(submission: Submission, result: Any) -> Verdict:
-    """Normalise what a scheme verifier returned (a verdict string, an outcome, or nothing)."""
-    if isinstance(result, Verdict):
-        return result
-    if isinstance(result, str):
-        return Verdict(result)
-    if result is not None and hasattr(result, "verdict"):
-        return Verdict(
-            str(result.verdict),
-            getattr(result, "error_code", "") or "",
-            getattr(result, "message", "") or "",
-            list(getattr(result, "diff", None) or []),
-        )
-    # The scheme wrote the verdict fields on the row itself.
-    return Verdict(
-        submission.verdict or Submission.Verdict.VALIDATED,
-        submission.error_code,
-        submission.error_message,
-        list(submission.diff or []),
-    )
-
-
 def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Submission:
     """Write the outcome under a fresh row lock, unless another run of this task got there first.
 
     ``write(locked)`` (optional) creates the run rows inside the same transaction and
     returns the Verdict; a BundleError it raises turns into a rejection with nothing written.
     """
-    from submissions.bundle.errors import BundleError
+
+    def known(locked: Submission) -> None:
+        for field in ("kind", "release_id", "race_id", "bundle_format"):
+            if getattr(submission, field) and not getattr(locked, field):
+                setattr(locked, field, getattr(submission, field))
 
     try:
         with transaction.atomic():
             locked = Submission.objects.select_for_update().get(pk=submission.pk)
             if locked.status == Submission.Status.DONE:
                 return locked  # a concurrent run finished it: change nothing
-            for field in ("kind", "release_id", "race_id"):
-                if getattr(submission, field) and not getattr(locked, field):
-                    setattr(locked, field, getattr(submission, field))
+            known(locked)
             if write is not None:
                 # No savepoint needed: a rejection raised inside leaves this whole transaction
                 # (rolled back, partial rows and all) before the handler below records it.
                 verdict = write(locked)
             _finish(locked, verdict)
-    except (BundleError, VerificationRejected) as exc:
+    except BundleError as exc:
         with transaction.atomic():
             locked = Submission.objects.select_for_update().get(pk=submission.pk)
             if locked.status == Submission.Status.DONE:
                 return locked
+            known(locked)
+            locked.results_digest = ""
             _finish(locked, Verdict(Submission.Verdict.REJECTED, exc.code, exc.message))
     logger.info("submission %s: %s %s", locked.pk, locked.verdict, locked.error_code)
     return locked

@@ -161,7 +161,8 @@ def test_it_rejects_an_unknown_format_version(seal_bytes, site_identity, tar_byt
     err = _error(seal_bytes(tar_bytes([("manifest.json", manifest)])), site_identity[0])
     assert (err.code, err.message) == (
         "unsupported_format",
-        "manifest.json: format must be 'podium-bundle/1', got 'podium-bundle/9' (see docs/bundle-format.md)",
+        "manifest.json: format must be 'podium-bundle/2' (or the retired 'podium-bundle/1'), got 'podium-bundle/9' "
+        "(see docs/bundle-format.md)",
     )
 
 

@@ -121,7 +121,10 @@ def test_check_prints_the_servers_verdict(tmp_path, capsys, release_manifest):
     lines = out.splitlines()
     assert code == 0
     assert lines[0] == "verdict: validated"
-    assert lines[1] == "every claim matches the recomputation"
+    assert lines[1] == (
+        "every claim matches the recomputation; not attested: podium-bundle/1 bundles carry no submission "
+        "challenge; not every evaluator result is signed by a registered key; self-declared faithfulness"
+    )
     assert lines[2] == "agent: demo-agent 1.0.0  release: ale-robotics 0.5"
     assert "coverage 11/11" in lines[3]
     assert any(line.split()[0] == "drones_hover_ppo" for line in lines[5:])
@@ -159,17 +162,33 @@ def test_check_rejects_a_bundle_for_another_release(tmp_path, capsys):
 
 
 def test_signed_results_check_as_attested_with_the_trusted_key(tmp_path, capsys, release_manifest):
-    directory = write_paper_gap_bundle_dir(tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10)
+    from submissions.bundle.signatures import generate_signing_key, public_key_b64
+
+    judge = generate_signing_key()
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run",
+        release_manifest=release_manifest,
+        episodes_per_task=10,
+        challenge="c" * 43,
+        judge_with=judge,
+    )
     key = tmp_path / "evaluator.pem"
     code, out, _ = _run(capsys, "ed25519-keygen", "-o", str(key))
     assert code == 0
     public = out.splitlines()[0].split(": ")[1]
     code, out, _ = _run(capsys, "sign-results", str(directory), "--key", str(key))
     assert (code, out.startswith("signed 11 result file(s) with key id ")) == (0, True)
+    assert out.rstrip().endswith("(with the manifest's challenge)")
+    trusted = ["--trust", public, "--trust-judge", public_key_b64(judge)]
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), *trusted, "--resamples", "0")
+    assert (code, out.splitlines()[0]) == (0, "verdict: attested")
     code, out, _ = _run(
         capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--trust", public, "--resamples", "0"
     )
-    assert (code, out.splitlines()[0]) == (0, "verdict: attested")
+    assert (code, out.splitlines()[:2]) == (
+        0,
+        ["verdict: validated", "every claim matches the recomputation; not attested: self-declared faithfulness"],
+    )
     code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
     assert (code, out.splitlines()[0]) == (0, "verdict: validated")
 

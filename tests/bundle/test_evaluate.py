@@ -31,14 +31,30 @@ def judge(site_identity, release, registered_keys):
 def test_it_validates_a_bundle_whose_claims_match(sealed_demo, judge):
     outcome = judge(sealed_demo())
     assert outcome.verdict == "validated"
-    assert outcome.message == "every claim matches the recomputation"
+    assert outcome.message == (
+        "every claim matches the recomputation; not attested: podium-bundle/1 bundles carry no submission "
+        "challenge; not every evaluator result is signed by a registered key; self-declared faithfulness"
+    )
     assert outcome.diff == []
     assert [t.signature for t in outcome.tasks] == ["unsigned"] * 11
 
 
 def test_it_attests_when_every_result_is_signed_by_a_registered_key(sealed_demo, judge, evaluator_key, registered_keys):
-    outcome = judge(sealed_demo(sign_with=evaluator_key))
-    assert outcome.verdict == "attested"
+    from submissions.bundle.contract import JudgeKey
+    from submissions.bundle.demo import demo_release_spec
+    from submissions.bundle.signatures import generate_signing_key, key_id_for, public_key_b64
+
+    judge_key = generate_signing_key()
+    spec, _ = demo_release_spec()
+    reproduction = {slug for slug, task in spec.tasks.items() if task.genre == "reproduction"}
+    judges = {
+        key_id_for(public_key_b64(judge_key)): JudgeKey(
+            public_key=public_key_b64(judge_key), name="judge/1", rubrics=dict.fromkeys(reproduction, "rubric/1")
+        )
+    }
+    bundle = sealed_demo(sign_with=evaluator_key, challenge="c" * 43, judge_with=judge_key)
+    outcome = judge(bundle, judge_keys=judges)
+    assert outcome.verdict == "attested", outcome.message
     assert {t.signature for t in outcome.tasks} == {"valid"}
     assert {t.key_id for t in outcome.tasks} == set(registered_keys)
 

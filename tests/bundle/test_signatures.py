@@ -138,3 +138,20 @@ def test_canonical_numbers_use_the_shortest_digits(value):
     text = format_number(value)
     mantissa = text.lstrip("-").split("e")[0].replace(".", "").strip("0")
     assert len(mantissa) == len(repr(abs(value)).split("e")[0].replace(".", "").strip("0"))
+
+
+def test_the_fast_number_paths_print_exactly_what_the_general_rule_prints():
+    """format_number's fast paths (safe ints, floats Python prints without an exponent) agree
+    with the general ECMAScript rule on random and edge values."""
+    import random
+
+    from submissions.bundle.canonical_json import _format_number_general, format_number
+
+    rng = random.Random(8785)
+    values = [0.0, -0.0, 1.0, -1.0, 0.1, 1e-4, 9.999e-5, 1e15, 1e16, 123456789012345.6, 2.0**53, -(2**53), 5, 0]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(2000)]
+    values += [rng.random() * 10 ** rng.randint(-8, 22) for _ in range(2000)]
+    values += [float(rng.randint(-(10**17), 10**17)) for _ in range(500)]
+    values += [rng.randint(-(2**53), 2**53) for _ in range(500)]
+    for value in values:
+        assert format_number(value) == _format_number_general(value), value

@@ -46,7 +46,10 @@ def submit(site_identity):
 
 @pytest.fixture
 def race_benchmark(db) -> Benchmark:
-    return Benchmark.objects.create(slug="shop-race", name="Shop race", scheme=Benchmark.Scheme.RACE)
+    benchmark, _ = Benchmark.objects.get_or_create(
+        slug="shop-race", defaults={"name": "Shop race", "scheme": Benchmark.Scheme.RACE}
+    )
+    return benchmark
 
 
 QUALIFYING_TASKS = [f"q{index:02d}" for index in range(10)]
@@ -66,14 +69,26 @@ def race_release(race_benchmark) -> Release:
 
 @pytest.fixture
 def make_validator(db):
-    """make_validator(slug) -> (Validator, private key) with the key registered."""
+    """make_validator(slug) -> (Validator, private key) with the key registered for the
+    shop-race benchmark and the ``submitter`` account acting for the validator."""
 
-    def make(slug: str):
+    def make(slug: str, *, benchmark_slug: str = "shop-race"):
+        from django.contrib.auth import get_user_model
+
+        benchmark, _ = Benchmark.objects.get_or_create(
+            slug=benchmark_slug, defaults={"name": benchmark_slug, "scheme": Benchmark.Scheme.RACE}
+        )
         validator = Validator.objects.create(slug=slug, name=slug.replace("-", " ").title())
+        account, _ = get_user_model().objects.get_or_create(username="submitter")
+        validator.accounts.add(account)
         key = generate_signing_key()
         public = public_key_b64(key)
         SigningKey.objects.create(
-            owner_kind=SigningKey.Owner.VALIDATOR, validator=validator, key_id=key_id_for(public), public_key=public
+            owner_kind=SigningKey.Owner.VALIDATOR,
+            validator=validator,
+            benchmark=benchmark,
+            key_id=key_id_for(public),
+            public_key=public,
         )
         return validator, key
 

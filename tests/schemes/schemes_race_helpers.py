@@ -26,10 +26,64 @@ def scoring_outcomes(score: float, tasks: list[str] = RACE_TASKS) -> list[TaskOu
     return [accepted(task) if index < wins else rejected(task) for index, task in enumerate(tasks)]
 
 
+def entrant():
+    """The account that owns the test agents and enters them in races."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get_or_create(username="entrant")[0]
+
+
+def enter(agent: str, version: str, race: int | None, benchmark: str = "shop-race"):
+    """Enter ``agent`` ``version`` in race ``race`` of ``benchmark`` as its owner (any race state)."""
+    from leaderboard.models import Race, RaceEntry
+    from submissions.services.agents import agent_version_claim
+
+    agent_version = agent_version_claim(name=agent, version=version, account=entrant())
+    race_row = Race.objects.filter(benchmark__slug=benchmark, number=race).first() if race is not None else None
+    if race_row is not None:
+        RaceEntry.objects.get_or_create(race=race_row, agent_version=agent_version, defaults={"entered_by": entrant()})
+    return agent_version
+
+
+def challenge_for(agent: str, version: str, race: int | None, *, user=None, release: str = "q1") -> str | None:
+    """A challenge of ``user`` (default: the validators' ``submitter`` account) for the run, or
+    None when the server would not issue one (then the bundle is the retired podium-bundle/1)."""
+    from django.contrib.auth import get_user_model
+
+    from submissions.bundle.errors import BundleError
+    from submissions.services.challenges import ChallengeRequest, challenge_issue
+
+    user = user or get_user_model().objects.get_or_create(username="submitter")[0]
+    request = ChallengeRequest(
+        benchmark="shop-race", release=release, agent_name=agent, agent_version=version, race=race
+    )
+    try:
+        return challenge_issue(user=user, request=request).token
+    except BundleError:
+        return None
+
+
 def members(
-    *, validator, key, agent: str, version: str, outcomes, race: int | None, tasks=RACE_TASKS, claimed=None
+    *,
+    validator,
+    key,
+    agent: str,
+    version: str,
+    outcomes,
+    race: int | None,
+    tasks=RACE_TASKS,
+    claimed=None,
+    entered: bool = True,
+    challenge: str | None = "issue",
 ) -> dict[str, bytes]:
+    """A signed podium-bundle/2 race run; by default the version is entered by its owner and
+    the challenge issued to the ``submitter`` account (``challenge=None``: podium-bundle/1)."""
+    if entered:
+        enter(agent, version, race)
+    if challenge == "issue":
+        challenge = challenge_for(agent, version, race)
     return race_run_members(
+        challenge=challenge,
         benchmark="shop-race",
         release="q1",
         race=race,

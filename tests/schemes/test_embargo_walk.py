@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.urls import reverse
-from schemes_race_helpers import RACE_TASKS, accepted, members, scoring_outcomes
+from schemes_race_helpers import RACE_TASKS, accepted, challenge_for, enter, members, scoring_outcomes
 
 from leaderboard.models import Agent
 from leaderboard.models.races import OverallStanding, RaceResult
@@ -43,6 +43,9 @@ def world(race_benchmark, race_release, make_user, submit, make_validator):
     filer_a, filer_b = make_user("filer-a"), make_user("filer-b")
     entrant, stranger = make_user("entrant"), make_user("stranger")
     (validator_a, key_a), (validator_b, key_b) = make_validator("validator-a"), make_validator("validator-b")
+    # Each filer acts for its validator: only a validator's account may ask for a race run's challenge.
+    validator_a.accounts.add(filer_a)
+    validator_b.accounts.add(filer_b)
     first = lifecycle.race_schedule(
         benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True, release=race_release
     )
@@ -51,7 +54,14 @@ def world(race_benchmark, race_release, make_user, submit, make_validator):
         submission = submit(
             filer_a,
             members(
-                validator=validator_a, key=key_a, agent=agent, version="1", outcomes=scoring_outcomes(score), race=1
+                validator=validator_a,
+                key=key_a,
+                agent=agent,
+                version="1",
+                outcomes=scoring_outcomes(score),
+                race=1,
+                # Entered by its owner before the filer asks for the run's challenge.
+                challenge=enter(agent, "1", 1) and challenge_for(agent, "1", 1, user=filer_a),
             ),
             name=f"r1-{agent}",
         )
@@ -72,7 +82,15 @@ def world(race_benchmark, race_release, make_user, submit, make_validator):
         outcomes = distinctive_outcomes(seed * 3 + (5 if agent == "Beta" else 0))
         submission = submit(
             filer,
-            members(validator=validator, key=key, agent=agent, version="1", outcomes=outcomes, race=2),
+            members(
+                validator=validator,
+                key=key,
+                agent=agent,
+                version="1",
+                outcomes=outcomes,
+                race=2,
+                challenge=enter(agent, "1", 2) and challenge_for(agent, "1", 2, user=filer),
+            ),
             name=f"r2-{agent}-{seed}",
         )
         assert submission.verdict == "attested", submission.error_message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from schemes_race_helpers import RACE_TASKS, accepted, env_error, members, rejected, scoring_outcomes
+from schemes_race_helpers import RACE_TASKS, accepted, enter, env_error, members, rejected, scoring_outcomes
 
 from leaderboard.models import Race
 from leaderboard.models.races import OverallStanding, RaceResult
@@ -344,6 +344,7 @@ def test_outcomes_altered_after_signing_are_rejected(race_release, submitter, su
         "outcomes": [outcome_document(outcome) for outcome in scoring_outcomes(0.5, tasks)],
         "claimed": {"status": "ok", "run_score": 0.5},
     }
+    enter("Shopper", "1", None)
     signed = sign_object(document, key)
     signed["outcomes"][9] = outcome_document(accepted("q09"))  # a rejected order turned into a full reward
     signed["claimed"]["run_score"] = 0.6

@@ -27,7 +27,14 @@ def make_release(db):
     from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, Task
     from scoring.gap import required_task_set_hash
 
-    def make(tasks: list[str], *, version: str = "1.0", slug: str = "ale-robotics", published: bool = True):
+    def make(
+        tasks: list[str],
+        *,
+        version: str = "1.0",
+        slug: str = "ale-robotics",
+        published: bool = True,
+        withheld: frozenset[str] = frozenset(),
+    ):
         benchmark, _ = Benchmark.objects.get_or_create(slug=slug, defaults={"name": slug, "scheme": "paper_gap"})
         evaluator, _ = Evaluator.objects.get_or_create(simulator="robosuite")
         slugs = [entry.split(":")[0] for entry in tasks]
@@ -63,6 +70,7 @@ def make_release(db):
                 genre=genre,
                 metric_direction="higher_is_better",
                 paper_value=0.7,
+                anchor_published=task_slug not in withheld,
                 penalties=[{"metric": "collision_rate", "limit": 0.05}],
             )
         return release
@@ -74,11 +82,20 @@ def make_release(db):
 def release_from_spec(db):
     """Published release rows (benchmark, evaluator, tasks, release tasks) for a scoring.gap.ReleaseSpec.
 
-    Anchors are published unless ``anchors_published=False``: an unsigned result on a withheld
-    anchor is never ranked (leaderboard.disclosure), and these tests are about verification."""
+    Anchors are published unless ``anchors_published=False`` or the task is listed in
+    ``withheld``: verification refuses an unsigned result on a withheld anchor, and most of
+    these tests are about other rules (the tests of that one say so)."""
     from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, Task
 
-    def make(spec, *, benchmark: str, version: str, published: bool = True, anchors_published: bool = True):
+    def make(
+        spec,
+        *,
+        benchmark: str,
+        version: str,
+        published: bool = True,
+        anchors_published: bool = True,
+        withheld=frozenset(),
+    ):
         bench, _ = Benchmark.objects.get_or_create(slug=benchmark, defaults={"name": benchmark, "scheme": "paper_gap"})
         evaluator, _ = Evaluator.objects.get_or_create(simulator="demo-sim")
         release = Release.objects.create(
@@ -114,7 +131,7 @@ def release_from_spec(db):
                 genre=task_spec.genre,
                 metric_direction=task_spec.direction,
                 paper_value=task_spec.paper_value,
-                anchor_published=anchors_published,
+                anchor_published=anchors_published and slug not in withheld,
                 score_cap=task_spec.cap,
                 penalties=[{"metric": metric, "limit": limit} for metric, limit in sorted(task_spec.penalties.items())],
             )
@@ -130,6 +147,28 @@ def demo_release(release_from_spec):
 
     spec, _ = demo_release_spec()
     return release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE)
+
+
+@pytest.fixture
+def issue_challenge(db):
+    """issue_challenge(user, agent_name="demo-agent", agent_version="1.0.0", benchmark=..., release=...) -> token."""
+    from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE
+    from submissions.services.challenges import ChallengeRequest, challenge_issue
+
+    def issue(
+        user,
+        agent_name: str = "demo-agent",
+        agent_version: str = "1.0.0",
+        *,
+        benchmark: str = DEMO_BENCHMARK,
+        release: str = DEMO_RELEASE,
+    ) -> str:
+        request = ChallengeRequest(
+            benchmark=benchmark, release=release, agent_name=agent_name, agent_version=agent_version
+        )
+        return challenge_issue(user=user, request=request).token
+
+    return issue
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@ import pytest
 from django.core.management import call_command
 
 from leaderboard.models import Release, Standing
-from submissions.models import Run, SigningKey, Submission
+from submissions.models import Run, SigningKey, Submission, SubmissionChallenge
 
 
 def paper_gap_submissions():
@@ -16,16 +16,27 @@ def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes
     releases = Release.objects.filter(benchmark__slug="ale-robotics", published=True)
     assert sorted(releases.values_list("version", flat=True)) == ["0.4", "0.5"]
     verdicts = sorted(paper_gap_submissions().values_list("verdict", flat=True))
-    # Every run covering a withheld anchor is signed; the two Baseline BC runs (published anchors only) are not.
-    assert verdicts.count("attested") == 11
-    assert verdicts.count("validated") == 2
+    # Every run covering a withheld anchor is evaluator-signed; the two Baseline BC runs (published
+    # anchors only) are not. Only the three judged runs are attested: the other consistent runs'
+    # faithfulness is self-declared, which caps them at validated.
+    assert verdicts.count("attested") == 3
+    assert verdicts.count("validated") == 10
     assert verdicts.count("mismatch") == 1
-    assert verdicts.count("rejected") == 1
-    assert len(verdicts) == 15
-    assert paper_gap_submissions().get(verdict="rejected").error_code == "release_hash_mismatch"
+    assert verdicts.count("rejected") == 2
+    assert len(verdicts) == 16
+    assert sorted(paper_gap_submissions().filter(verdict="rejected").values_list("error_code", flat=True)) == [
+        "release_hash_mismatch",
+        "unsigned_withheld_task",
+    ]
     assert Run.objects.filter(release__version="0.5", complete=False).count() == 3  # Sparrow, Heron, Baseline BC
     assert Standing.objects.filter(release__version="0.5", tab="overall").count() == 10
-    assert SigningKey.objects.filter(owner_kind="evaluator").count() == 1
+    # One evaluator key per demo simulator (keys are scoped) and one calibrated judge.
+    assert SigningKey.objects.filter(owner_kind="evaluator").count() == 4
+    assert SigningKey.objects.filter(owner_kind="judge").count() == 1
+    # Every demo bundle is podium-bundle/2, made for a challenge of the demo user and using it up.
+    assert set(paper_gap_submissions().values_list("bundle_format", flat=True)) == {"podium-bundle/2"}
+    assert SubmissionChallenge.objects.filter(used_at__isnull=True).count() == 2  # the rejected ones'
+
     assert "demo loaded" in out
 
     counts = (Submission.objects.count(), Run.objects.count(), Standing.objects.count(), SigningKey.objects.count())
@@ -48,6 +59,6 @@ def test_load_demo_verifies_in_process_and_publishes_nothing_to_the_broker(site_
     monkeypatch.setattr(app, "send_task", lambda name, *args, **kwargs: published.append(name))
     call_command("load_demo")
     assert published == []
-    assert paper_gap_submissions().count() == 15
+    assert paper_gap_submissions().count() == 16
     assert not paper_gap_submissions().exclude(status="done").exists()
     assert app.conf.task_always_eager is False  # restored afterwards

@@ -39,6 +39,17 @@ def evaluator_key(demo_release, owner):
     return key
 
 
+@pytest.fixture
+def judge_key(demo_release, owner):
+    """A judge key calibrated (rubric/1) for every reproduction task of the demo release."""
+    from leaderboard.models import ReleaseTask
+
+    key = Ed25519PrivateKey.generate()
+    tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
+    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=owner)
+    return key
+
+
 @pytest.mark.django_db
 def test_a_complete_consistent_bundle_is_validated_with_one_run_and_a_standing(demo_release, seal, submit):
     submission = submit(seal(agent_name="Demo Agent", agent_version="2.1"))
@@ -70,13 +81,20 @@ def test_a_complete_consistent_bundle_is_validated_with_one_run_and_a_standing(d
 
 
 @pytest.mark.django_db
-def test_a_bundle_signed_by_a_registered_evaluator_key_is_attested(demo_release, evaluator_key, seal, submit):
-    submission = submit(seal(sign_with=evaluator_key))
-    assert submission.verdict == "attested"
+def test_a_bundle_signed_by_a_registered_evaluator_key_is_attested(
+    demo_release, evaluator_key, judge_key, seal, submit, owner, issue_challenge
+):
+    challenge = issue_challenge(owner)
+    submission = submit(seal(sign_with=evaluator_key, challenge=challenge, judge_with=judge_key))
+    assert submission.verdict == "attested", submission.error_message
     run = Run.objects.get(submission=submission)
     assert run.level == "attested"
     assert set(TaskResult.objects.filter(run=run).values_list("signature", flat=True)) == {"valid"}
     assert TaskResult.objects.filter(run=run, signing_key__isnull=True).count() == 0
+    reproduction = TaskResult.objects.filter(run=run, release_task__genre="reproduction")
+    assert set(reproduction.values_list("faithfulness_source", "judge", "rubric_version")) == {
+        ("judge_signed", "judge/1", "rubric/1")
+    }
 
 
 @pytest.mark.django_db

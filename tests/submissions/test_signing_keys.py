@@ -36,9 +36,12 @@ def test_it_registers_an_evaluator_key_under_its_id(evaluator, owner):
 
 @pytest.mark.django_db
 def test_it_registers_a_validator_key(owner):
+    from leaderboard.models import Benchmark
+
+    benchmark = Benchmark.objects.create(slug="shop-race", name="Shop", scheme="race")
     validator = Validator.objects.create(slug="val", name="Val")
-    key = signing_key_register(validator=validator, public_key_b64=new_public_key()[1], user=owner)
-    assert key.owner_kind == "validator"
+    key = signing_key_register(validator=validator, benchmark=benchmark, public_key_b64=new_public_key()[1], user=owner)
+    assert (key.owner_kind, key.benchmark_id) == ("validator", benchmark.pk)
     assert evaluator_public_keys() == {}
 
 
@@ -71,7 +74,7 @@ def test_it_refuses_a_malformed_key_saying_what_is_wrong(evaluator, owner, value
 
 @pytest.mark.django_db
 def test_a_key_needs_exactly_one_owner(owner):
-    with pytest.raises(SigningKeyError, match="exactly one evaluator or one validator"):
+    with pytest.raises(SigningKeyError, match="exactly one evaluator, validator or judge"):
         signing_key_register(public_key_b64=new_public_key()[1], user=owner)
 
 

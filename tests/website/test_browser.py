@@ -123,18 +123,57 @@ def demo_site(settings: Any, tmp_path: Path) -> dict[str, Any]:
     path = Path(settings.BASE_DIR) / "examples" / "demo-release"
     release = release_sign_off_all(release=release_sync(manifest=path, user=None).release, user=None)
     assert release.published
-    return {"manifest": load_manifest(path), "release": release, "recipient": str(identity.to_public())}
+    manifest = load_manifest(path)
+    return {
+        "manifest": manifest,
+        "release": release,
+        "recipient": str(identity.to_public()),
+        "evaluator_keys": _register_evaluator_keys(manifest),
+    }
 
 
-def test_a_submitter_uploads_a_sealed_bundle_and_watches_it_validate(
+def _register_evaluator_keys(manifest: Any) -> dict[str, Any]:
+    """One registered evaluator key per simulator of the release (a key signs only its simulator's
+    tasks): withheld-anchor tasks are scored only from signed results."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from leaderboard.models import Evaluator
+    from submissions.bundle.signatures import public_key_b64
+    from submissions.services.signing_keys import signing_key_register
+
+    keys = {}
+    for simulator in sorted({task.simulator for task in manifest.tasks}):
+        keys[simulator] = Ed25519PrivateKey.generate()
+        signing_key_register(
+            evaluator=Evaluator.objects.get(simulator=simulator),
+            public_key_b64=public_key_b64(keys[simulator]),
+            user=None,
+        )
+    return keys
+
+
+def test_a_submitter_gets_a_challenge_uploads_a_sealed_bundle_and_watches_it_attest(
     live_server: Any, page: Any, demo_site: dict[str, Any], tmp_path: Path
 ) -> None:
     from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 
     manifest, release = demo_site["manifest"], demo_site["release"]
-    # Unsigned, so only tasks whose anchor is published: an unsigned result for a withheld anchor
-    # is never ranked (its scores would reveal the anchor; leaderboard.disclosure).
+    # Open tasks whose anchor is published, so the run page has nothing withheld to show; the
+    # results are signed in scope and bound to the challenge all the same (attested).
     open_slugs = sorted(task.slug for task in manifest.tasks if task.genre == "open" and task.anchor_published)
+    make_user("submitter")
+    base = live_server.url
+
+    sign_in(page, base, "submitter")
+    page.get_by_role("link", name="Submit", exact=True).click()
+    assert demo_site["recipient"] in page.locator("[data-site-key]").inner_text()
+    # The challenge for this run, asked for on the upload page, goes into the bundle.
+    page.get_by_label("Release").fill(release.version)
+    page.get_by_label("Agent name").fill("Browser Bot")
+    page.get_by_label("Agent version").fill("1.0")
+    page.get_by_role("button", name="Get a challenge").click()
+    token = page.locator("[data-challenge-token]").inner_text().strip()
+    shoot(page, "upload-challenge")
     directory = write_paper_gap_bundle_dir(
         tmp_path / "browser-bot",
         release_manifest=manifest,
@@ -143,21 +182,18 @@ def test_a_submitter_uploads_a_sealed_bundle_and_watches_it_validate(
         skill=0.95,
         seed=77,
         tasks=open_slugs,
+        challenge=token,
+        sign_with=demo_site["evaluator_keys"],
     )
     sealed = seal_dir(directory, demo_site["recipient"])
-    make_user("submitter")
-    base = live_server.url
-
-    sign_in(page, base, "submitter")
-    page.get_by_role("link", name="Submit", exact=True).click()
-    assert demo_site["recipient"] in page.locator("[data-site-key]").inner_text()
     page.set_input_files("#id_bundle", str(sealed))
     shoot(page, "upload-chosen")
     page.get_by_role("button", name="Upload and verify").click()
-    page.wait_for_selector(".status-panel[data-verdict=validated]", timeout=60_000)
+    # Open tasks only (no faithfulness gate), every result signed in scope, bound to the challenge.
+    page.wait_for_selector(".status-panel[data-verdict=attested]", timeout=60_000)
     assert page.locator("[data-progress-bar]").get_attribute("value") == "100"
-    assert "validated" in page.locator(".status-panel .status-line").inner_text()
-    shoot(page, "upload-validated")
+    assert "attested" in page.locator(".status-panel .status-line").inner_text()
+    shoot(page, "upload-attested")
 
     page.locator("[data-field=run-href]").click()
     page.wait_for_selector("h1")
@@ -191,6 +227,7 @@ def test_a_mismatching_bundle_shows_its_error_and_diff_live(
         agent_version="0.1",
         seed=78,
         tamper="claimed_score",
+        sign_with=demo_site["evaluator_keys"],
     )
     sealed = seal_dir(directory, demo_site["recipient"])
     make_user("fibber")

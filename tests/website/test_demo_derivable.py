@@ -1,6 +1,7 @@
 """The demo data (manage.py load_demo, real bundles through the real verification path): no
-page, export or API response lets the submitter of an unsigned demo bundle (the mismatched
-one among them) derive a withheld anchor from the measured values it chose. The truth is
+page, export or API response lets the submitter of an unsigned demo bundle (the one refused
+for its unsigned withheld-anchor results among them) derive a withheld anchor from the measured
+values it chose. The truth is
 recomputed from the stored bundles themselves. Only numbers shown with four or more decimals
 are compared (API, exports, diffs): the demo's many two-decimal scores would coincide by chance."""
 
@@ -40,7 +41,12 @@ def _chosen(release: Release) -> list[dict[str, Any]]:
     spec = release_spec(release)
     withheld = {rt.task.slug for rt in release.release_tasks.select_related("task") if not rt.anchor_published}
     chosen = []
-    for submission in Submission.objects.filter(kind="paper_gap", release=release).exclude(verdict="rejected"):
+    # Accepted bundles, and the bundles refused for an unsigned result on a withheld anchor (their
+    # submitter chose those measured values: nothing shown to them may give the anchor away either).
+    searched = Submission.objects.filter(kind="paper_gap", release=release).exclude(
+        verdict="rejected", error_code__in=["release_hash_mismatch"]
+    )
+    for submission in searched:
         with bundle_local_path(submission.file.name) as path:
             bundle = open_stored_bundle(path)
         breakdown = gap.score_run(spec, scoring_results(bundle)).to_dict()
@@ -76,7 +82,8 @@ def _urls(release: Release) -> list[str]:
 
 def test_no_demo_response_lets_an_unsigned_submitter_derive_an_anchor(demo):
     chosen = _chosen(demo)
-    assert any("quill" in item["where"] for item in chosen)  # the mismatched unsigned bundle is searched for
+    # The unsigned demo bundle on withheld anchors (refused: unsigned_withheld_task) is searched for.
+    assert any("magpie" in item["where"] for item in chosen)
     submitter = Submission.objects.filter(kind="paper_gap").first().submitter
     leaks = []
     for role in ("anonymous", "submitter"):

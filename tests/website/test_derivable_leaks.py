@@ -286,11 +286,17 @@ def test_no_response_lets_a_chooser_of_measured_values_derive_a_withheld_anchor(
 
 
 def test_the_search_finds_the_values_where_staff_may_see_them(leak_world: dict[str, Any]) -> None:
-    # Guards the test above: staff's pages show the unsigned run's scores, and the same search finds them.
+    # Guards the test above. Verification refuses an unsigned result on a withheld-anchor task
+    # (unsigned_withheld_task), so the two unsigned bundles left no run whose page could show their
+    # scores; the search is checked on those scores printed as a run page prints them instead.
     chosen = _chosen(leak_world)
-    bodies = _bodies(leak_world, "staff")
-    run = Run.objects.get(agent_version__agent__slug="unsigned-agent")
-    found = _derivations(bodies[reverse("run_detail", args=[run.pk])], chosen)
+    refused = Submission.objects.exclude(verdict__in=["validated", "attested"])
+    assert sorted(refused.values_list("verdict", "error_code")) == [("rejected", "unsigned_withheld_task")] * 2
+    assert not Run.objects.filter(submission__in=refused).exists()
+    unsigned = next(truth for _user, truth in leak_world["truths"] if truth.bundle == "unsigned")
+    shown = [entry["gap"] for entry in unsigned.breakdown["tasks"].values()]
+    body = " ".join(f"{value:.4f}" for value in [*shown, unsigned.breakdown["aggregates"]["overall"]])
+    found = _derivations(body, chosen)
     assert any("per-task route" in f for f in found)
     assert any("macro-mean route" in f for f in found)
 

@@ -1,10 +1,12 @@
 """`manage.py load_demo`: a populated site through the real paths, idempotently.
 
 Syncs the demo releases (examples/demo-release-0.4 and examples/demo-release),
-signs them off and publishes them, registers a demo evaluator signing key, and
-pushes a dozen demo agents' sealed bundles through submission_create +
-submission_verify as the user ``demo-submitter`` (a mix: complete, partial
-coverage, signed -> attested, one mismatch, one rejected). Then the scorecard
+signs them off and publishes them, registers a demo evaluator signing key per
+simulator and a demo judge key calibrated for the reproduction tasks, and
+pushes a dozen demo agents' podium-bundle/2 bundles (each made for a challenge
+the demo user asks for) through submission_create + submission_verify as the
+user ``demo-submitter`` (a mix: complete, partial coverage, judge-signed
+faithfulness -> attested, self-declared -> validated, one mismatch, one rejected). Then the scorecard
 and race demo loaders, when installed. Running it again changes nothing: a
 bundle whose name the demo user already submitted is skipped (age sealing is
 randomised, so the same run would otherwise be new bytes).
@@ -30,6 +32,9 @@ DEMO_MANIFESTS = ("examples/demo-release-0.4", "examples/demo-release")
 # The demo evaluator key is derived from a fixed label, so re-runs sign identically
 # and register the same key id. It is a demo key: never use it for a real evaluator.
 DEMO_EVALUATOR_KEY_LABEL = b"podium demo evaluator key (public, never for real results)"
+DEMO_JUDGE_KEY_LABEL = b"podium demo judge key (public, never for real verdicts)"
+DEMO_JUDGE = "demo-judge/1"
+DEMO_RUBRIC = "demo-rubric/1"
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,8 @@ class DemoRun:
     version: str
     skill: float
     seed: int
-    signed: bool = False
+    signed: bool = False  # every result signed by its simulator's demo evaluator key
+    judged: bool = False  # the faithfulness verdicts signed by the demo judge (else self-declared)
     tasks: int | None = None  # partial coverage: the first N task slugs
     # Partial coverage of only the tasks whose anchor is published: an unsigned result for a
     # withheld anchor would reveal it (leaderboard.disclosure), so an unsigned demo run covers none.
@@ -49,17 +55,19 @@ class DemoRun:
 
 
 # Per release version. The mix covers every level a visitor can meet. Runs covering a task
-# whose anchor is withheld are evaluator-signed (unsigned ones would never be ranked: their
-# scores would reveal the anchor); the validated example covers only published-anchor tasks.
+# whose anchor is withheld are evaluator-signed (verification refuses an unsigned result for
+# such a task: its scores would reveal the anchor); the unsigned example covers only
+# published-anchor tasks. Judged runs (judge-signed faithfulness) are attested; the other
+# consistent runs are validated ("self-declared faithfulness").
 DEMO_RUNS: dict[str, tuple[DemoRun, ...]] = {
     "0.4": (
-        DemoRun("Kestrel", "1.2", 0.86, 41, signed=True),
+        DemoRun("Kestrel", "1.2", 0.86, 41, signed=True, judged=True),
         DemoRun("Baseline BC", "1.0", 0.55, 42, published_anchors_only=True),
         DemoRun("Voyager RL", "0.9", 0.74, 43, signed=True),
     ),
     "0.5": (
-        DemoRun("Atlas Reproducer", "2.0", 1.05, 1, signed=True, effort="high"),
-        DemoRun("Kestrel", "1.3", 0.97, 2, signed=True),
+        DemoRun("Atlas Reproducer", "2.0", 1.05, 1, signed=True, judged=True, effort="high"),
+        DemoRun("Kestrel", "1.3", 0.97, 2, signed=True, judged=True),
         DemoRun("Kestrel", "1.2", 0.88, 3, signed=True),
         DemoRun("Marlin", "3.1", 1.18, 4, signed=True, effort="high"),
         DemoRun("OpenHands Robotics", "0.9", 0.92, 5, signed=True),
@@ -68,14 +76,22 @@ DEMO_RUNS: dict[str, tuple[DemoRun, ...]] = {
         DemoRun("Baseline BC", "1.0", 0.55, 8, effort="low", published_anchors_only=True),
         DemoRun("Sparrow", "0.2", 1.0, 9, signed=True, tasks=4),
         DemoRun("Heron", "1.1", 0.85, 10, signed=True, tasks=7),
-        DemoRun("Quill", "0.7", 0.9, 11, tamper="claimed_score"),
+        DemoRun("Quill", "0.7", 0.9, 11, signed=True, tamper="claimed_score"),
         DemoRun("Mallard", "0.1", 0.8, 12, tamper="release_hash"),
+        # Unsigned results on withheld-anchor tasks: refused (unsigned_withheld_task), nothing recorded.
+        # Its skill is unlike any ranked run's, so no chosen success rate equals a signed one by chance.
+        DemoRun("Magpie", "0.3", 0.42, 13),
     ),
 }
 
 
-def demo_evaluator_key() -> Ed25519PrivateKey:
-    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(DEMO_EVALUATOR_KEY_LABEL).digest())
+def demo_evaluator_key(simulator: str = "") -> Ed25519PrivateKey:
+    label = DEMO_EVALUATOR_KEY_LABEL + (b" " + simulator.encode() if simulator else b"")
+    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(label).digest())
+
+
+def demo_judge_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(DEMO_JUDGE_KEY_LABEL).digest())
 
 
 class Command(BaseCommand):
@@ -115,16 +131,30 @@ class Command(BaseCommand):
             self.stdout.write(f"release {release.benchmark.slug} {release.version}: {result.status}, {state}")
             manifests.append((load_manifest(path), release))
 
-        key = demo_evaluator_key()
-        first_simulator = manifests[-1][0].tasks[0].simulator
-        signing = signing_key_register(
-            evaluator=Evaluator.objects.get(simulator=first_simulator), public_key_b64=public_key_b64(key), user=None
+        # One evaluator key per simulator (a key signs only its simulator's tasks) and one judge
+        # calibrated for every reproduction task of the demo releases.
+        keys = {}
+        for simulator in sorted({task.simulator for manifest, _ in manifests for task in manifest.tasks}):
+            keys[simulator] = demo_evaluator_key(simulator)
+            signing = signing_key_register(
+                evaluator=Evaluator.objects.get(simulator=simulator),
+                public_key_b64=public_key_b64(keys[simulator]),
+                user=None,
+            )
+            self.stdout.write(f"demo evaluator key {signing.key_id} registered for {simulator}")
+        calibrated = {
+            release_task.task: DEMO_RUBRIC
+            for _, release in manifests
+            for release_task in release.release_tasks.select_related("task").filter(genre="reproduction")
+        }
+        judge = signing_key_register(
+            judge_name=DEMO_JUDGE, tasks=calibrated, public_key_b64=public_key_b64(demo_judge_key()), user=None
         )
-        self.stdout.write(f"demo evaluator key {signing.key_id} registered for {first_simulator}")
+        self.stdout.write(f"demo judge key {judge.key_id} registered for {len(calibrated)} reproduction tasks")
 
         for manifest, release in manifests:
             for run in DEMO_RUNS.get(release.version, ()):
-                self._submit(run, manifest=manifest, user=user, recipient=recipient, key=key)
+                self._submit(run, manifest=manifest, release=release, user=user, recipient=recipient, keys=keys)
 
         for module_name, function_name in (
             ("submissions.demo_loaders.scorecard", "load_scorecard_demo"),
@@ -157,9 +187,12 @@ class Command(BaseCommand):
             user.save(update_fields=["password"])
         return user
 
-    def _submit(self, run: DemoRun, *, manifest: Any, user: Any, recipient: str, key: Ed25519PrivateKey) -> None:
+    def _submit(
+        self, run: DemoRun, *, manifest: Any, release: Any, user: Any, recipient: str, keys: dict[str, Any]
+    ) -> None:
         from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
         from submissions.models import Submission
+        from submissions.services.challenges import ChallengeRequest, challenge_issue
         from submissions.services.submissions import submission_create
         from submissions.services.verification import submission_verify
 
@@ -171,6 +204,15 @@ class Command(BaseCommand):
         slugs = sorted(task.slug for task in manifest.tasks)
         if run.published_anchors_only:
             slugs = sorted(task.slug for task in manifest.tasks if task.anchor_published)
+        challenge = challenge_issue(
+            user=user,
+            request=ChallengeRequest(
+                benchmark=release.benchmark.slug,
+                release=release.version,
+                agent_name=run.agent,
+                agent_version=run.version,
+            ),
+        )
         with tempfile.TemporaryDirectory(prefix="podium-demo-") as work:
             directory = write_paper_gap_bundle_dir(
                 Path(work) / "bundle",
@@ -181,7 +223,11 @@ class Command(BaseCommand):
                 seed=run.seed,
                 tasks=slugs[: run.tasks] if run.tasks else (slugs if run.published_anchors_only else None),
                 tamper=run.tamper,
-                sign_with=key if run.signed else None,
+                sign_with=keys if run.signed else None,
+                judge_with=demo_judge_key() if run.judged else None,
+                judge_name=DEMO_JUDGE,
+                rubric_version=DEMO_RUBRIC,
+                challenge=challenge.token,
                 effort_tier=run.effort,
             )
             sealed = seal_dir(directory, recipient).read_bytes()

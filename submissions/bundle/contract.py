@@ -1,0 +1,77 @@
+"""What every scheme's pure ``evaluate`` shares (issue 10 item 1): the trust inputs the
+server hands in (scoped keys), the challenge binding of podium-bundle/2 and the results
+digest behind ``duplicate_results``.
+
+Pure: no Django, no database. A scheme is two files: its pure evaluator (this package,
+``evaluate_<scheme>.py``) and its recording service (``submissions/services``), registered
+in ``submissions.services.verification.SCHEMES``. Every refusal is a
+:class:`submissions.bundle.errors.BundleError` (stable ``code``, human ``message``): the one
+rejection type from the archive reader to the recording service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from submissions.bundle.errors import BundleError
+
+__all__ = ["EvaluatorKey", "JudgeKey", "ValidatorKey", "check_challenge", "results_digest"]
+
+
+@dataclass(frozen=True)
+class EvaluatorKey:
+    """A registered evaluator key and what it may sign: results of tasks on its simulator,
+    narrowed to ``tasks`` when that is not empty."""
+
+    public_key: bytes | str
+    simulator: str
+    tasks: frozenset[str] = frozenset()
+
+    def covers(self, *, task: str, simulator: str) -> bool:
+        return simulator == self.simulator and (not self.tasks or task in self.tasks)
+
+
+@dataclass(frozen=True)
+class JudgeKey:
+    """A registered judge key: its public identity and, per task it is calibrated for, the rubric version."""
+
+    public_key: bytes | str
+    name: str
+    rubrics: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ValidatorKey:
+    """A registered validator key: the validator it belongs to and the one benchmark it signs race runs of."""
+
+    public_key: bytes | str
+    validator: str
+    benchmark: str | None
+
+
+def check_challenge(found: str | None, expected: str | None, *, where: str) -> None:
+    """In a podium-bundle/2 bundle every signed object carries the manifest's challenge."""
+    if expected is not None and found != expected:
+        raise BundleError(
+            "challenge_mismatch",
+            f"{where}: challenge differs from manifest.json's; every signed document of a bundle must carry "
+            "the challenge the run was made for",
+        )
+
+
+# Fields that bind a document to one upload rather than describe what was measured:
+# the digest leaves them out, so re-sealing or re-signing the same results is recognised.
+_BINDING_FIELDS = frozenset({"signature", "challenge"})
+
+
+def results_digest(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+    """SHA-256 over the measured content of (name, document) pairs, order-independent."""
+    canonical = {
+        name: {key: value for key, value in doc.items() if key not in _BINDING_FIELDS} for name, doc in documents
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()

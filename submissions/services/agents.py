@@ -1,0 +1,82 @@
+"""The one agent-ownership rule (issue 11.2), for every scheme and every entry point.
+
+An agent belongs to the account that first named it (``Agent.owner``); its slug
+is the identity, so ``Alice Agent`` and ``alice-agent`` are the same agent. Only
+the owner files runs under it (paper-gap bundles, challenges, race entries and,
+through ``agent_version_claim``, H1's server-played scorecards). An agent without
+an owner (rows from before ownership existed) is nobody's to claim: staff assign it.
+
+The unit is the account, not a team: every other limit and credential of the
+site (API keys, daily limits, challenges) is per account, and an organisation
+that wants several people to submit as one shares that account's API keys. A
+team model would add a second owner rule to every check; see docs/security-model.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.text import slugify
+
+from leaderboard.models import Agent, AgentVersion
+from submissions.bundle.errors import BundleError
+
+# Column widths of Agent.slug / Agent.name / AgentVersion.version.
+AGENT_SLUG_MAX = 100
+AGENT_NAME_MAX = 200
+AGENT_VERSION_MAX = 100
+
+
+def agent_slug(name: str) -> str:
+    """The identity of an agent name: ``Alice Agent`` -> ``alice-agent``."""
+    return slugify(name)[:AGENT_SLUG_MAX]
+
+
+def _checked_slug(name: str, version: str) -> str:
+    slug = agent_slug(name)
+    if not slug or not version:
+        raise BundleError(
+            "agent_invalid",
+            f"manifest.json: agent name {name[:100]!r} and version {version[:100]!r} must both be non-empty "
+            "(the name needs at least one letter or digit)",
+        )
+    return slug
+
+
+def agent_owner_check(*, name: str, account: Any) -> Agent | None:
+    """The agent ``name`` stands for when ``account`` may file under it (None: not yet known).
+
+    Raises ``agent_not_yours`` when the slug belongs to another account or to no account.
+    Reads only: a refused run writes nothing.
+    """
+    agent = Agent.objects.filter(slug=agent_slug(name)).first()
+    if agent is not None and (account is None or agent.owner_id != account.pk):
+        raise BundleError(
+            "agent_not_yours",
+            f"manifest.json: agent {agent.slug!r} belongs to another account; only its owner can submit runs "
+            "under it (names that differ only in case, spaces or punctuation are the same agent); "
+            "choose another agent name",
+        )
+    return agent
+
+
+def agent_version_claim(*, name: str, version: str, account: Any) -> AgentVersion:
+    """The version of ``account``'s agent ``name``, creating the agent (owned by ``account``)
+    and the version on first use. Raises ``agent_not_yours`` / ``agent_invalid``."""
+    slug = _checked_slug(name, version)
+    agent = agent_owner_check(name=name, account=account)
+    if agent is None:
+        agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:AGENT_NAME_MAX], "owner": account})
+        # A concurrent first use by another account may have won the get_or_create.
+        agent_owner_check(name=name, account=account)
+    agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:AGENT_VERSION_MAX])
+    return agent_version
+
+
+def agent_version_find(*, name: str, version: str) -> AgentVersion | None:
+    """The agent version a name and version stand for, if it exists (reads only)."""
+    return (
+        AgentVersion.objects.select_related("agent")
+        .filter(agent__slug=agent_slug(name), version=version[:AGENT_VERSION_MAX])
+        .first()
+    )

@@ -1,0 +1,182 @@
+"""Submission challenges (issue 11.1): single-use nonces that bind a run to its submitter.
+
+A harness asks for a challenge before a run (API with its key, or the upload
+page). The challenge is bound to the account, the benchmark, the release (and
+race) and the agent version, and expires. A podium-bundle/2 bundle names it in
+its manifest and inside every signed document, so the evaluator's, judge's or
+validator's signature covers it with the results: a sealed bundle or a signed
+result replayed by another account, or a second time, is refused.
+
+Codes, checked in this order so that a stranger learns nothing about another
+account's challenge: ``challenge_unknown``, ``challenge_not_yours``,
+``challenge_used``, ``challenge_expired``, ``challenge_mismatch``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard.models import Benchmark, Race, RaceEntry, Release
+from submissions.bundle.errors import BundleError
+from submissions.models import Submission, SubmissionChallenge
+from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
+
+# How long a challenge stays valid: long enough for a full evaluation run (hours, and a
+# queue before it), short enough that a leaked token is soon worthless.
+CHALLENGE_TTL = timedelta(hours=48)
+# Unused challenges an account may hold at once: bounds the table per account.
+CHALLENGE_OPEN_MAX = 100
+
+
+@dataclass(frozen=True)
+class ChallengeRequest:
+    benchmark: str
+    release: str
+    agent_name: str
+    agent_version: str
+    race: int | None = None
+
+
+def _release(request: ChallengeRequest) -> Release:
+    release = (
+        Release.objects.select_related("benchmark")
+        .filter(benchmark__slug=request.benchmark, version=request.release, published=True)
+        .first()
+    )
+    if release is None:
+        # One message for unpublished and nonexistent: which versions exist is not told.
+        raise BundleError(
+            "unknown_release", f"benchmark {request.benchmark[:64]!r} has no published release {request.release[:50]!r}"
+        )
+    return release
+
+
+def _race_target(request: ChallengeRequest, release: Release, user: Any) -> tuple[Race | None, Any]:
+    """(race, agent version) of a race-run challenge: asked by a validator's account, for an entered version."""
+    if not user.is_staff and not user.validators.exists():
+        raise BundleError(
+            "not_a_validator",
+            "race runs are filed by validators; this account acts for no validator (ask the site's staff)",
+        )
+    agent_version = agent_version_find(name=request.agent_name, version=request.agent_version)
+    if agent_version is None or agent_version.agent.owner_id is None:
+        raise BundleError(
+            "not_entered",
+            f"agent {agent_slug(request.agent_name)!r} version {request.agent_version[:100]!r} is not entered "
+            "by its owner on this benchmark",
+        )
+    if request.race is None:
+        return None, agent_version
+    race = Race.objects.filter(benchmark=release.benchmark, number=request.race).first()
+    if race is None:
+        raise BundleError("unknown_race", f"benchmark {release.benchmark.slug!r} has no race number {request.race}")
+    if not RaceEntry.objects.filter(race=race, agent_version=agent_version).exists():
+        raise BundleError(
+            "not_entered", f"{agent_version} is not entered in {race}; its owner enters it (API: /api/v1/race-entries/)"
+        )
+    return race, agent_version
+
+
+@transaction.atomic
+def challenge_issue(*, user: Any, request: ChallengeRequest) -> SubmissionChallenge:
+    """A fresh challenge for ``user``. Paper-gap: the agent becomes ``user``'s on first use
+    (``agent_not_yours`` when it is another account's). Race: see ``_race_target``."""
+    release = _release(request)
+    open_count = SubmissionChallenge.objects.filter(
+        user=user, used_at__isnull=True, expires_at__gt=timezone.now()
+    ).count()
+    if open_count >= CHALLENGE_OPEN_MAX:
+        raise BundleError(
+            "too_many_challenges",
+            f"this account holds {open_count} unused challenges; use or let some expire "
+            f"(they last {CHALLENGE_TTL.total_seconds() / 3600:g} hours)",
+        )
+    race = None
+    if release.benchmark.scheme == Benchmark.Scheme.RACE:
+        race, agent_version = _race_target(request, release, user)
+    else:
+        agent_version = agent_version_claim(name=request.agent_name, version=request.agent_version, account=user)
+    return SubmissionChallenge.objects.create(
+        token=secrets.token_urlsafe(32),
+        user=user,
+        benchmark=release.benchmark,
+        release=release,
+        race=race,
+        agent_version=agent_version,
+        expires_at=timezone.now() + CHALLENGE_TTL,
+    )
+
+
+def challenge_check(
+    *, token: str, user: Any, release: Release, race: Race | None, agent_name: str, agent_version: str
+) -> SubmissionChallenge:
+    """The challenge a bundle names, when it is ``user``'s, unused, unexpired and bound to
+    what the bundle is for; else a rejection with its code. Reads only."""
+    challenge = (
+        SubmissionChallenge.objects.select_related("agent_version__agent", "release", "race")
+        .filter(token=token)
+        .first()
+    )
+    if challenge is None:
+        raise BundleError(
+            "challenge_unknown",
+            "manifest.json: challenge is not one this server issued; ask for a challenge before the run "
+            "(POST /api/v1/challenges/ or the upload page)",
+        )
+    if challenge.user_id != user.pk:
+        raise BundleError(
+            "challenge_not_yours",
+            "manifest.json: challenge was issued to another account; a bundle is accepted only from the "
+            "account that asked for its challenge",
+        )
+    if challenge.used_at is not None:
+        raise BundleError(
+            "challenge_used",
+            "manifest.json: challenge was already used by an earlier submission; each run needs its own",
+        )
+    if challenge.expires_at <= timezone.now():
+        raise BundleError(
+            "challenge_expired",
+            f"manifest.json: challenge expired at {challenge.expires_at:%Y-%m-%d %H:%M} UTC; ask for a new one",
+        )
+    bound = challenge.agent_version
+    if (
+        challenge.release_id != release.pk
+        or challenge.race_id != (race.pk if race is not None else None)
+        or bound.agent.slug != agent_slug(agent_name)
+        or bound.version != agent_version[:100]
+    ):
+        where = f"{challenge.release}" + (f" {challenge.race}" if challenge.race_id else "")
+        raise BundleError(
+            "challenge_mismatch",
+            f"manifest.json: challenge was issued for {bound} on {where}, not for this bundle's agent and release",
+        )
+    return challenge
+
+
+def challenge_consume(*, challenge: SubmissionChallenge, submission: Submission) -> None:
+    """Mark the challenge used by ``submission`` (inside the caller's transaction), exactly once."""
+    updated = SubmissionChallenge.objects.filter(pk=challenge.pk, used_at__isnull=True).update(
+        used_at=timezone.now(), submission=submission
+    )
+    if not updated:
+        raise BundleError(
+            "challenge_used",
+            "manifest.json: challenge was already used by an earlier submission; each run needs its own",
+        )
+
+
+def results_duplicate_check(*, digest: str, user: Any) -> None:
+    """``duplicate_results`` when another account already had these results accepted."""
+    if digest and Submission.objects.filter(results_digest=digest).exclude(submitter_id=user.pk).exists():
+        raise BundleError(
+            "duplicate_results",
+            "these evaluator results were already submitted by another account; results are accepted once, "
+            "from the account that ran them",
+        )

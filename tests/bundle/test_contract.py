@@ -1,0 +1,97 @@
+"""The pure half of the verification contract: every trust rule decided without a database."""
+
+from __future__ import annotations
+
+import json
+
+from submissions.bundle import open_bundle
+from submissions.bundle.bundle import read_bundle_dir
+from submissions.bundle.contract import EvaluatorKey, ValidatorKey, results_digest
+from submissions.bundle.evaluate import evaluate_paper_gap
+from submissions.bundle.evaluate_race import RaceSpec, evaluate_race_run
+from submissions.bundle.signatures import generate_signing_key, key_id_for, public_key_b64
+
+CHALLENGE = "c" * 43
+
+
+def _evaluate(bundle, release, **kwargs):
+    spec, rhash = release
+    return evaluate_paper_gap(bundle, release_spec=spec, required_task_set_hash=rhash, bootstrap_resamples=0, **kwargs)
+
+
+def _scoped(key, simulator="demo-sim", tasks=frozenset()):
+    public = public_key_b64(key)
+    return {key_id_for(public): EvaluatorKey(public_key=public, simulator=simulator, tasks=frozenset(tasks))}
+
+
+def test_a_key_registered_for_another_simulator_is_out_of_scope(demo_dir, release, evaluator_key):
+    bundle = read_bundle_dir(demo_dir(sign_with=evaluator_key, challenge=CHALLENGE))
+    outcome = _evaluate(bundle, release, evaluator_keys=_scoped(evaluator_key, simulator="carla"))
+    assert (outcome.verdict, outcome.error_code) == ("rejected", "key_out_of_scope")
+
+
+def test_a_key_of_the_right_simulator_signs_every_task(demo_dir, release, evaluator_key):
+    bundle = read_bundle_dir(demo_dir(sign_with=evaluator_key, challenge=CHALLENGE))
+    outcome = _evaluate(bundle, release, evaluator_keys=_scoped(evaluator_key))
+    assert outcome.verdict == "validated"
+    assert outcome.message.endswith("not attested: self-declared faithfulness")
+    assert {t.signature for t in outcome.tasks} == {"valid"}
+
+
+def test_an_unsigned_result_of_a_withheld_task_is_refused_and_a_published_one_is_not(demo_dir, release):
+    bundle = read_bundle_dir(demo_dir())
+    first = sorted(bundle.results)[0]
+    refused = _evaluate(bundle, release, evaluator_keys={}, withheld=frozenset({first}))
+    assert (refused.verdict, refused.error_code) == ("rejected", "unsigned_withheld_task")
+    assert refused.breakdown is None and refused.diff == []
+    assert _evaluate(bundle, release, evaluator_keys={}, withheld=frozenset()).verdict == "validated"
+
+
+def test_a_signed_result_carrying_another_challenge_is_refused(demo_dir, release, evaluator_key):
+    directory = demo_dir(challenge=CHALLENGE)
+    path = sorted((directory / "results").glob("*.json"))[0]
+    doc = json.loads(path.read_text())
+    doc["challenge"] = "d" * 43
+    path.write_text(json.dumps(doc))
+    outcome = _evaluate(read_bundle_dir(directory, members_as_sealed=True), release, evaluator_keys={})
+    assert (outcome.verdict, outcome.error_code) == ("rejected", "challenge_mismatch")
+
+
+def test_the_results_digest_ignores_signatures_and_challenges_but_not_values():
+    doc = {"task": "t", "episodes": [{"seed": 1, "metric": 0.5}]}
+    base = results_digest([("t", doc)])
+    assert results_digest([("t", {**doc, "challenge": "x" * 43, "signature": {"sig": "s"}})]) == base
+    assert results_digest([("t", {**doc, "episodes": [{"seed": 1, "metric": 0.6}]})]) != base
+
+
+def test_a_race_run_signed_by_a_key_of_another_benchmark_is_out_of_scope(tmp_path, site_identity):
+    from scoring.race import TaskOutcome
+    from submissions.demo_loaders.scheme_bundles import race_run_members, seal_members
+
+    key = generate_signing_key()
+    tasks = ["t1", "t2"]
+    outcomes = [TaskOutcome(task_id=t, order_placed=True, verdict_status="accepted", reward=1.0) for t in tasks]
+    members = race_run_members(
+        benchmark="shop-race",
+        release="q1",
+        race=1,
+        validator="v1",
+        agent="a",
+        version="1",
+        outcomes=outcomes,
+        expected_task_ids=tasks,
+        key=key,
+        challenge=CHALLENGE,
+    )
+    path = tmp_path / "run.age"
+    path.write_bytes(seal_members(members, site_identity[1]))
+    bundle = open_bundle(path, [site_identity[0]])
+    public = public_key_b64(key)
+
+    def spec(benchmark: str | None) -> RaceSpec:
+        keys = {key_id_for(public): ValidatorKey(public_key=public, validator="v1", benchmark=benchmark)}
+        return RaceSpec(benchmark="shop-race", race=1, expected_task_ids=tasks, validator_keys=keys)
+
+    assert evaluate_race_run(bundle, spec("other-race")).error_code == "key_out_of_scope"
+    accepted = evaluate_race_run(bundle, spec("shop-race"))
+    assert (accepted.verdict, accepted.score.score, accepted.challenge) == ("attested", 1.0, CHALLENGE)

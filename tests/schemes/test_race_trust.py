@@ -1,0 +1,185 @@
+"""Race runs across the trust boundary (issue 11.1, 11.3, 11.10 and 11.11's Agent rows):
+entries are owned, validator keys are scoped to a benchmark, runs carry the validator
+account's challenge, and the runs validators owe are listed until they are filed."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+from schemes_race_helpers import RACE_TASKS, enter, entrant, env_error, members, scoring_outcomes
+
+from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry
+from leaderboard.services.races import race_close, race_schedule, race_start
+from submissions.api_keys import api_key_create
+from submissions.models import RaceRun, SubmissionChallenge
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters(settings):
+    settings.CACHES = {
+        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
+    }
+
+
+@pytest.fixture
+def running(race_benchmark, race_release):
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    return race_start(race=race)
+
+
+def api_for(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(user=user, name='k').plaintext}")
+    return client
+
+
+def test_a_race_run_for_a_race_that_is_not_running_writes_no_agent_rows(
+    race_benchmark, race_release, submitter, submit, make_validator
+):
+    validator, key = make_validator("validator-a")
+    race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    bundle = members(
+        validator=validator,
+        key=key,
+        agent="Never Entered",
+        version="1",
+        outcomes=scoring_outcomes(0.5),
+        race=1,
+        entered=False,
+        challenge=None,
+    )
+    submission = submit(submitter, bundle)
+    assert (submission.verdict, submission.error_code) == ("rejected", "race_not_running")
+    assert not Agent.objects.filter(slug="never-entered").exists()
+    assert not AgentVersion.objects.exists()
+    assert not RaceRun.objects.exists()
+
+
+def test_a_race_run_of_a_version_nobody_entered_is_refused_not_entered(running, submitter, submit, make_validator):
+    validator, key = make_validator("validator-a")
+    enter("Shopper", "1", None)  # owned, but not entered in race 1
+    bundle = members(
+        validator=validator,
+        key=key,
+        agent="Shopper",
+        version="1",
+        outcomes=scoring_outcomes(0.5),
+        race=1,
+        entered=False,
+        challenge=None,
+    )
+    submission = submit(submitter, bundle)
+    assert (submission.verdict, submission.error_code) == ("rejected", "not_entered")
+    assert not RaceRun.objects.exists()
+
+
+def test_a_validator_key_of_another_benchmark_cannot_sign_this_benchmarks_runs(
+    running, submitter, submit, make_validator
+):
+    validator, key = make_validator("validator-elsewhere", benchmark_slug="other-race")
+    bundle = members(validator=validator, key=key, agent="Shopper", version="1", outcomes=scoring_outcomes(0.5), race=1)
+    submission = submit(submitter, bundle)
+    assert (submission.verdict, submission.error_code) == ("rejected", "key_out_of_scope")
+    assert not RaceRun.objects.exists()
+    assert SubmissionChallenge.objects.filter(used_at__isnull=False).count() == 0
+
+
+def test_a_race_run_uploaded_by_another_account_than_its_challenges_is_refused(
+    running, submit, make_validator, make_user
+):
+    validator, key = make_validator("validator-a")
+    bundle = members(validator=validator, key=key, agent="Shopper", version="1", outcomes=scoring_outcomes(0.5), race=1)
+    submission = submit(make_user("thief"), bundle)
+    assert (submission.verdict, submission.error_code) == ("rejected", "challenge_not_yours")
+    assert not RaceRun.objects.exists()
+
+
+def test_a_podium_bundle_1_race_run_is_recorded_but_only_validated(running, submitter, submit, make_validator):
+    validator, key = make_validator("validator-a")
+    bundle = members(
+        validator=validator,
+        key=key,
+        agent="Shopper",
+        version="1",
+        outcomes=scoring_outcomes(0.5),
+        race=1,
+        challenge=None,
+    )
+    submission = submit(submitter, bundle)
+    assert (submission.verdict, submission.bundle_format) == ("validated", "podium-bundle/1")
+    assert RaceRun.objects.filter(submission=submission).count() == 1
+
+
+def test_an_owner_enters_a_race_over_the_api_and_another_account_cannot_enter_their_agent(running, make_user):
+    owner, other = make_user("alice"), make_user("bob")
+    body = {"benchmark": "shop-race", "race": 1, "agent_name": "Alice Shopper", "agent_version": "1"}
+    first = api_for(owner).post("/api/v1/race-entries/", body, format="json")
+    assert (first.status_code, first.json()["agent"]) == (201, "alice-shopper")
+    stolen = api_for(other).post("/api/v1/race-entries/", {**body, "agent_name": "alice-shopper"}, format="json")
+    assert (stolen.status_code, stolen.json()["error"]["code"]) == (403, "agent_not_yours")
+    assert list(RaceEntry.objects.values_list("entered_by__username", flat=True)) == ["alice"]
+
+
+def test_only_validator_accounts_get_race_run_challenges(running, make_user, make_validator):
+    make_validator("validator-a")  # the "submitter" account acts for it
+    enter("Shopper", "1", 1)
+    body = {"benchmark": "shop-race", "release": "q1", "race": 1, "agent_name": "Shopper", "agent_version": "1"}
+    refused = api_for(make_user("nobody")).post("/api/v1/challenges/", body, format="json")
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "not_a_validator")
+    from django.contrib.auth import get_user_model
+
+    validator_account = get_user_model().objects.get(username="submitter")
+    issued = api_for(validator_account).post("/api/v1/challenges/", body, format="json")
+    assert (issued.status_code, issued.json()["race"]) == (201, 1)
+    not_entered = api_for(validator_account).post("/api/v1/challenges/", {**body, "agent_version": "2"}, format="json")
+    assert (not_entered.status_code, not_entered.json()["error"]["code"]) == (400, "not_entered")
+
+
+def test_runs_owed_after_an_infrastructure_failure_are_listed_to_validators_until_filed(
+    running, submitter, submit, make_validator, make_user, client
+):
+    validator, key = make_validator("validator-a")
+    broken = members(
+        validator=validator, key=key, agent="Shopper", version="1", outcomes=[env_error(t) for t in RACE_TASKS], race=1
+    )
+    assert submit(submitter, broken, name="broken").verdict == "attested"
+    listed = api_for(submitter).get("/api/v1/owed-runs/").json()
+    assert [(r["race"], r["validator"], r["agent"], r["agent_version"]) for r in listed["results"]] == [
+        (1, "validator-a", "shopper", "1")
+    ]
+    stranger = api_for(make_user("stranger")).get("/api/v1/owed-runs/")
+    assert (stranger.status_code, stranger.json()["error"]["code"]) == (403, "not_a_validator")
+    client.force_login(submitter)
+    page = client.get(reverse("owed_runs")).content.decode()
+    assert "validator-a" in page and "shopper 1" in page
+    race_close(race=running)
+    rerun = members(validator=validator, key=key, agent="Shopper", version="1", outcomes=scoring_outcomes(0.6), race=1)
+    assert submit(submitter, rerun, name="rerun").verdict == "attested"
+    assert api_for(submitter).get("/api/v1/owed-runs/").json()["count"] == 0
+    assert "No runs are owed" in client.get(reverse("owed_runs")).content.decode()
+
+
+def test_the_owed_runs_page_is_not_found_for_an_account_that_is_no_validator(client, make_user, race_benchmark):
+    client.force_login(make_user("nobody"))
+    assert client.get(reverse("owed_runs")).status_code == 404
+    assert Benchmark.objects.filter(slug="shop-race").exists()
+    assert entrant().username == "entrant"
+
+
+def test_the_race_entry_page_enters_the_owners_version_and_refuses_another_accounts_agent(running, client, make_user):
+    body = {"benchmark": "shop-race", "race": "1", "agent_name": "Page Shopper", "agent_version": "1"}
+    client.force_login(make_user("owner-page"))
+    entered = client.post(reverse("race_entries"), body)
+    assert entered.status_code == 201
+    assert "Page Shopper 1 in shop-race race 1" in entered.content.decode()
+    client.force_login(make_user("other-page"))
+    refused = client.post(reverse("race_entries"), {**body, "agent_version": "2"})
+    assert (refused.status_code, "agent_not_yours" in refused.content.decode()) == (403, True)
+    assert list(RaceEntry.objects.values_list("entered_by__username", flat=True)) == ["owner-page"]
+    client.logout()
+    assert client.get(reverse("race_entries")).status_code == 302

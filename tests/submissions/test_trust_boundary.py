@@ -1,0 +1,488 @@
+"""Issue 11 items 1, 2, 3, 4 (verification side) and 11's two crashes, on the real path:
+an API-key upload (``POST /api/v1/submissions/``), verified in-process on commit, with
+the exact code and the database state after. Every refusal writes nothing but the verdict."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from datetime import timedelta
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from leaderboard.models import Agent, AgentVersion, Evaluator, ReleaseTask
+from submissions.api_keys import api_key_create
+from submissions.bundle.signatures import public_key_b64
+from submissions.models import Run, Submission, SubmissionChallenge, TaskResult
+from submissions.services.signing_keys import signing_key_register
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters(settings):
+    # Daily-limit counters live in the cache: a key prefix per test gives each a full allowance
+    # (never cache.clear(): on Redis that would flush what the broker shares).
+    import uuid
+
+    settings.CACHES = {
+        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
+    }
+
+
+@pytest.fixture
+def api(django_capture_on_commit_callbacks):
+    """api(user) -> client that uploads with the user's API key; upload(client, bytes) verifies on commit."""
+
+    def make(user) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(user=user, name='harness').plaintext}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def upload(django_capture_on_commit_callbacks):
+    def run(client: APIClient, sealed: bytes, benchmark: str = "ale-robotics") -> Submission:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                "/api/v1/submissions/",
+                {"benchmark": benchmark, "bundle": io.BytesIO(sealed)},
+                format="multipart",
+            )
+        assert response.status_code in (200, 201), response.content
+        return Submission.objects.get(pk=response.json()["id"])
+
+    return run
+
+
+@pytest.fixture
+def evaluator_key(demo_release, owner):
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+    )
+    return key
+
+
+@pytest.fixture
+def judge_key(demo_release, owner):
+    key = Ed25519PrivateKey.generate()
+    tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
+    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=owner)
+    return key
+
+
+def nothing_recorded() -> bool:
+    return not Run.objects.exists() and not TaskResult.objects.exists()
+
+
+# ------------------------------------------------------------------ challenges
+
+
+def test_a_challenge_is_issued_over_the_api_bound_to_the_account_release_and_agent(api, owner, demo_release):
+    response = api(owner).post(
+        "/api/v1/challenges/",
+        {"benchmark": "ale-robotics", "release": "0.5", "agent_name": "Alice Agent", "agent_version": "1.0"},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    challenge = SubmissionChallenge.objects.get(token=body["token"])
+    assert (challenge.user, challenge.release, challenge.agent_version.agent.slug, challenge.used_at) == (
+        owner,
+        demo_release,
+        "alice-agent",
+        None,
+    )
+    assert body["format"] == "podium-bundle/2"
+    assert Agent.objects.get(slug="alice-agent").owner == owner
+
+
+def test_anonymous_clients_get_no_challenge(demo_release):
+    response = APIClient().post("/api/v1/challenges/", {"benchmark": "ale-robotics"}, format="json")
+    assert response.status_code == 401
+    assert not SubmissionChallenge.objects.exists()
+
+
+def test_a_challenge_for_another_accounts_agent_is_refused_agent_not_yours(api, owner, stranger, demo_release):
+    api(owner).post(
+        "/api/v1/challenges/",
+        {"benchmark": "ale-robotics", "release": "0.5", "agent_name": "alice-agent", "agent_version": "1"},
+        format="json",
+    )
+    response = api(stranger).post(
+        "/api/v1/challenges/",
+        {"benchmark": "ale-robotics", "release": "0.5", "agent_name": "Alice Agent", "agent_version": "2"},
+        format="json",
+    )
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "agent_not_yours")
+    assert SubmissionChallenge.objects.filter(user=stranger).count() == 0
+    assert AgentVersion.objects.filter(agent__slug="alice-agent").count() == 1
+
+
+def test_a_challenge_for_an_unpublished_release_reads_like_one_that_does_not_exist(api, owner, demo_release):
+    demo_release.published = False
+    demo_release.save(update_fields=["published"])
+    answers = [
+        api(owner)
+        .post(
+            "/api/v1/challenges/",
+            {"benchmark": "ale-robotics", "release": version, "agent_name": "a", "agent_version": "1"},
+            format="json",
+        )
+        .json()["error"]
+        for version in ("0.5", "9.9")
+    ]
+    assert [a["code"] for a in answers] == ["unknown_release", "unknown_release"]
+    assert answers[0]["message"].replace("0.5", "X") == answers[1]["message"].replace("9.9", "X")
+
+
+def test_a_v2_bundle_with_its_challenge_signed_results_and_judge_is_attested_and_uses_the_challenge(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key
+):
+    token = issue_challenge(owner)
+    submission = upload(api(owner), seal(challenge=token, sign_with=evaluator_key, judge_with=judge_key))
+    assert (submission.verdict, submission.error_code, submission.bundle_format) == ("attested", "", "podium-bundle/2")
+    challenge = SubmissionChallenge.objects.get(token=token)
+    assert (challenge.submission, challenge.used_at is not None) == (submission, True)
+    assert Run.objects.get(submission=submission).level == "attested"
+
+
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [
+        ("unknown", "challenge_unknown"),
+        ("another_account", "challenge_not_yours"),
+        ("expired", "challenge_expired"),
+        ("another_agent", "challenge_mismatch"),
+    ],
+)
+def test_a_bundle_whose_challenge_is_not_valid_for_it_is_refused_with_its_own_code(
+    case, code, api, upload, owner, stranger, demo_release, seal, issue_challenge, evaluator_key
+):
+    if case == "unknown":
+        token = "u" * 43
+    elif case == "another_account":
+        token = issue_challenge(stranger, "stranger-agent")
+    else:
+        token = issue_challenge(owner, "other-agent" if case == "another_agent" else "demo-agent")
+        if case == "expired":
+            SubmissionChallenge.objects.filter(token=token).update(expires_at=timezone.now() - timedelta(seconds=1))
+    submission = upload(api(owner), seal(challenge=token, sign_with=evaluator_key))
+    assert (submission.verdict, submission.error_code) == ("rejected", code)
+    assert nothing_recorded()
+    assert not SubmissionChallenge.objects.filter(used_at__isnull=False).exists()
+
+
+def test_a_challenge_is_single_use(api, upload, owner, demo_release, seal, issue_challenge, evaluator_key):
+    token = issue_challenge(owner)
+    client = api(owner)
+    first = upload(client, seal(challenge=token, sign_with=evaluator_key, seed=1))
+    second = upload(client, seal(challenge=token, sign_with=evaluator_key, seed=2))
+    assert (first.verdict, second.verdict, second.error_code) == ("validated", "rejected", "challenge_used")
+    assert Run.objects.count() == 1
+
+
+def test_another_account_uploading_a_sealed_v2_bundle_first_is_refused_and_the_owner_still_succeeds(
+    api, upload, owner, stranger, demo_release, seal, issue_challenge, evaluator_key
+):
+    """The front-running of issue 11: Bob uploads Alice's sealed file before she does."""
+    sealed = seal(challenge=issue_challenge(owner), sign_with=evaluator_key)
+    stolen = upload(api(stranger), sealed)
+    assert (stolen.verdict, stolen.error_code) == ("rejected", "challenge_not_yours")
+    assert nothing_recorded()
+    # The same bytes from the owner are a new upload of hers (the stranger's row stays rejected).
+    mine = Submission.objects.filter(submitter=owner)
+    assert not mine.exists()
+
+
+def test_results_resealed_under_a_new_challenge_by_another_account_are_duplicate_results(
+    api, upload, owner, stranger, demo_release, tmp_path, site_identity, issue_challenge
+):
+    """Bob re-seals Alice's plaintext with his own challenge: the results digest gives it away."""
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+
+    recipient = str(site_identity.to_public())
+    alice = write_paper_gap_bundle_dir(tmp_path / "a", challenge=issue_challenge(owner, "alice"), agent_name="alice")
+    bob = write_paper_gap_bundle_dir(tmp_path / "b", challenge=issue_challenge(stranger, "bob"), agent_name="bob")
+    first = upload(api(owner), seal_dir(alice, recipient).read_bytes())
+    second = upload(api(stranger), seal_dir(bob, recipient).read_bytes())
+    assert (first.verdict, second.verdict, second.error_code) == ("validated", "rejected", "duplicate_results")
+    assert Run.objects.filter(submission=second).count() == 0
+    assert second.results_digest == ""
+    assert first.results_digest != ""
+
+
+def test_a_podium_bundle_1_is_accepted_but_never_above_validated(api, upload, owner, demo_release, seal, evaluator_key):
+    submission = upload(api(owner), seal(sign_with=evaluator_key))
+    assert (submission.verdict, submission.bundle_format) == ("validated", "podium-bundle/1")
+    assert "podium-bundle/1 bundles carry no submission challenge" in submission.error_message
+    assert Run.objects.get(submission=submission).level == "validated"
+
+
+# ------------------------------------------------------------------ ownership
+
+
+def test_a_run_under_another_accounts_agent_is_refused_even_spelled_differently(
+    api, upload, owner, stranger, demo_release, seal
+):
+    upload(api(owner), seal(agent_name="alice-agent"))
+    agents_before = list(AgentVersion.objects.values_list("pk", flat=True))
+    submission = upload(api(stranger), seal(agent_name="Alice Agent", agent_version="9", seed=7))
+    assert (submission.verdict, submission.error_code) == ("rejected", "agent_not_yours")
+    assert Run.objects.filter(submission=submission).count() == 0
+    assert list(AgentVersion.objects.values_list("pk", flat=True)) == agents_before
+
+
+def test_the_owner_files_new_versions_under_their_agent(api, upload, owner, demo_release, seal):
+    client = api(owner)
+    upload(client, seal(agent_name="alice-agent", agent_version="1"))
+    second = upload(client, seal(agent_name="Alice Agent", agent_version="2", seed=3))
+    assert second.verdict == "validated"
+    assert list(AgentVersion.objects.filter(agent__slug="alice-agent").values_list("version", flat=True)) == ["1", "2"]
+
+
+# ------------------------------------------------------------------ scoped keys
+
+
+def test_an_evaluator_key_signing_a_task_outside_its_scope_is_refused(
+    api, upload, owner, demo_release, seal, issue_challenge
+):
+    other = Evaluator.objects.create(simulator="another-sim")
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(evaluator=other, public_key_b64=public_key_b64(key), user=owner)
+    submission = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=key))
+    assert (submission.verdict, submission.error_code) == ("rejected", "key_out_of_scope")
+    assert "not for task" in submission.error_message
+    assert nothing_recorded()
+
+
+def test_an_evaluator_key_narrowed_to_some_tasks_cannot_sign_the_others(
+    api, upload, owner, demo_release, seal, issue_challenge
+):
+    first = ReleaseTask.objects.filter(release=demo_release).order_by("task__slug").first().task
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"),
+        tasks={first: ""},
+        public_key_b64=public_key_b64(key),
+        user=owner,
+    )
+    submission = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=key))
+    assert (submission.verdict, submission.error_code) == ("rejected", "key_out_of_scope")
+
+
+def test_a_judge_key_signing_a_task_it_is_not_calibrated_for_is_refused(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key
+):
+    one = ReleaseTask.objects.filter(release=demo_release, genre="reproduction").order_by("task__slug").first().task
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(judge_name="narrow", tasks={one: "rubric/1"}, public_key_b64=public_key_b64(key), user=owner)
+    submission = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=key))
+    assert (submission.verdict, submission.error_code) == ("rejected", "judge_key_out_of_scope")
+    assert nothing_recorded()
+
+
+def test_a_judge_signature_with_another_rubric_version_is_refused(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key
+):
+    sealed = seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key, rubric_version="2")
+    submission = upload(api(owner), sealed)
+    assert (submission.verdict, submission.error_code) == ("rejected", "judge_key_out_of_scope")
+
+
+def test_self_declared_faithfulness_caps_the_run_at_validated_and_the_run_page_says_so(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, client
+):
+    submission = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key))
+    assert submission.verdict == "validated"
+    assert submission.error_message.endswith("not attested: self-declared faithfulness")
+    run = Run.objects.get(submission=submission)
+    assert set(
+        TaskResult.objects.filter(run=run, release_task__genre="reproduction").values_list(
+            "faithfulness_source", flat=True
+        )
+    ) == {"self_declared"}
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "self-declared faithfulness" in page
+
+
+def test_the_run_page_and_api_show_the_judge_and_rubric_of_a_signed_verdict(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key, client
+):
+    submission = upload(
+        api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key)
+    )
+    run = Run.objects.get(submission=submission)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "judge judge/1, rubric rubric/1" in page
+    assert "self-declared faithfulness" not in page
+    tasks = APIClient().get(f"/api/v1/runs/{run.pk}/").json()["tasks"]
+    reproduction = [t for t in tasks if t["genre"] == "reproduction"]
+    assert {(t["faithfulness_source"], t["judge"], t["rubric_version"]) for t in reproduction} == {
+        ("judge_signed", "judge/1", "rubric/1")
+    }
+
+
+# ------------------------------------------------------------------ withheld anchors (verification side)
+
+
+def test_an_unsigned_result_for_a_withheld_anchor_task_is_refused(api, upload, owner, release_from_spec, seal):
+    from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE, demo_release_spec
+
+    spec, _ = demo_release_spec()
+    withheld = sorted(spec.tasks)[0]
+    release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, withheld=frozenset({withheld}))
+    submission = upload(api(owner), seal(tasks=[withheld]))
+    assert (submission.verdict, submission.error_code) == ("rejected", "unsigned_withheld_task")
+    # The refusal names the task and the rule, never a recomputed value.
+    assert withheld in submission.error_message
+    assert submission.diff == []
+    assert nothing_recorded()
+
+
+def test_a_withheld_anchor_task_signed_by_its_evaluator_is_scored(
+    api, upload, owner, release_from_spec, seal, issue_challenge
+):
+    from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE, demo_release_spec
+
+    spec, _ = demo_release_spec()
+    withheld = sorted(spec.tasks)[0]
+    release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, withheld=frozenset({withheld}))
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+    )
+    submission = upload(api(owner), seal(tasks=[withheld], sign_with=key, challenge=issue_challenge(owner)))
+    assert submission.verdict == "validated"
+    assert TaskResult.objects.filter(run__submission=submission).count() == 1
+
+
+# ------------------------------------------------------------------ the two crashes of 11.11
+
+
+def _sealed_tar(site_identity, entries: list[tuple[str | bytes, bytes]]) -> bytes:
+    from submissions.bundle.envelope import seal_file
+
+    buffer = io.BytesIO()
+    with tarfile.open(
+        fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape"
+    ) as tar:
+        for name, data in entries:
+            text = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
+            info = tarfile.TarInfo(text)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as work:
+        plain, sealed = Path(work, "b.tar"), Path(work, "b.age")
+        plain.write_bytes(buffer.getvalue())
+        seal_file(str(plain), str(sealed), [str(site_identity.to_public())])
+        return sealed.read_bytes()
+
+
+def test_a_tar_member_name_that_is_not_utf8_is_a_specific_rejection_not_an_error(
+    api, upload, owner, demo_release, site_identity
+):
+    sealed = _sealed_tar(site_identity, [(b"results/\xff\xfe.json", b"{}")])
+    submission = upload(api(owner), sealed)
+    assert (submission.status, submission.verdict, submission.error_code) == ("done", "rejected", "invalid_member_name")
+    assert "\\xff" in submission.error_message
+    assert nothing_recorded()
+
+
+def test_a_lone_surrogate_escape_in_a_free_text_field_is_a_specific_rejection_not_an_error(
+    api, upload, owner, demo_release, tmp_path, site_identity
+):
+    from submissions.bundle.demo import write_paper_gap_bundle_dir
+
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    entries = [
+        (path.relative_to(directory).as_posix(), path.read_bytes())
+        for path in sorted(directory.rglob("*.json"))
+        if path.name != "manifest.json"
+    ]
+    manifest = json.loads((directory / "manifest.json").read_text())
+    text = json.dumps(manifest).replace('"demo-agent"', '"demo\\ud800agent"')
+    assert "\\ud800" in text
+    sealed = _sealed_tar(site_identity, [("manifest.json", text.encode()), *entries])
+    submission = upload(api(owner), sealed)
+    assert (submission.status, submission.verdict, submission.error_code) == ("done", "rejected", "invalid_json")
+    assert "agent.name" in submission.error_message
+    assert not Agent.objects.exists()
+
+
+# ------------------------------------------------------------------ the upload page's challenge form
+
+
+def _challenge_form(release="0.5", agent_name="Alice Agent", agent_version="1"):
+    return {"benchmark": "ale-robotics", "release": release, "agent_name": agent_name, "agent_version": agent_version}
+
+
+def test_the_upload_page_issues_a_challenge_to_a_signed_in_submitter(client, owner, demo_release):
+    client.force_login(owner)
+    response = client.post("/submit/challenge/", _challenge_form())
+    assert response.status_code == 201
+    challenge = SubmissionChallenge.objects.get(user=owner)
+    page = response.content.decode()
+    assert challenge.token in page
+    assert "Your open challenges" in page
+    # Listed again on the plain upload page, for this account only.
+    assert challenge.token in client.get("/submit/").content.decode()
+
+
+def test_the_upload_page_refuses_another_accounts_agent_and_shows_the_code(client, owner, stranger, demo_release):
+    client.force_login(owner)
+    client.post("/submit/challenge/", _challenge_form())
+    client.force_login(stranger)
+    response = client.post("/submit/challenge/", _challenge_form(agent_name="alice-agent", agent_version="2"))
+    assert response.status_code == 403
+    assert "agent_not_yours" in response.content.decode()
+    assert not SubmissionChallenge.objects.filter(user=stranger).exists()
+    # The stranger's page lists none of the owner's challenges.
+    assert SubmissionChallenge.objects.get(user=owner).token not in client.get("/submit/").content.decode()
+
+
+def test_the_challenge_form_needs_every_field_and_a_numeric_race(client, owner, demo_release):
+    client.force_login(owner)
+    missing = client.post("/submit/challenge/", _challenge_form(agent_version=""))
+    assert (missing.status_code, "agent_version: this field is required." in missing.content.decode()) == (400, True)
+    bad_race = client.post("/submit/challenge/", {**_challenge_form(), "race": "9" * 40})
+    assert (bad_race.status_code, "unknown_race" in bad_race.content.decode()) == (400, True)
+    assert not SubmissionChallenge.objects.exists()
+
+
+def test_anonymous_visitors_are_sent_to_sign_in_and_get_no_challenge(client, demo_release):
+    response = client.post("/submit/challenge/", _challenge_form())
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert not SubmissionChallenge.objects.exists()
+
+
+def test_staff_get_challenges_like_anyone_and_own_the_agent_they_name(client, make_user, demo_release):
+    staff = make_user("staff-member")
+    staff.is_staff = True
+    staff.save(update_fields=["is_staff"])
+    client.force_login(staff)
+    assert client.post("/submit/challenge/", _challenge_form(agent_name="Staff Bot")).status_code == 201
+    assert Agent.objects.get(slug="staff-bot").owner == staff
+
+
+def test_staff_see_challenges_in_the_admin_and_cannot_add_or_delete_them(
+    client, make_user, owner, demo_release, issue_challenge
+):
+    issue_challenge(owner)
+    staff = make_user("admin-member")
+    staff.is_staff = staff.is_superuser = True
+    staff.save(update_fields=["is_staff", "is_superuser"])
+    client.force_login(staff)
+    assert client.get("/admin/submissions/submissionchallenge/").status_code == 200
+    assert client.get("/admin/submissions/submissionchallenge/add/").status_code == 403
+    assert SubmissionChallenge.objects.count() == 1
