@@ -16,9 +16,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def dry_run(target: str) -> str:
     # The bootstrap prerequisite is up to date in this checkout (or printed, harmlessly).
-    done = subprocess.run(["make", "-n", target], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    # Under `make test` the parent make's MAKEFLAGS/MAKELEVEL reach this child, which would then
+    # print "Entering/Leaving directory" lines: run it as a top-level make.
+    env = {key: value for key, value in os.environ.items() if key not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
+    done = subprocess.run(
+        ["make", "-n", "--no-print-directory", target], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()[-1]
+    return [line for line in done.stdout.splitlines() if not line.startswith("make")][-1]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
