@@ -127,5 +127,3 @@ def test_a_draft_releases_task_ranking_is_a_404_for_visitors(client, release):
     assert client.get(_task_url("walk", "json")).status_code == 404
     client.force_login(make_user(is_staff=True))
     assert client.get(_task_url("walk", "json")).status_code == 200
-
-
