@@ -38,14 +38,15 @@ TASK_COLUMNS: tuple[str, ...] = (
 EPISODE_COLUMNS: tuple[str, ...] = ("task", "episode", "seed", "metric", "aborted", "rates", "withheld")
 
 
-def task_record(result: Any, *, disclosure: Disclosure, staff: bool) -> dict[str, Any]:
-    """One TaskResult (with release_task__task) as its viewer may see it."""
+def task_record(result: Any, *, disclosure: Disclosure, staff: bool, release_published: bool) -> dict[str, Any]:
+    """One TaskResult (with release_task__task) of a run on a release (published or not) as its
+    viewer may see it."""
     release_task = result.release_task
     slug = release_task.task.slug
     hidden = set(disclosure.hidden_task_fields(slug))
     interval = wilson_interval(result.pass_rate, result.episodes)
     # A draft release shows no anchor to anyone but staff, whatever its tasks' flags say.
-    anchor_public = release_task.release.published or staff
+    anchor_public = release_published or staff
     return {
         "task": slug,
         "title": release_task.task.title,

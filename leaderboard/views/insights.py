@@ -119,7 +119,14 @@ def _run_records(request: HttpRequest, run_id: int) -> tuple[Any, Any, list[dict
     results = list(run.task_results.all())
     disclosure = run_disclosure(run, user=request.user, task_results=results)
     staff = _staff(request)
-    return run, disclosure, [run_exports.task_record(r, disclosure=disclosure, staff=staff) for r in results]
+    return (
+        run,
+        disclosure,
+        [
+            run_exports.task_record(r, disclosure=disclosure, staff=staff, release_published=run.release.published)
+            for r in results
+        ],
+    )
 
 
 @require_GET
