@@ -67,11 +67,12 @@ def _summary_key(sha256: str) -> str:
 def _read_summary(submission: Any) -> BundleSummary:
     from submissions.bundle.errors import BundleError
     from submissions.services.verification import bundle_local_path, open_stored_bundle
+    from submissions.site_keys import SiteKeyError
 
     try:
         with bundle_local_path(submission.file.name) as path:
             bundle = open_stored_bundle(path)
-    except (BundleError, OSError, ValueError) as error:
+    except (BundleError, SiteKeyError, OSError, ValueError) as error:
         logger.warning("submission %s: stored bundle unreadable for downloads: %s", submission.pk, error)
         raise BundleUnavailable("the stored bundle cannot be read at the moment") from None
     episodes = {
@@ -139,6 +140,7 @@ def artifact_file(*, run: Any, artifact: Artifact) -> Iterator[Path]:
     from submissions.bundle.envelope import decrypt_to_tempfile
     from submissions.bundle.errors import BundleError
     from submissions.services.verification import bundle_limits, bundle_local_path
+    from submissions.site_keys import SiteKeyError
 
     limits = bundle_limits()
     workdir = Path(tempfile.mkdtemp(prefix="podium-artifact-"))
@@ -153,7 +155,7 @@ def artifact_file(*, run: Any, artifact: Artifact) -> Iterator[Path]:
                     if member.name == ARTIFACTS_PREFIX + artifact.name:
                         found = member
                         break
-        except (BundleError, OSError, ValueError) as error:
+        except (BundleError, SiteKeyError, OSError, ValueError) as error:
             logger.warning("run %s: artifact %r unreadable: %s", run.pk, artifact.name, error)
             raise BundleUnavailable("the stored bundle cannot be read at the moment") from None
         if found is None or found.sha256 != artifact.sha256:

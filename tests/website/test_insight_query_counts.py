@@ -42,10 +42,8 @@ def test_a_new_view_issues_a_fixed_number_of_queries(
     cache.clear()
     with django_assert_num_queries(queries):
         response = client.get(target)
-        if hasattr(response, "streaming_content"):
-            body = b"".join(response.streaming_content)
-        else:
-            body = response.content
+        streamed = hasattr(response, "streaming_content")
+        body = b"".join(response.streaming_content) if streamed else response.content
     assert response.status_code == 200
     if name == "task-json":
         assert len(response.json()["rows"]) == runs
