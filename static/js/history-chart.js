@@ -82,6 +82,7 @@
       config.options.animation = false;
       config.options.plugins.legend = { labels: { color: INK, usePointStyle: true } };
       new window.Chart(canvas, config);
+      canvas.dataset.drawn = String(config.data.datasets.length);  // for tests: the chart is drawn
     })
     .catch(function () { canvas.setAttribute("aria-label", "The chart could not be loaded; the tables below hold the same numbers."); });
 })();
