@@ -264,3 +264,79 @@ def test_the_board_endpoints_answers_with_rows_conform_to_the_schema(three_races
         case.validate_response(response, checks=[response_schema_conformance, status_code_conformance])
         if status == 200 and "qualifying" not in path:  # this world has no qualifying run
             assert response.json()["rows"], path
+
+
+# --- query counts: constant in the number of rows -------------------------------------------------
+
+
+def _race_rows(race_benchmark, count: int) -> None:
+    """Three released races with ``count`` agent versions each (rows written directly)."""
+    from leaderboard.models import Race
+    from leaderboard.models.races import OverallStanding
+
+    versions = []
+    for i in range(count):
+        agent = Agent.objects.create(slug=f"racer-{i}", name=f"Racer {i}")
+        versions.append(AgentVersion.objects.create(agent=agent, version="1"))
+    for number in (1, 2, 3):
+        race = Race.objects.create(benchmark=race_benchmark, number=number, status="released", is_launch=number == 1)
+        for rank, version in enumerate(versions, start=1):
+            RaceResult.objects.create(
+                race=race,
+                agent_version=version,
+                raw_score=1 - rank / 100,
+                rank=rank,
+                baseline=0.5,
+                delta=0.5 - rank / 100,
+                runs_included=1,
+                runs_excluded=0,
+            )
+            OverallStanding.objects.create(
+                race=race, agent_version=version, overall=0.5 - rank / 100, rank=rank, races_counted=number, window=3
+            )
+
+
+RACE_VIEWS = [
+    # benchmark, races, the anchor's Overall rows (with agent versions and agents)
+    ("overall-json", lambda: reverse("race_overall_json", args=["shop-race"]), 3),
+    ("overall-csv", lambda: reverse("race_overall_csv", args=["shop-race"]), 3),
+    ("api-overall", lambda: reverse("api-race-overall", args=["shop-race"]), 3),
+    # benchmark, race, its results
+    ("results-json", lambda: reverse("race_results_json", args=["shop-race", 2]), 3),
+    ("api-results", lambda: reverse("api-race-results", args=["shop-race", 2]), 3),
+    # benchmark, races, the released races' Overall rows; the page adds the race list
+    ("history-json", lambda: reverse("race_history_json", args=["shop-race"]) + "?n=20", 3),
+    ("history", lambda: reverse("race_history", args=["shop-race"]) + "?n=20", 4),
+]
+
+
+@pytest.mark.parametrize("count", [2, 20])
+@pytest.mark.parametrize(("name", "url", "queries"), RACE_VIEWS, ids=[v[0] for v in RACE_VIEWS])
+def test_a_race_board_view_issues_a_fixed_number_of_queries(
+    client, race_benchmark, django_assert_num_queries, count, name, url, queries
+):
+    _race_rows(race_benchmark, count)
+    target = url()
+    client.get(target)
+    with django_assert_num_queries(queries):
+        response = client.get(target)
+        if hasattr(response, "streaming_content"):
+            b"".join(response.streaming_content)
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("count", [2, 20])
+@pytest.mark.parametrize("url", ["scorecard_board_json", "scorecard_board_csv", "api-scorecard-board"])
+def test_a_scorecard_board_export_issues_a_fixed_number_of_queries(
+    client, scorecard_release, submitter, django_assert_num_queries, count, url
+):
+    for rank in range(1, count + 1):
+        _card(scorecard_release, submitter, agent=f"Agent{rank}", success=1 - rank / 100, rank=rank)
+    target = reverse(url, args=SCORECARD)
+    client.get(target)
+    # the release (with its benchmark), the board rows (with agents, cards and versions)
+    with django_assert_num_queries(2):
+        response = client.get(target)
+        if hasattr(response, "streaming_content"):
+            b"".join(response.streaming_content)
+    assert response.status_code == 200
