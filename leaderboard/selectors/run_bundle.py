@@ -13,7 +13,8 @@ Who sees what (leaderboard.disclosure, plus two rules of this module):
   in their bundle) and staff only, so nobody else can tune to the hidden seeds;
 * artifacts are opaque files the submitter wrote and may print any value, the measured
   ones included: they are downloadable by the submitter and staff, and by anyone else
-  who may see the run only when no task of the run has a measured value hidden from them.
+  who may see the run only when no task of the run has a measured value hidden from them
+  (their names too: the submitter chose them, and a name can carry a number).
 """
 
 from __future__ import annotations

@@ -113,6 +113,7 @@ def test_artifacts_of_a_run_with_a_withheld_anchor_are_the_submitters_and_staffs
         assert response.status_code == 403
         assert response.json()["error"]["code"] == "artifacts_withheld"
         assert "Downloads withheld" in page
+        assert "trajectory.bin" not in page  # the submitter chose the names
         assert 'href="/runs/' + str(run.pk) + '/artifacts/trajectory.bin"' not in page
 
 
