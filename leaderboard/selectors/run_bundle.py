@@ -164,3 +164,44 @@ def artifact_file(*, run: Any, artifact: Artifact) -> Iterator[Path]:
         yield workdir.joinpath(*found.name.split("/"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _interval_key(run: Any) -> str:
+    # A published release's scoring inputs never change, and neither does a stored bundle.
+    return f"podium:task-intervals:v1:{run.release_id}:{run.submission.sha256}"
+
+
+def task_intervals(*, run: Any) -> dict[str, tuple[float, float]]:
+    """Each scored task's 95% bootstrap interval of its final score, from the run's stored
+    episodes (scoring.task_interval), cached with the bundle; {} when the bundle cannot be
+    read now (the comparison then shows the tasks without an interval). Server-side only:
+    callers show an interval only where they show the final score itself."""
+    from leaderboard.selectors.releases import release_spec
+    from scoring.errors import ScoringError
+    from scoring.gap import Episode
+    from scoring.task_interval import task_final_interval
+
+    key = _interval_key(run)
+    cached = cache.get(key)
+    if isinstance(cached, dict):
+        return cached
+    try:
+        summary = bundle_summary(run=run)
+        spec = release_spec(run.release)
+    except (BundleUnavailable, ScoringError):
+        return {}
+    intervals: dict[str, tuple[float, float]] = {}
+    for result in run.task_results.all():
+        slug = result.release_task.task.slug
+        task_spec = spec.tasks.get(slug)
+        episodes = [Episode(metric=m, rates=r, aborted=a) for _, m, r, a in summary.episodes.get(slug, [])]
+        if task_spec is None or not episodes:
+            continue
+        try:
+            interval = task_final_interval(task_spec, episodes, result.faithful)
+        except ScoringError:
+            continue
+        if interval is not None:
+            intervals[slug] = interval
+    cache.set(key, intervals, SUMMARY_CACHE_SECONDS)
+    return intervals

@@ -4,9 +4,10 @@ Both runs are read through the run page's own selector (leaderboard.selectors.pa
 a private run exists only for its submitter and staff) and shown through the run page's
 rule (leaderboard.disclosure), each for the same viewer. A difference is given only when
 both of its values are shown: a difference with one hidden side would give the hidden one
-away. Intervals: the aggregates carry the runs' bootstrap intervals; per task the stored
-data carry no score interval (the episodes stay in the bundle), so each task compares the
-pass rates' Wilson intervals over their episodes (scoring.proportion).
+away. Intervals: the aggregates carry the runs' bootstrap intervals; each task's final
+score gets its own bootstrap interval over the run's stored episodes
+(leaderboard.selectors.run_bundle.task_intervals, cached per bundle; none while a bundle
+cannot be read), and the pass rates their Wilson intervals (scoring.proportion).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.http import Http404
 
 from leaderboard.disclosure import run_disclosure
 from leaderboard.selectors.pages import run_get
+from leaderboard.selectors.run_bundle import task_intervals
 from scoring.proportion import intervals_overlap, wilson_interval
 from submissions.models import Run
 
@@ -174,21 +176,26 @@ def run_compare(*, a_id: int, b_id: int, user: Any) -> Comparison:
     by_slug_b = {r.release_task.task.slug: r for r in results_b}
     order = list(by_slug_a) + [slug for slug in by_slug_b if slug not in by_slug_a]
     missing = Side(value=None, hidden=False, present=False)
+    intervals_a = task_intervals(run=a)
+    intervals_b = task_intervals(run=b)
 
-    def task_sides(result: Any, disclosure: Any) -> tuple[Side, Side]:
+    def task_sides(result: Any, disclosure: Any, intervals: dict[str, Any]) -> tuple[Side, Side]:
         if result is None:
             return missing, missing
         slug = result.release_task.task.slug
         hidden = disclosure.task_scores_hidden(slug)
-        final = Side(value=None if hidden else result.final, hidden=hidden)
+        # The interval only where the final score itself is shown.
+        final = Side(
+            value=None if hidden else result.final, hidden=hidden, interval=None if hidden else intervals.get(slug)
+        )
         passed = Side(value=result.pass_rate, hidden=False, interval=wilson_interval(result.pass_rate, result.episodes))
         return final, passed
 
     tasks = []
     for slug in order:
         result_a, result_b = by_slug_a.get(slug), by_slug_b.get(slug)
-        final_a, pass_a = task_sides(result_a, disclosure_a)
-        final_b, pass_b = task_sides(result_b, disclosure_b)
+        final_a, pass_a = task_sides(result_a, disclosure_a, intervals_a)
+        final_b, pass_b = task_sides(result_b, disclosure_b, intervals_b)
         reference = result_a or result_b
         tasks.append(
             CompareRow(
@@ -198,7 +205,7 @@ def run_compare(*, a_id: int, b_id: int, user: Any) -> Comparison:
                 a=final_a,
                 b=final_b,
                 difference=_difference(final_a, final_b),
-                overlap=None,
+                overlap=_overlap(final_a, final_b),
                 pass_a=pass_a,
                 pass_b=pass_b,
                 pass_difference=_difference(pass_a, pass_b),

@@ -214,7 +214,9 @@ def run_compare_json(request: HttpRequest) -> HttpResponse:
         "same_release": comparison.same_release,
         "notes": {
             "difference": "b - a; null when either value is withheld or absent",
-            "intervals_overlap": "aggregates: 95% bootstrap intervals; tasks: 95% Wilson intervals of the pass rates",
+            "intervals_overlap": "95% bootstrap intervals: aggregates over tasks and episodes, a task's final "
+            "over its episodes (null while a bundle cannot be read)",
+            "pass_rate_intervals_overlap": "95% Wilson intervals of the pass rates over the episodes",
         },
         "aggregates": [row.record() for row in comparison.aggregates],
         "tasks": [row.record() for row in comparison.tasks],

@@ -144,3 +144,39 @@ def test_a_bundle_that_cannot_be_read_is_a_503_not_a_500(client, run, settings, 
     assert client.get(reverse("run_artifacts", args=[run.pk])).status_code == 503
     download = client.get(reverse("run_artifact_download", args=[run.pk, "trajectory.bin"]))
     assert (download.status_code, download.json()["error"]["code"]) == (503, "bundle_unavailable")
+
+
+# --- per-task intervals in a comparison (the stored episodes, re-scored) ------------------------
+
+
+@pytest.fixture
+def two_runs(demo_release, seal, owner, stranger) -> tuple[Run, Run]:
+    runs = []
+    for user, skill in ((owner, 0.9), (stranger, 0.5)):
+        submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(seal(skill=skill, seed=int(skill * 10))))
+        submission_verify(submission_id=submission.pk)
+        runs.append(Run.objects.get(submission=submission))
+    return runs[0], runs[1]
+
+
+def test_each_tasks_final_gets_a_bootstrap_interval_from_the_stored_episodes(client, two_runs):
+    a, b = two_runs
+    data = client.get(reverse("run_compare_json"), {"a": a.pk, "b": b.pk}).json()
+    finals = {r.release_task.task.slug: r.final for r in a.task_results.select_related("release_task__task")}
+    tasks = {row["key"]: row for row in data["tasks"]}
+    assert set(tasks) == set(finals)
+    for slug, row in tasks.items():
+        low, high = row["a"]["interval"]
+        assert low <= finals[slug] + 1e-9 and finals[slug] - 1e-9 <= high, slug
+        assert isinstance(row["intervals_overlap"], bool), slug
+    # Skill 0.9 against 0.5 over 100 episodes: some task's intervals are apart.
+    assert any(row["intervals_overlap"] is False for row in tasks.values())
+
+
+def test_a_withheld_tasks_interval_goes_with_its_hidden_score(client, two_runs):
+    a, b = two_runs
+    slug = _withhold_first_anchor(a)
+    data = client.get(reverse("run_compare_json"), {"a": a.pk, "b": b.pk}).json()
+    row = next(row for row in data["tasks"] if row["key"] == slug)
+    assert row["a"] == {"value": None, "withheld": True, "present": True, "interval": None}
+    assert (row["difference"], row["intervals_overlap"]) == (None, None)
