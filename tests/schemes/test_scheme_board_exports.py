@@ -25,19 +25,29 @@ def _card(release, user, *, agent: str, success: float, rank: int, private: bool
     rows whatever produced them (leaderboard.selectors.scheme_boards)."""
     agent_row, _ = Agent.objects.get_or_create(slug=agent.lower(), defaults={"name": agent})
     version, _ = AgentVersion.objects.get_or_create(agent=agent_row, version="1")
-    submission = Submission.objects.create(
-        submitter=user,
-        kind=Submission.Kind.SCORECARD,
-        release=release,
-        file="bundles/card.age",
-        sha256=hashlib.sha256(f"{agent}{rank}".encode()).hexdigest(),
-        size=1,
-        status=Submission.Status.DONE,
-        verdict="validated",
-        is_private=private,
-    )
+    # Whatever produced the card (a self-reported bundle before issue 12, a card played on the
+    # server after it), the board reads only its ScorecardStanding row and the ScorecardRun.
+    fields = {field.name for field in ScorecardRun._meta.get_fields()}
+    if "card" in fields:
+        from submissions.models import Card
+
+        origin = {"card": Card.objects.create(release=release, agent_version=version, owner=user, status="closed")}
+    else:
+        origin = {
+            "submission": Submission.objects.create(
+                submitter=user,
+                kind=Submission.Kind.SCORECARD,
+                release=release,
+                file="bundles/card.age",
+                sha256=hashlib.sha256(f"{agent}{rank}".encode()).hexdigest(),
+                size=1,
+                status=Submission.Status.DONE,
+                verdict="validated",
+                is_private=private,
+            )
+        }
     card = ScorecardRun.objects.create(
-        submission=submission,
+        **origin,
         release=release,
         agent_version=version,
         level="validated",
