@@ -17,7 +17,7 @@ from leaderboard.models.races import RaceResult, ScorecardStanding
 from leaderboard.services import races as lifecycle
 from submissions.models import ScorecardRun, Submission
 
-SCORECARD = ("sokoban-hidden", "2026.1")
+SCORECARD = ("sokoban-play", "p1")  # tests/schemes/conftest.py: play_release
 
 
 def _card(release, user, *, agent: str, success: float, rank: int, private: bool = False) -> ScorecardRun:
@@ -62,6 +62,11 @@ def _card(release, user, *, agent: str, success: float, rank: int, private: bool
     if not private:
         ScorecardStanding.objects.create(release=release, agent=agent_row, scorecard=card, rank=rank)
     return card
+
+
+@pytest.fixture
+def scorecard_release(play_release):
+    return play_release
 
 
 @pytest.fixture
