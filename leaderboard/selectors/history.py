@@ -87,13 +87,15 @@ def release_history(*, release: Release, n: int = HISTORY_DEFAULT_N) -> ReleaseH
 
 
 def released_race_prefix(races: list[Race]) -> list[Race]:
-    """The started races, in number order, up to (not including) the first one not released."""
-    public: list[Race] = []
-    for race in sorted((r for r in races if r.status in _STARTED), key=lambda r: r.number):
-        if race.status != Race.Status.RELEASED:
-            break
-        public.append(race)
-    return public
+    """The started races, in number order, up to the race pages' public anchor
+    (leaderboard.selectors.schemes.pick_public_anchor: the latest released race before which
+    every started race is released); empty when there is none."""
+    from leaderboard.selectors.schemes import pick_public_anchor
+
+    anchor = pick_public_anchor(races)
+    if anchor is None:
+        return []
+    return sorted((r for r in races if r.status in _STARTED and r.number <= anchor.number), key=lambda r: r.number)
 
 
 @dataclass(frozen=True)

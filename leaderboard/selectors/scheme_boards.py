@@ -11,9 +11,8 @@ Each board is read through one selector, the same rows its page shows:
   before which every started race is released (an Overall that folds in an embargoed race
   gives that race's delta away by subtraction).
 
-``race_values_visible`` and ``race_overall_anchor`` state that rule; they are the
-functions of the same name the race pages use (leaderboard.selectors.schemes), kept here
-with the same meaning so this module does not depend on the page module's evolution.
+``race_values_visible`` and ``race_overall_anchor`` are the race pages' own functions
+(leaderboard.selectors.schemes), so the pages, the exports and the API cannot disagree.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Any
 
 from leaderboard.models import Benchmark, Race, Release
 from leaderboard.selectors import schemes as scheme_selectors
-from leaderboard.selectors.history import released_race_prefix
 
 SCORECARD_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -75,23 +73,9 @@ class RaceEmbargoed(Exception):
         self.race = race
 
 
-def _is_staff(user: Any) -> bool:
-    return bool(user is not None and getattr(user, "is_authenticated", False) and getattr(user, "is_staff", False))
-
-
-def race_values_visible(race: Race | None, user: Any = None) -> bool:
-    """Qualifying (no race) and released races are public; any other race's values only staff's."""
-    return race is None or race.status == Race.Status.RELEASED or _is_staff(user)
-
-
-def race_overall_anchor(*, benchmark: Benchmark, user: Any = None) -> Race | None:
-    """The race whose Overall ``user`` is shown: staff follow the live anchor (the running race,
-    else the latest completed); everyone else the latest race of the released prefix."""
-    races = list(Race.objects.filter(benchmark=benchmark))
-    if _is_staff(user):
-        return scheme_selectors.pick_race_anchor(races)
-    public = released_race_prefix(races)
-    return public[-1] if public else None
+# The embargo rule is the race pages' own (leaderboard.selectors.schemes): one rule, one place.
+race_values_visible = scheme_selectors.race_values_visible
+race_overall_anchor = scheme_selectors.race_overall_anchor
 
 
 def _interval(confidence: Any, key: str) -> tuple[float | None, float | None]:

@@ -15,12 +15,12 @@ PAGES = [
     ("task-page", lambda a, b: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 3),
     ("task-json", lambda a, b: reverse("task_results_json", args=["ale-robotics", "v0.5", "grasp"]), 3),
     ("task-csv", lambda a, b: reverse("task_results_csv", args=["ale-robotics", "v0.5", "walk"]), 3),
-    # run (+task results, events) — the run page's own selector
-    ("run-json", lambda a, b: reverse("run_results_json", args=[a.pk]), 3),
-    ("run-csv", lambda a, b: reverse("run_results_csv", args=[a.pk]), 3),
-    # two runs, each with its task results and events
-    ("compare", lambda a, b: reverse("run_compare") + f"?a={a.pk}&b={b.pk}", 6),
-    ("compare-json", lambda a, b: reverse("run_compare_json") + f"?a={a.pk}&b={b.pk}", 6),
+    # run (+task results, events, official re-runs) — the run page's own selector
+    ("run-json", lambda a, b: reverse("run_results_json", args=[a.pk]), 4),
+    ("run-csv", lambda a, b: reverse("run_results_csv", args=[a.pk]), 4),
+    # two runs, each with its task results, events and official re-runs
+    ("compare", lambda a, b: reverse("run_compare") + f"?a={a.pk}&b={b.pk}", 8),
+    ("compare-json", lambda a, b: reverse("run_compare_json") + f"?a={a.pk}&b={b.pk}", 8),
     # release, the Overall rows; the page adds the sibling releases
     ("history", lambda a, b: reverse("release_history", args=["ale-robotics", "v0.5"]) + "?n=20", 3),
     ("history-json", lambda a, b: reverse("release_history_json", args=["ale-robotics", "v0.5"]) + "?n=20", 2),
