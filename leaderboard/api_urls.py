@@ -6,6 +6,7 @@ from rest_framework.routers import SimpleRouter
 
 from leaderboard.api import admin_views as registry_admin
 from leaderboard.api import declarations
+from leaderboard.api import scheme_views as scheme_boards
 from leaderboard.api import views as public
 from leaderboard.api_errors import api_not_found
 from submissions.api import admin_views as keys_admin
@@ -45,6 +46,22 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "releases/<int:release_id>/leaderboard/<str:tab>/",
         public.LeaderboardView.as_view(),
         name="api-leaderboard",
+    ),
+    path(
+        "scorecard-boards/<slug:benchmark>/<str:version>/",
+        scheme_boards.ScorecardBoardView.as_view(),
+        name="api-scorecard-board",
+    ),
+    path("race-boards/<slug:benchmark>/overall/", scheme_boards.RaceOverallView.as_view(), name="api-race-overall"),
+    path(
+        "race-boards/<slug:benchmark>/races/<int:number>/",
+        scheme_boards.RaceResultsView.as_view(),
+        name="api-race-results",
+    ),
+    path(
+        "race-boards/<slug:benchmark>/qualifying/",
+        scheme_boards.RaceQualifyingView.as_view(),
+        name="api-race-qualifying",
     ),
     path("admin/releases/sync/", registry_admin.ManifestSyncView.as_view(), name="api-manifest-sync"),
     path("admin/races/<int:race_id>/release/", registry_admin.RaceReleaseView.as_view(), name="api-race-release"),

@@ -14,6 +14,7 @@ urlpatterns = [
     path("accounts/api-keys/", include("submissions.api_key_urls")),
     path("accounts/", include("leaderboard.account_urls")),
     path("", include("submissions.site_urls")),
+    path("", include("leaderboard.insight_urls")),
     path("", include("leaderboard.scheme_urls")),
     path("", include("leaderboard.site_urls")),
 ]

@@ -299,6 +299,8 @@ def _public_contract(release_task: ReleaseTask) -> str:
 
 @require_GET
 def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
+    from leaderboard.views.insights import task_ranking_context
+
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
     release_task = selectors.release_task_get(release=release, task_slug=task)
     return render(
@@ -312,6 +314,9 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
             "contract_yaml": _public_contract(release_task),
             "paper_html": render_markdown(release_task.paper_md),
             "brief_html": render_markdown(release_task.brief_md),
+            # Every agent version on this task (leaderboard.views.insights; one query).
+            **task_ranking_context(request, release_task),
+            "withheld_reason": WITHHELD_SCORE_REASON,
         },
     )
 

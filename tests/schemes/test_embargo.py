@@ -176,3 +176,109 @@ def test_the_submitters_own_views_of_a_race_run_show_no_category_during_the_race
         assert response.status_code == 200, url
         body = response.content.decode()
         assert [text for text in CATEGORY_STRINGS if text in body] == [], url
+
+
+# --- the board exports, the board API and the history chart (issue 13 item 12) ----------------
+
+
+def export_urls() -> list[str]:
+    """Every download and API response of race boards, and the Overall history."""
+    return [
+        reverse("race_overall_csv", args=["shop-race"]),
+        reverse("race_overall_json", args=["shop-race"]),
+        reverse("race_results_csv", args=["shop-race", 2]),
+        reverse("race_results_json", args=["shop-race", 2]),
+        reverse("race_qualifying_csv", args=["shop-race"]),
+        reverse("race_qualifying_json", args=["shop-race"]),
+        reverse("race_history", args=["shop-race"]),
+        reverse("race_history_json", args=["shop-race"]),
+        reverse("api-race-overall", args=["shop-race"]),
+        reverse("api-race-results", args=["shop-race", 2]),
+        reverse("api-race-qualifying", args=["shop-race"]),
+    ]
+
+
+def race_two_values(race) -> list[str]:
+    """Every raw value of race 2 as the exports would print it: raw scores, baseline, vs Field,
+    run scores, and the Overall rows after race 2 (they fold in race 2's deltas)."""
+    from leaderboard.models.races import OverallStanding, RaceResult
+
+    values: set[float] = set()
+    for result in RaceResult.objects.filter(race=race):
+        values.update({result.raw_score, result.baseline, result.delta})
+    values.update(RaceRun.objects.filter(race=race).values_list("score", flat=True))
+    values.update(OverallStanding.objects.filter(race=race).values_list("overall", flat=True))
+    # A value race 1 or qualifying also has says nothing about race 2 (this world's qualifying run
+    # has race 2's very episodes, so its public score is race 2's run score).
+    values -= set(RaceRun.objects.filter(race__isnull=True).values_list("score", flat=True))
+    values -= set(RaceResult.objects.filter(race__number=1).values_list("raw_score", flat=True))
+    values -= set(OverallStanding.objects.filter(race__number=1).values_list("overall", flat=True))
+    values.discard(None)
+    return sorted({repr(value) for value in values if value not in (0.0, 1.0)})
+
+
+def shows_number(body: str, value: str) -> bool:
+    """Whether the number ``value`` (a repr) is shown in ``body`` at any rounding: every decimal
+    number in the body is compared with the value rounded to as many decimals (so "0.700" and
+    "-0.050" (any minus sign) count, and a timestamp's "30.712" does not hold 0.7)."""
+    import re
+
+    secret = abs(float(value))
+    for match in re.finditer(r"(?<![\d.])\d+\.(\d+)", body):
+        decimals = len(match.group(1))
+        if abs(float(match.group(0)) - round(secret, decimals)) < 10 ** -(decimals + 3):
+            return True
+    return False
+
+
+def body_of(response) -> str:
+    if hasattr(response, "streaming_content"):
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
+
+
+@pytest.fixture
+def bravo_in_race_two(race_world, submitter, submit, make_validator):
+    """A second entrant in race 2 with a score of its own, so race 2 has values nothing public shares."""
+    validator, key = make_validator("validator-b")
+    submit(
+        submitter,
+        members(validator=validator, key=key, agent="Bravo", version="1", outcomes=scoring_outcomes(0.7), race=2),
+        name="r2-bravo",
+    )
+    return race_world
+
+
+@pytest.mark.parametrize("phase", ["running", "embargoed"])
+@pytest.mark.parametrize("viewer", ["anonymous", "unrelated", "entrant"])
+def test_no_export_or_board_api_shows_a_value_or_category_of_an_unreleased_race(
+    client, bravo_in_race_two, make_user, submitter, phase, viewer
+):
+    race_world = bravo_in_race_two
+    if phase == "embargoed":
+        lifecycle.race_close(race=race_world["race"])
+    if viewer == "unrelated":
+        client.force_login(make_user("unrelated"))
+    elif viewer == "entrant":
+        client.force_login(submitter)
+    secrets = race_two_values(race_world["race"])
+    assert secrets, "race 2 must have raw values for this walk to mean anything"
+    for url in export_urls():
+        response = client.get(url)
+        body = body_of(response)
+        if "/race/2/" in url or "/races/2/" in url:
+            assert response.status_code == 403, url
+            assert "race_embargoed" in body or "under embargo" in body, url
+        else:
+            assert response.status_code == 200, url
+        assert [value for value in secrets if shows_number(body, value)] == [], url
+        assert [text for text in CATEGORY_STRINGS if text in body] == [], url
+
+
+def test_the_exports_show_race_two_once_it_is_released(client, bravo_in_race_two):
+    race_world = bravo_in_race_two
+    lifecycle.race_close(race=race_world["race"])
+    lifecycle.race_release(race=race_world["race"])
+    secrets = race_two_values(race_world["race"])
+    body = body_of(client.get(reverse("race_results_json", args=["shop-race", 2])))
+    assert secrets and [value for value in secrets if shows_number(body, value)] != []

@@ -186,7 +186,9 @@ def walk(client, starts: list[str]) -> dict[str, str]:
         if response.status_code != 200 or response.get("Content-Type", "").startswith(("image/", "text/css")):
             seen[path] = ""
             continue
-        body = response.content.decode(errors="replace")
+        # CSV downloads stream; the walk reads them too.
+        content = b"".join(response.streaming_content) if response.streaming else response.content
+        body = content.decode(errors="replace")
         seen[path] = body
         queue.extend(links(body, response.get("Content-Type", "")))
     return seen

@@ -18,9 +18,11 @@ MODULES = [
     "scoring.gap",
     "scoring.leaderboard",
     "scoring.pareto",
+    "scoring.proportion",
     "scoring.race",
     "scoring.rerun",
     "scoring.scorecard",
+    "scoring.task_interval",
     "scoring.uncertainty",
     "scoring.validate",
 ]

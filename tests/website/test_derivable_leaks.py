@@ -179,6 +179,21 @@ def _urls(world: dict[str, Any]) -> list[str]:
             reverse("submission_status", args=[submission.pk]),
             f"/api/v1/submissions/{submission.pk}/",
         ]
+    # Issue 13: the per-task ranking, run downloads (the database's and the stored bundle's),
+    # comparisons of every pair of runs, and the history chart.
+    urls += [
+        reverse(name, args=[*board, slug]) for slug, *_ in TASKS for name in ("task_results_csv", "task_results_json")
+    ]
+    runs = list(Run.objects.order_by("pk"))
+    for run in runs:
+        for name in ("run_results_csv", "run_results_json", "run_episodes_csv", "run_episodes_json", "run_artifacts"):
+            urls.append(reverse(name, args=[run.pk]))
+    for first in runs:
+        for second in runs:
+            if first.pk != second.pk:
+                urls.append(reverse("run_compare_json") + f"?a={first.pk}&b={second.pk}")
+                urls.append(reverse("run_compare") + f"?a={first.pk}&b={second.pk}")
+    urls += [reverse("release_history", args=board), reverse("release_history_json", args=board) + "?n=20"]
     return urls
 
 

@@ -25,7 +25,8 @@ PAGES = [
     ("chart", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50", 2),
     # release, its tasks, the previous release (none here, so its tasks are not read)
     ("release", lambda run: reverse("release_detail", args=["ale-robotics", "v0.5"]), 3),
-    ("task", lambda run: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 2),
+    # release, release task, the ranking of agents on the task (leaderboard.selectors.task_ranking)
+    ("task", lambda run: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 3),
     # run (+task results, events, official re-runs with their actors), ranks
     ("run", lambda run: reverse("run_detail", args=[run.pk]), 5),
     # the public agent, its runs, their task results (leaderboard.disclosure), their ranks,

@@ -1,0 +1,91 @@
+"""A run's per-task results (and per-episode results, see leaderboard.selectors.run_bundle)
+as CSV/JSON records, through leaderboard.disclosure: the same values the run page shows
+to the same viewer, withheld ones as empty cells named in a ``withheld`` column.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from leaderboard.disclosure import Disclosure
+from leaderboard.exports import _cell
+from scoring.proportion import wilson_interval
+
+TASK_COLUMNS: tuple[str, ...] = (
+    "task",
+    "title",
+    "genre",
+    "metric",
+    "metric_direction",
+    "anchor",
+    "measured",
+    "gap",
+    "penalty_factors",
+    "penalty_factor",
+    "score",
+    "faithful",
+    "final",
+    "pass_rate",
+    "pass_rate_ci_low",
+    "pass_rate_ci_high",
+    "episodes",
+    "signature",
+    "withheld",
+)
+
+EPISODE_COLUMNS: tuple[str, ...] = ("task", "episode", "seed", "metric", "aborted", "rates", "withheld")
+
+
+def task_record(result: Any, *, disclosure: Disclosure, staff: bool, release_published: bool) -> dict[str, Any]:
+    """One TaskResult (with release_task__task) of a run on a release (published or not) as its
+    viewer may see it."""
+    release_task = result.release_task
+    slug = release_task.task.slug
+    hidden = set(disclosure.hidden_task_fields(slug))
+    interval = wilson_interval(result.pass_rate, result.episodes)
+    # A draft release shows no anchor to anyone but staff, whatever its tasks' flags say.
+    anchor_public = release_published or staff
+    return {
+        "task": slug,
+        "title": release_task.task.title,
+        "genre": release_task.genre,
+        "metric": release_task.task.metric_name,
+        "metric_direction": release_task.metric_direction,
+        "anchor": release_task.public_paper_value if anchor_public else None,
+        "measured": None if "measured" in hidden else result.measured,
+        "gap": None if "gap" in hidden else result.gap,
+        "penalty_factors": dict(result.factors or {}),
+        "penalty_factor": result.factor,
+        "score": None if "score" in hidden else result.score,
+        "faithful": result.faithful,
+        "final": None if "final" in hidden else result.final,
+        "pass_rate": result.pass_rate,
+        "pass_rate_ci_low": interval[0] if interval else None,
+        "pass_rate_ci_high": interval[1] if interval else None,
+        "episodes": result.episodes,
+        "signature": result.signature,
+        "withheld": sorted(hidden),
+    }
+
+
+def _flat(value: Any) -> Any:
+    if isinstance(value, dict):
+        return ";".join(f"{k}={v}" for k, v in sorted(value.items()))
+    if isinstance(value, list):
+        return ";".join(str(item) for item in value)
+    return _cell(value)
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_text(records: Iterable[dict[str, Any]], columns: Sequence[str]) -> Iterator[str]:
+    """CSV lines of ``records`` (header first); dicts and lists are flattened to ``k=v;...``."""
+    writer = csv.writer(_Echo())
+    yield writer.writerow(columns)
+    for record in records:
+        yield writer.writerow([_flat(record.get(name)) for name in columns])

@@ -1,0 +1,300 @@
+"""Per-task rankings, run downloads, run comparison and history charts (issue 13, items 3-5).
+
+Views parse the request and delegate: visibility is the run page's (run_get) and what of a
+run is shown is leaderboard.disclosure's, so every download says exactly what the page says
+to the same viewer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from leaderboard import run_exports
+from leaderboard.api_query import whole_number
+from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
+from leaderboard.selectors import history as history_selectors
+from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import schemes as scheme_selectors
+from leaderboard.selectors.run_compare import CompareQueryError, compare_ids_from_params, run_compare
+from leaderboard.selectors.task_ranking import task_ranking
+from leaderboard.views.pages import bad_request
+
+TASK_RANKING_COLUMNS: tuple[str, ...] = (
+    "rank",
+    "agent",
+    "agent_slug",
+    "version",
+    "run_id",
+    "verification",
+    "measured",
+    "gap",
+    "penalty_factor",
+    "final",
+    "faithful",
+    "pass_rate",
+    "pass_rate_ci_low",
+    "pass_rate_ci_high",
+    "episodes",
+    "signature",
+    "verified_at",
+    "withheld",
+)
+
+
+def _staff(request: HttpRequest) -> bool:
+    return bool(request.user.is_authenticated and request.user.is_staff)
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def _json(payload: dict[str, Any], filename: str) -> JsonResponse:
+    response = JsonResponse(payload, json_dumps_params={"ensure_ascii": False})
+    response["Content-Disposition"] = f'inline; filename="{_safe(filename)}.json"'
+    return response
+
+
+def _csv(records: list[dict[str, Any]], columns: tuple[str, ...], filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(run_exports.csv_text(records, columns), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_safe(filename)}.csv"'
+    return response
+
+
+def _json_error(code: str, message: str, status: int) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+# --- the per-task ranking --------------------------------------------------------------------
+
+
+def task_ranking_context(request: HttpRequest, release_task: Any) -> dict[str, Any]:
+    """What the task page adds for its ranking (one query)."""
+    return {"ranking": task_ranking(release_task=release_task, user=request.user)}
+
+
+def _task_rows(request: HttpRequest, benchmark: str, version: str, task: str) -> tuple[Any, Any, list[Any]]:
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release_task = selectors.release_task_get(release=release, task_slug=task)
+    return release, release_task, task_ranking(release_task=release_task, user=request.user)
+
+
+@require_GET
+def task_results_csv(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
+    _, _, rows = _task_rows(request, benchmark, version, task)
+    return _csv([row.record() for row in rows], TASK_RANKING_COLUMNS, f"{benchmark}-{version}-{task}")
+
+
+@require_GET
+def task_results_json(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
+    release, release_task, rows = _task_rows(request, benchmark, version, task)
+    payload = {
+        "benchmark": release.benchmark.slug,
+        "release": release.version,
+        "task": release_task.task.slug,
+        "genre": release_task.genre,
+        "metric": release_task.task.metric_name,
+        "metric_direction": release_task.metric_direction,
+        "anchor": release_task.public_paper_value if release.published else None,
+        "notes": {
+            "rows": "each public agent version's best run on this task, ranked by final score",
+            "final": "gap x penalty factors x faithfulness; a dimensionless ratio to the paper",
+            "pass_rate_ci": "95% Wilson interval of the pass rate over the task's episodes",
+            "withheld": WITHHELD_SCORE_REASON,
+        },
+        "rows": [row.record() for row in rows],
+    }
+    return _json(payload, f"{benchmark}-{version}-{task}")
+
+
+# --- a run's per-task results ----------------------------------------------------------------
+
+
+def _run_records(request: HttpRequest, run_id: int) -> tuple[Any, Any, list[dict[str, Any]]]:
+    run = selectors.run_get(run_id=run_id, user=request.user)
+    results = list(run.task_results.all())
+    disclosure = run_disclosure(run, user=request.user, task_results=results)
+    staff = _staff(request)
+    return (
+        run,
+        disclosure,
+        [
+            run_exports.task_record(r, disclosure=disclosure, staff=staff, release_published=run.release.published)
+            for r in results
+        ],
+    )
+
+
+@require_GET
+def run_results_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+    run, _, records = _run_records(request, run_id)
+    return _csv(records, run_exports.TASK_COLUMNS, f"run-{run.pk}-tasks")
+
+
+@require_GET
+def run_results_json(request: HttpRequest, run_id: int) -> HttpResponse:
+    run, disclosure, records = _run_records(request, run_id)
+    confidence = disclosure.confidence(run.confidence)
+    payload = {
+        "run": run.pk,
+        "benchmark": run.release.benchmark.slug,
+        "release": run.release.version,
+        "agent": run.agent_version.agent.slug,
+        "agent_name": run.agent_version.agent.name,
+        "version": run.agent_version.version,
+        "verification": run.level,
+        "aggregates": {
+            key: {
+                "score": disclosure.aggregate(key, getattr(run, key)),
+                "interval": confidence.get(key),
+                "withheld": key in disclosure.aggregates_hidden,
+            }
+            for key in ("overall", "reproduction", "open")
+        },
+        "pass_rate": run.pass_rate,
+        "covered": run.covered,
+        "required": run.required,
+        "complete": run.complete,
+        "tasks": records,
+    }
+    return _json(payload, f"run-{run.pk}-tasks")
+
+
+# --- comparing two runs ----------------------------------------------------------------------
+
+
+@require_GET
+def run_compare_page(request: HttpRequest) -> HttpResponse:
+    """Two runs side by side: ``?a=<run id>&b=<run id>`` (a shareable URL)."""
+    if not request.GET.get("a") and not request.GET.get("b"):
+        return render(request, "leaderboard/compare.html", {"comparison": None})
+    try:
+        a_id, b_id = compare_ids_from_params(request.GET)
+        comparison = run_compare(a_id=a_id, b_id=b_id, user=request.user)
+    except CompareQueryError as error:
+        return bad_request(request, str(error))
+    return render(
+        request,
+        "leaderboard/compare.html",
+        {
+            "comparison": comparison,
+            "a": comparison.a,
+            "b": comparison.b,
+            "withheld_reason": WITHHELD_SCORE_REASON,
+            "swap_query": f"a={comparison.b.pk}&b={comparison.a.pk}",
+        },
+    )
+
+
+@require_GET
+def run_compare_json(request: HttpRequest) -> HttpResponse:
+    try:
+        a_id, b_id = compare_ids_from_params(request.GET)
+        comparison = run_compare(a_id=a_id, b_id=b_id, user=request.user)
+    except CompareQueryError as error:
+        return _json_error("invalid_query", str(error), 400)
+
+    def ref(run: Any) -> dict[str, Any]:
+        return {
+            "id": run.pk,
+            "release": run.release.version,
+            "agent": run.agent_version.agent.slug,
+            "version": run.agent_version.version,
+            "verification": run.level,
+        }
+
+    payload = {
+        "benchmark": comparison.a.release.benchmark.slug,
+        "a": ref(comparison.a),
+        "b": ref(comparison.b),
+        "same_release": comparison.same_release,
+        "notes": {
+            "difference": "b - a; null when either value is withheld or absent",
+            "intervals_overlap": "95% bootstrap intervals: aggregates over tasks and episodes, a task's final "
+            "over its episodes (null while a bundle cannot be read)",
+            "pass_rate_intervals_overlap": "95% Wilson intervals of the pass rates over the episodes",
+        },
+        "aggregates": [row.record() for row in comparison.aggregates],
+        "tasks": [row.record() for row in comparison.tasks],
+    }
+    return _json(payload, f"compare-{comparison.a.pk}-{comparison.b.pk}")
+
+
+# --- history ---------------------------------------------------------------------------------
+
+
+def _history_n(request: HttpRequest) -> int | None:
+    raw = request.GET.get("n") or str(history_selectors.HISTORY_DEFAULT_N)
+    return whole_number(raw, minimum=1, maximum=history_selectors.HISTORY_MAX_N)
+
+
+def _bad_n(request: HttpRequest) -> str:
+    raw = request.GET.get("n") or ""
+    return f"n={raw[:24]!r}: expected a whole number from 1 to {history_selectors.HISTORY_MAX_N}"
+
+
+@require_GET
+def release_history_page(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    n = _history_n(request)
+    if n is None:
+        return bad_request(request, _bad_n(request))
+    staff = _staff(request)
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
+    history = history_selectors.release_history(release=release, n=n)
+    return render(
+        request,
+        "leaderboard/history.html",
+        {
+            "release": release,
+            "benchmark": release.benchmark,
+            "releases": selectors.release_siblings(release=release, staff=staff),
+            "history": history,
+            "n": n,
+            "n_choices": (3, 5, 10, 20),
+        },
+    )
+
+
+@require_GET
+def release_history_json(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+    n = _history_n(request)
+    if n is None:
+        return _json_error("invalid_query", _bad_n(request), 400)
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    history = history_selectors.release_history(release=release, n=n)
+    payload = {"benchmark": release.benchmark.slug, "release": release.version, "n": n, **history.record()}
+    return _json(payload, f"{benchmark}-{version}-history")
+
+
+@require_GET
+def race_history_page(request: HttpRequest, benchmark: str) -> HttpResponse:
+    n = _history_n(request)
+    if n is None:
+        return bad_request(request, _bad_n(request))
+    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
+    return render(
+        request,
+        "races/history.html",
+        {
+            "benchmark": race_benchmark,
+            "races": scheme_selectors.races_of(benchmark=race_benchmark),
+            "history": history,
+            "n": n,
+            "n_choices": (3, 5, 10, 20),
+        },
+    )
+
+
+@require_GET
+def race_history_json(request: HttpRequest, benchmark: str) -> HttpResponse:
+    n = _history_n(request)
+    if n is None:
+        return _json_error("invalid_query", _bad_n(request), 400)
+    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
+    return _json({"benchmark": race_benchmark.slug, "n": n, **history.record()}, f"{benchmark}-overall-history")

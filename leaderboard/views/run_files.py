@@ -1,0 +1,117 @@
+"""A run's per-episode results and its artifacts, read from its stored bundle
+(leaderboard.selectors.run_bundle states who may see what)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from leaderboard.disclosure import run_disclosure
+from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import run_bundle
+from leaderboard.views.insights import _csv, _json
+
+EPISODE_COLUMNS: tuple[str, ...] = ("task", "episode", "seed", "metric", "aborted", "rates", "withheld")
+
+
+def _unavailable(message: str, *, as_json: bool) -> HttpResponse:
+    if as_json:
+        return JsonResponse({"error": {"code": "bundle_unavailable", "message": message}}, status=503)
+    return HttpResponse(f"{message}\n", status=503, content_type="text/plain; charset=utf-8")
+
+
+def _run(request: HttpRequest, run_id: int) -> tuple[Any, Any]:
+    run = selectors.run_get(run_id=run_id, user=request.user)
+    return run, run_disclosure(run, user=request.user, task_results=list(run.task_results.all()))
+
+
+def _episodes(request: HttpRequest, run_id: int) -> tuple[Any, list[dict[str, Any]]]:
+    run, disclosure = _run(request, run_id)
+    summary = run_bundle.bundle_summary(run=run)
+    return run, run_bundle.episode_records(run=run, summary=summary, disclosure=disclosure, user=request.user)
+
+
+@require_GET
+def run_episodes_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+    try:
+        run, records = _episodes(request, run_id)
+    except run_bundle.BundleUnavailable as error:
+        return _unavailable(str(error), as_json=False)
+    return _csv(records, EPISODE_COLUMNS, f"run-{run.pk}-episodes")
+
+
+@require_GET
+def run_episodes_json(request: HttpRequest, run_id: int) -> HttpResponse:
+    try:
+        run, records = _episodes(request, run_id)
+    except run_bundle.BundleUnavailable as error:
+        return _unavailable(str(error), as_json=True)
+    payload = {
+        "run": run.pk,
+        "notes": {
+            "metric": "the evaluator's headline metric in the episode; withheld where the task's measured value is",
+            "seed": "the evaluator's hidden seed; shown to the run's submitter and staff only",
+            "aborted": "true when the episode was reset mid-way or the session torn down (a fail for the pass rate)",
+        },
+        "episodes": records,
+    }
+    return _json(payload, f"run-{run.pk}-episodes")
+
+
+@require_GET
+def run_artifacts(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The artifacts listed in the run's bundle, with download links for those allowed."""
+    run, disclosure = _run(request, run_id)
+    try:
+        summary = run_bundle.bundle_summary(run=run)
+        error = ""
+    except run_bundle.BundleUnavailable as exc:
+        summary, error = None, str(exc)
+    allowed = run_bundle.artifacts_allowed(run=run, disclosure=disclosure, user=request.user)
+    response = render(
+        request,
+        "leaderboard/run_artifacts.html",
+        {
+            "run": run,
+            "release": run.release,
+            "benchmark": run.release.benchmark,
+            "artifacts": summary.artifacts if summary else [],
+            "allowed": allowed,
+            "error": error,
+            "withheld_reason": run_bundle.ARTIFACTS_WITHHELD_REASON,
+        },
+    )
+    if error:
+        response.status_code = 503
+    return response
+
+
+@require_GET
+def run_artifact_download(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
+    run, disclosure = _run(request, run_id)
+    if not run_bundle.artifacts_allowed(run=run, disclosure=disclosure, user=request.user):
+        return JsonResponse(
+            {"error": {"code": "artifacts_withheld", "message": run_bundle.ARTIFACTS_WITHHELD_REASON}}, status=403
+        )
+    try:
+        summary = run_bundle.bundle_summary(run=run)
+    except run_bundle.BundleUnavailable as error:
+        return _unavailable(str(error), as_json=True)
+    artifact = next((a for a in summary.artifacts if a.name == name), None)
+    if artifact is None:
+        raise Http404("No such artifact in this run's bundle")
+    try:
+        with run_bundle.artifact_file(run=run, artifact=artifact) as path:
+            # Opened before the temporary directory is removed: the open handle keeps the data.
+            handle = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
+    except run_bundle.BundleUnavailable as error:
+        return _unavailable(str(error), as_json=True)
+    filename = artifact.name.rsplit("/", 1)[-1]
+    # Opaque bytes the submitter wrote: always a download, never rendered by the browser.
+    response = FileResponse(handle, as_attachment=True, filename=filename, content_type="application/octet-stream")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response

@@ -1,0 +1,129 @@
+"""The per-task view: every public agent version on one task, ranked, through
+leaderboard.disclosure (anonymous / another account / submitter / staff)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+from tests.website.conftest import PUBLISHED_ANCHOR, WITHHELD_ANCHORS, make_run, make_user
+
+MEASURED = "0.5"  # every factory result's measured value
+
+
+def _task_url(task: str, suffix: str = "") -> str:
+    if suffix:
+        return reverse(f"task_results_{suffix}", args=["ale-robotics", "v0.5", task])
+    return reverse("task_detail", args=["ale-robotics", "v0.5", task])
+
+
+def _set_final(run, task: str, final: float) -> None:
+    run.task_results.filter(release_task__task__slug=task).update(final=final, score=final, gap=final)
+
+
+def test_the_task_page_ranks_agent_versions_by_their_final_score_on_that_task(client, release):
+    low = make_run(release, agent_name="Low", score=0.4)
+    high = make_run(release, agent_name="High", score=0.3)
+    _set_final(high, "walk", 1.21)
+    _set_final(low, "walk", 0.77)
+    rows = client.get(_task_url("walk", "json")).json()["rows"]
+    assert [(r["rank"], r["agent"], r["final"]) for r in rows] == [(1, "High", 1.21), (2, "Low", 0.77)]
+    body = client.get(_task_url("walk")).content.decode()
+    assert body.index("High") < body.index("Low")
+    assert "1.21" in body
+
+
+def test_an_agent_version_appears_once_with_its_best_run_on_the_task(client, release):
+    first = make_run(release, agent_name="Same", version="2", score=0.5, with_standings=False)
+    second = make_run(release, agent_name="Same", version="2", score=0.6, with_standings=False)
+    _set_final(first, "walk", 1.3)
+    _set_final(second, "walk", 0.2)
+    rows = client.get(_task_url("walk", "json")).json()["rows"]
+    assert [(r["agent"], r["version"], r["run_id"], r["final"]) for r in rows] == [("Same", "2", first.pk, 1.3)]
+
+
+def test_private_runs_are_not_on_the_task_ranking_even_for_their_submitter(client, release):
+    owner = make_user()
+    make_run(release, agent_name="Hidden", submitter=owner, is_private=True)
+    make_run(release, agent_name="Shown")
+    client.force_login(owner)
+    rows = client.get(_task_url("walk", "json")).json()["rows"]
+    assert [r["agent"] for r in rows] == ["Shown"]
+
+
+@pytest.mark.parametrize("viewer", ["anonymous", "another", "submitter", "staff"])
+def test_a_withheld_anchors_measured_value_is_shown_to_the_submitter_and_staff_only(client, release, viewer):
+    owner = make_user()
+    make_run(release, agent_name="Alpha", submitter=owner)
+    if viewer == "another":
+        client.force_login(make_user())
+    elif viewer == "submitter":
+        client.force_login(owner)
+    elif viewer == "staff":
+        client.force_login(make_user(is_staff=True))
+    row = client.get(_task_url("grasp", "json")).json()["rows"][0]
+    sees = viewer in ("submitter", "staff")
+    assert row["measured"] == (0.5 if sees else None)
+    assert row["withheld"] == ([] if sees else ["measured"])
+    # Evaluator-signed: the score is shown to everyone (docs/security-model.md).
+    assert row["final"] == 0.8
+    page = client.get(_task_url("grasp")).content.decode()
+    assert ("Withheld" in page) is not sees
+    for anchor in WITHHELD_ANCHORS:
+        assert str(anchor) not in page
+
+
+@pytest.mark.parametrize("viewer", ["anonymous", "submitter", "staff"])
+def test_an_unsigned_result_on_a_withheld_anchor_is_not_ranked_and_its_score_shown_to_staff_only(
+    client, release, viewer
+):
+    owner = make_user()
+    make_run(release, agent_name="Signed", score=0.3)
+    make_run(release, agent_name="Chosen", submitter=owner, score=0.9, signature="unsigned", with_standings=False)
+    if viewer == "submitter":
+        client.force_login(owner)
+    elif viewer == "staff":
+        client.force_login(make_user(is_staff=True))
+    rows = {r["agent"]: r for r in client.get(_task_url("grasp", "json")).json()["rows"]}
+    chosen = rows["Chosen"]
+    if viewer == "staff":
+        assert (chosen["rank"], chosen["final"], chosen["withheld"]) == (1, 0.9, [])
+        assert rows["Signed"]["rank"] == 2
+    else:
+        assert (chosen["rank"], chosen["final"], chosen["gap"]) == (None, None, None)
+        assert "final" in chosen["withheld"]
+        assert rows["Signed"]["rank"] == 1  # the hidden score places nobody
+
+
+def test_the_task_csv_has_a_header_and_one_line_per_agent_version_with_wilson_bounds(client, release):
+    make_run(release, agent_name="Alpha", pass_rate=0.95)
+    response = client.get(_task_url("walk", "csv"))
+    assert response["Content-Disposition"] == 'attachment; filename="ale-robotics-v0.5-walk.csv"'
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 1
+    assert rows[0]["agent"] == "Alpha" and rows[0]["measured"] == MEASURED
+    low, high = float(rows[0]["pass_rate_ci_low"]), float(rows[0]["pass_rate_ci_high"])
+    assert low < 0.95 < high <= 1.0
+
+
+def test_the_task_json_carries_the_anchor_only_where_it_is_published(client, release):
+    make_run(release, agent_name="Alpha")
+    assert client.get(_task_url("walk", "json")).json()["anchor"] == PUBLISHED_ANCHOR
+    assert client.get(_task_url("grasp", "json")).json()["anchor"] is None
+
+
+def test_a_task_not_in_the_release_is_a_404(client, release):
+    assert client.get(_task_url("nope", "json")).status_code == 404
+    assert client.get(_task_url("nope", "csv")).status_code == 404
+
+
+def test_a_draft_releases_task_ranking_is_a_404_for_visitors(client, release):
+    release.published = False
+    release.save()
+    make_run(release, agent_name="Alpha")
+    assert client.get(_task_url("walk", "json")).status_code == 404
+    client.force_login(make_user(is_staff=True))
+    assert client.get(_task_url("walk", "json")).status_code == 200
