@@ -596,7 +596,11 @@ def agent_best_standing(*, release: Release, agent_slug: str) -> Standing | None
 
 def submissions_of(*, user: Any) -> QuerySet[Submission]:
     """A submitter's own submissions, private and failed ones included."""
-    return Submission.objects.filter(submitter=user).select_related("release__benchmark", "run").order_by("-created_at")
+    return (
+        Submission.objects.filter(submitter=user)
+        .select_related("release__benchmark", "declared_benchmark", "run")
+        .order_by("-created_at")
+    )
 
 
 def submission_get_own(*, submission_id: Any, user: Any) -> Submission:

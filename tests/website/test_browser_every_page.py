@@ -42,11 +42,20 @@ def demo(settings: Any, tmp_path: Path) -> dict[str, Any]:
 SKIP = re.compile(r"^/(admin/|accounts/logout|api/v1/(?!docs/))|\.(csv|json|svg)$")
 
 
+def shape_of(path: str) -> str:
+    """The kind of page an address is: numbers, and the slug after agents/ or tasks/, blanked."""
+    segments = path.strip("/").split("/")
+    for i in range(1, len(segments)):
+        if segments[i - 1] in ("agents", "tasks"):
+            segments[i] = "*"
+    return re.sub(r"\d+", "N", "/".join(segments))
+
+
 def visitor_pages(page: Any, base: str) -> list[str]:
     """The visitor's main pages, found by following the site's own links from home (two links
     deep), one page per shape of address (/runs/4/ and /runs/5/ are the same page)."""
     urls = [f"{base}/", f"{base}/api/v1/docs/", f"{base}/accounts/login/", f"{base}/accounts/signup/"]
-    shapes = {re.sub(r"\d+", "N", urlsplit(url).path) for url in urls}
+    shapes = {shape_of(urlsplit(url).path) for url in urls}
     frontier = [f"{base}/"]
     for _depth in range(3):
         found: list[str] = []
@@ -54,7 +63,7 @@ def visitor_pages(page: Any, base: str) -> list[str]:
             page.goto(url)
             for link in page.eval_on_selector_all("main a[href]", "els => els.map(e => e.href)"):
                 parts = urlsplit(link)
-                shape = re.sub(r"\d+", "N", parts.path)
+                shape = shape_of(parts.path)
                 if not link.startswith(base) or SKIP.search(parts.path) or shape in shapes:
                     continue
                 shapes.add(shape)
