@@ -87,7 +87,14 @@
     var maxScore = Math.max(1.5, Math.max.apply(null, rows.map(function (r) { return r.ci_high || r.score || 0; })) * 1.15);
     var both = metric === "both";
     return {
-      y: { ticks: { color: INK, autoSkip: false }, grid: { display: false } },
+      y: {
+        // On a phone long names are shortened (the full name is in the tooltip and the table).
+        ticks: {
+          color: INK, autoSkip: false,
+          callback: function (v) { var l = String(this.getLabelForValue(v)); return narrow() && l.length > 16 ? l.slice(0, 15) + "\u2026" : l; }
+        },
+        grid: { display: false }
+      },
       xScore: {
         display: metric !== "pass_rate", position: "bottom", min: 0, max: Math.ceil(maxScore * 10) / 10,
         stack: both ? "panels" : undefined, stackWeight: 1,

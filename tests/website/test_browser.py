@@ -201,7 +201,17 @@ def test_a_mismatching_bundle_shows_its_error_and_diff_live(
     page.wait_for_selector(".status-panel[data-verdict=mismatch]", timeout=60_000)
     assert page.locator(".status-panel [data-field=error]").is_visible()
     assert page.locator(".status-panel tr.row--diff").count() >= 1
+    # Steps coloured by outcome: the verdict step of a mismatch is red, not a green tick.
+    assert "is-failed" in page.locator(".status-panel [data-step=done]").get_attribute("class")
+    assert "is-done" not in page.locator(".status-panel [data-step=done]").get_attribute("class")
     shoot(page, "upload-mismatch")
+    # The same file again: the page says it is the earlier submission, not a new one.
+    page.goto(f"{live_server.url}/submit/")
+    page.set_input_files("#id_bundle", str(sealed))
+    page.get_by_role("button", name="Upload and verify").click()
+    page.wait_for_selector(".status-panel [data-field=duplicate]:not([hidden])")
+    assert "You uploaded this exact file before" in page.locator("[data-field=duplicate]").inner_text()
+    shoot(page, "upload-duplicate")
 
 
 def test_the_demo_site_in_a_browser(live_server: Any, page: Any, demo_site: dict[str, Any]) -> None:
