@@ -87,6 +87,11 @@ def check(page: Any, url: str, label: str, problems: list[str]) -> None:
     overflow = sideways_overflow(page)
     if overflow:
         problems.append(f"{label} {url}: scrolls sideways {overflow}")
+    board_row = page.locator("table.board tbody tr").first
+    if page.viewport_size["height"] == DESKTOP["height"] and board_row.count():
+        box = board_row.bounding_box()
+        if box["y"] + box["height"] > DESKTOP["height"]:
+            problems.append(f"{label} {url}: no table row is visible before scrolling ({box})")
     for violation in axe_violations(page):
         problems.append(f"{label} {url}: axe {violation}")
     name = urlsplit(url).path.strip("/").replace("/", "_") or "home"
