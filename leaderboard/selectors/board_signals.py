@@ -43,9 +43,21 @@ def race_signals(*, race: Any) -> RaceSignals | None:
         return None
     from submissions.models import RaceRun
 
+    return _signals(RaceRun.objects.filter(race=race))
+
+
+def qualifying_signals(*, release: Any) -> RaceSignals | None:
+    """The same for the qualifying runs of a race benchmark's release (runs outside any race)."""
+    if release is None:
+        return None
+    from submissions.models import RaceRun
+
+    return _signals(RaceRun.objects.filter(release=release, race__isnull=True))
+
+
+def _signals(runs: Any) -> RaceSignals:
     rows = (
-        RaceRun.objects.filter(race=race)
-        .values("validator__name", "signing_key__key_id")
+        runs.values("validator__name", "signing_key__key_id")
         .annotate(runs=Count("id"), newest=Max("created_at"))
         .order_by("validator__name", "signing_key__key_id")
     )

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from leaderboard.selectors import schemes as selectors
-from leaderboard.selectors.board_signals import race_signals, scorecard_updated_at
+from leaderboard.selectors.board_signals import qualifying_signals, race_signals, scorecard_updated_at
 
 STATUS_NOTES = {
     "scheduled": "Scheduled: the race has not started.",
@@ -173,6 +173,7 @@ def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
     context.update(
         {"release": release, "rows": selectors.qualifying_board(release=release) if release is not None else []}
     )
+    context["signals"] = qualifying_signals(release=release)
     return render(request, "races/qualifying.html", context)
 
 

@@ -43,3 +43,11 @@ def test_the_scorecard_board_says_it_is_server_measured_and_when_it_was_updated(
     assert "server-measured" in html
     assert "no number on this board is self-reported" in html
     assert "data-updated" in html
+
+
+def test_the_qualifying_board_names_its_signers_too(client) -> None:
+    load_race_demo(stdout=io.StringIO())
+    html = client.get(reverse("race_qualifying", args=["shopping-race"])).content.decode()
+    signed = RaceRun.objects.filter(race__isnull=True, signing_key__isnull=False).select_related("signing_key").first()
+    assert signed is not None
+    assert "data-board-signal" in html and f"<code>{signed.signing_key.key_id}</code>" in html
