@@ -193,7 +193,8 @@ def release_newer_unranked(*, release: Release, releases: list[Release]) -> list
     for other in releases:
         if other.pk == release.pk:
             break
-        newer.append(other)
+        if other.published:  # staff also list drafts: those are not announced to anyone
+            newer.append(other)
     return newer if any(r.pk == release.pk for r in releases) else []
 
 

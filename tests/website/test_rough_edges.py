@@ -192,3 +192,13 @@ def test_a_refused_verdict_step_is_red_not_a_green_tick(client, release):
     html = client.get(reverse("submission_detail", args=[run.submission.pk])).content.decode()
     assert 'class="steps__item is-failed" data-step="done"' in html
     assert 'class="steps__item is-done" data-step="verifying"' in html
+
+
+def test_a_draft_release_is_never_announced_even_to_staff(client, benchmark):
+    _, new = two_releases(benchmark)
+    new.published = False
+    new.save()
+    client.force_login(make_user("staffer", is_staff=True))
+    html = client.get(BOARD).content.decode()
+    assert "data-newer-release" not in html
+    assert "Newer release" not in client.get(reverse("home")).content.decode()
