@@ -40,4 +40,3 @@ def test_syncing_again_unchanged_is_one_info_line(client, admin_user, demo_04_di
     (message,) = list(response.context["messages"])
     assert message.level == levels.WARNING  # still unpublished: the warning stays
     assert str(message).startswith("ale-robotics 0.4: unchanged.")
-
