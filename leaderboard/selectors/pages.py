@@ -51,7 +51,7 @@ SORTS: dict[str, tuple[tuple[str, ...], bool]] = {
 
 # The chart's modes (seed 000: "Top-N agents by Pass Rate, Score, or Both"). The mode picks
 # the N agents too: "pass_rate" plots the top N by pass rate, "score" and "both" the top N by
-# rank (score within coverage). It rides in the board's querystring (?chart=) so it permalinks.
+# rank (score within coverage). It rides in the board's querystring (?metric=) so it permalinks.
 CHART_METRICS: dict[str, str] = {"both": "Both", "score": "Score", "pass_rate": "Pass rate"}
 
 
@@ -78,11 +78,11 @@ class BoardQuery:
             "dir": "desc" if self.descending else "asc",
             "complete": "1" if self.complete_only else "",
             "page": str(self.page),
-            "chart": self.chart,
+            "metric": self.chart,
         }
         values.update(self.filters.params())
         values.update({k: str(v) for k, v in changes.items()})
-        defaults = {"tab": "overall", "sort": "rank", "complete": "", "page": "1", "chart": "both"}
+        defaults = {"tab": "overall", "sort": "rank", "complete": "", "page": "1", "metric": "both"}
         default_dir = "desc" if SORTS[values["sort"]][1] else "asc"
         return {
             k: v for k, v in values.items() if v and not (defaults.get(k) == v or (k == "dir" and v == default_dir))
@@ -111,9 +111,10 @@ def board_query_from_params(params: QueryDict) -> BoardQuery:
         filters = board_filters_from_params(params)
     except FilterError as error:
         raise BoardQueryError(str(error)) from None
-    chart = params.get("chart") or "both"
+    # ?metric= is also what static/js/chart-permalink.js keeps in the address bar and links.
+    chart = params.get("metric") or "both"
     if chart not in CHART_METRICS:
-        raise BoardQueryError(f"chart={chart[:24]!r} is not a chart mode: expected one of {', '.join(CHART_METRICS)}")
+        raise BoardQueryError(f"metric={chart[:24]!r} is not a chart mode: expected one of {', '.join(CHART_METRICS)}")
     return BoardQuery(
         tab=tab,
         sort=sort,

@@ -4,7 +4,7 @@
 // agents by Pass Rate, Score, or Both"): Pass rate fetches the top N by pass rate,
 // Score and Both the top N by rank. "Both" draws two side-by-side panels, each with
 // its own scale, never two unrelated scales over one set of bars. The mode is kept
-// in the address (?chart=), so a view can be shared. Readable without colour: score
+// in the address (?metric=) by chart-permalink.js; the server reads it for the first render. Readable without colour: score
 // bars are solid, pass rate bars hatched, every bar carries its value as a direct
 // label, and a dashed line marks 1.00 ("matched the paper"). The tooltip gives the
 // interval and the coverage. The same numbers are in the <details> table, which
@@ -219,33 +219,11 @@
       });
   }
 
-  // The mode lives in the address: ?chart=score|pass_rate (absent for "both"), and in the
-  // links and forms that lead to other views of this board, so sharing a view keeps it.
-  function withChart(href) {
-    var url = new URL(href, window.location.href);
-    if (metric === "both") url.searchParams.delete("chart"); else url.searchParams.set("chart", metric);
-    return url;
-  }
-  function remember() {
-    var here = withChart(window.location.href);
-    window.history.replaceState(null, "", here.pathname + here.search + here.hash);
-    document.querySelectorAll("nav.tabs a, a.sort, [data-rank-note] a, .pagination a").forEach(function (a) {
-      var next = withChart(a.href); a.href = next.pathname + next.search;
-    });
-    document.querySelectorAll("form.filter-form").forEach(function (form) {
-      var input = form.querySelector("input[name=chart]");
-      if (metric === "both") { if (input) input.remove(); return; }
-      if (!input) { input = document.createElement("input"); input.type = "hidden"; input.name = "chart"; form.appendChild(input); }
-      input.value = metric;
-    });
-  }
-
   var select = document.getElementById("chart-n");
   document.querySelectorAll("input[name=chart-metric]").forEach(function (input) {
     input.addEventListener("change", function () {
       if (!input.checked) return;
       metric = input.value;
-      remember();
       if (byFor(metric) !== by) { load(select ? select.value : 10); return; }
       draw();
       canvas.dataset.metric = metric;

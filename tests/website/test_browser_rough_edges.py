@@ -103,11 +103,11 @@ def test_pass_rate_mode_picks_the_top_n_by_pass_rate_and_stays_in_the_address(
     context, page = open_board(browser, live_server.url, size)
     page.locator(".segmented label", has_text="Pass rate").click()
     page.wait_for_selector("#board-chart[data-by=pass_rate][data-metric=pass_rate]")
-    assert "chart=pass_rate" in page.url
+    assert "metric=pass_rate" in page.url
     first = page.locator("[data-chart-rows] tr").first.locator("th").text_content()
     assert first == "Careful Walker 1.0"  # the best pass rate, although it ranks last
     assert page.locator("#chart-heading").inner_text().startswith("Top 10 agents by pass rate")
-    assert "chart=pass_rate" in page.locator("nav.tabs a", has_text="Reproduction").get_attribute("href")
+    assert "metric=pass_rate" in page.locator("nav.tabs a", has_text="Reproduction").get_attribute("href")
     label = "desktop" if size == DESKTOP else "phone"
     shoot(page, f"rough-edges/chart-pass-rate-{label}", full_page=False)
     # The address is a permalink: opening it again draws the same mode.

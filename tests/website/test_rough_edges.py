@@ -97,13 +97,13 @@ def test_an_unknown_chart_order_is_a_400_naming_it(client, benchmark):
 def test_the_chart_mode_is_read_from_the_address(client, benchmark):
     release = make_release(benchmark)
     make_run(release, agent_name="Alpha")
-    html = client.get(BOARD, {"chart": "pass_rate"}).content.decode()
+    html = client.get(BOARD, {"metric": "pass_rate"}).content.decode()
     assert 'value="pass_rate" checked' in html
     assert 'data-initial-metric="pass_rate"' in html
     assert "agents by <span data-chart-by>pass rate</span>" in html
     # Links to other views of the board keep the mode.
-    assert re.search(r'class="tabs__tab" href="\?tab=reproduction&amp;chart=pass_rate"', html)
-    assert client.get(BOARD, {"chart": "pie"}).status_code == 400
+    assert re.search(r'class="tabs__tab" href="\?tab=reproduction&amp;metric=pass_rate"', html)
+    assert client.get(BOARD, {"metric": "pie"}).status_code == 400
 
 
 def test_partial_runs_are_explained_where_they_rank_after_complete_ones(client, benchmark):
