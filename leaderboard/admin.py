@@ -51,6 +51,43 @@ MAX_UPLOAD_BYTES = 16 * 1024 * 1024
 UPLOAD_LIMITS = ZipLimits(max_members=1000, max_file_bytes=2 * 1024 * 1024, max_total_bytes=32 * 1024 * 1024)
 
 
+# Kinds of change a sync reports, longest prefix first ("release task x" before "release x").
+SYNC_CHANGE_KINDS = (
+    ("release task", "release task"),
+    ("scorecard levels", "scorecard level set"),
+    ("benchmark", "benchmark"),
+    ("evaluator", "evaluator"),
+    ("task", "task"),
+    ("release", "release"),
+)
+
+
+def sync_summary(result: Any) -> tuple[int, str]:
+    """One admin message for a sync (its level and text) instead of one per changed row.
+
+    The detail stays on the release page (its diff with the previous version). A release that
+    is not yet published is a warning, never a green success: visitors do not see it yet.
+    """
+    release = result.release
+    counts: dict[str, int] = {}
+    for change in result.changes:
+        kind = next((label for prefix, label in SYNC_CHANGE_KINDS if change.startswith(prefix)), "other")
+        counts[kind] = counts.get(kind, 0) + 1
+    what = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+    text = f"{release.benchmark.slug} {release.version}: {result.status}" + (f" ({what})." if what else ".")
+    if result.notes:
+        text += " " + " ".join(note.rstrip(".") + "." for note in result.notes)
+    if not release.published:
+        open_gates = release_gate_failures(release)
+        text += (
+            " Not yet published: visitors cannot see it until "
+            + ("each task's review gates pass and " if open_gates else "")
+            + "it is published."
+        )
+        return messages.WARNING, text
+    return (messages.INFO if result.status == "unchanged" else messages.SUCCESS), text
+
+
 class ManifestUploadForm(forms.Form):
     archive = forms.FileField(
         label="Manifest (.zip)",
@@ -226,9 +263,8 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
             except PermissionDenied as exc:
                 problems = [str(exc)]
             else:
-                level = messages.INFO if result.status == "unchanged" else messages.SUCCESS
-                for line in result.lines():
-                    self.message_user(request, line.strip(), level)
+                level, summary = sync_summary(result)
+                self.message_user(request, summary, level)
                 return HttpResponseRedirect(reverse("admin:leaderboard_release_change", args=[result.release.pk]))
         context = {
             **self.admin_site.each_context(request),

@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
@@ -60,6 +61,7 @@ def submission_status_payload(submission: Submission, *, user: Any) -> dict[str,
         "diff": view.diff if submission.verdict in ("mismatch", "rejected") else [],
         "run_url": reverse("run_detail", args=[run.pk]) if run is not None else None,
         "detail_url": reverse("submission_detail", args=[submission.pk]),
+        "uploaded_at": submission.created_at.strftime("%Y-%m-%d %H:%M UTC") if submission.created_at else None,
     }
 
 
@@ -162,6 +164,11 @@ def upload(request: HttpRequest) -> HttpResponse:
         payload["created"] = created
         payload["status_url"] = reverse("submission_status", args=[submission.pk])
         return JsonResponse(payload, status=201 if created else 200)
+    if not created:
+        messages.info(
+            request,
+            "You uploaded this exact file before: nothing new was submitted; this is the earlier submission.",
+        )
     return redirect("submission_detail", submission_id=submission.pk)
 
 

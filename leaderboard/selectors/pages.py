@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import F, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404, QueryDict
 from django.urls import reverse
 
@@ -49,6 +49,11 @@ SORTS: dict[str, tuple[tuple[str, ...], bool]] = {
     "date": (("verified_at",), True),
 }
 
+# The chart's modes (seed 000: "Top-N agents by Pass Rate, Score, or Both"). The mode picks
+# the N agents too: "pass_rate" plots the top N by pass rate, "score" and "both" the top N by
+# rank (score within coverage). It rides in the board's querystring (?metric=) so it permalinks.
+CHART_METRICS: dict[str, str] = {"both": "Both", "score": "Score", "pass_rate": "Pass rate"}
+
 
 class BoardQueryError(ValueError):
     """A leaderboard querystring value that is not one the page offers."""
@@ -63,6 +68,7 @@ class BoardQuery:
     page: int = 1
     # Search and filters (issue 13): part of the URL like everything else, so a view is shareable.
     filters: BoardFilters = field(default_factory=BoardFilters)
+    chart: str = "both"
 
     def params(self, **changes: Any) -> dict[str, str]:
         """The querystring of this view (defaults omitted), with some values changed."""
@@ -72,10 +78,11 @@ class BoardQuery:
             "dir": "desc" if self.descending else "asc",
             "complete": "1" if self.complete_only else "",
             "page": str(self.page),
+            "metric": self.chart,
         }
         values.update(self.filters.params())
         values.update({k: str(v) for k, v in changes.items()})
-        defaults = {"tab": "overall", "sort": "rank", "complete": "", "page": "1"}
+        defaults = {"tab": "overall", "sort": "rank", "complete": "", "page": "1", "metric": "both"}
         default_dir = "desc" if SORTS[values["sort"]][1] else "asc"
         return {
             k: v for k, v in values.items() if v and not (defaults.get(k) == v or (k == "dir" and v == default_dir))
@@ -104,8 +111,18 @@ def board_query_from_params(params: QueryDict) -> BoardQuery:
         filters = board_filters_from_params(params)
     except FilterError as error:
         raise BoardQueryError(str(error)) from None
+    # ?metric= is also what static/js/chart-permalink.js keeps in the address bar and links.
+    chart = params.get("metric") or "both"
+    if chart not in CHART_METRICS:
+        raise BoardQueryError(f"metric={chart[:24]!r} is not a chart mode: expected one of {', '.join(CHART_METRICS)}")
     return BoardQuery(
-        tab=tab, sort=sort, descending=direction == "desc", complete_only=complete == "1", page=page, filters=filters
+        tab=tab,
+        sort=sort,
+        descending=direction == "desc",
+        complete_only=complete == "1",
+        page=page,
+        filters=filters,
+        chart=chart,
     )
 
 
@@ -149,25 +166,46 @@ def release_pointer(*, benchmark_slug: str, version: str) -> tuple[int, int] | N
     return pointer if pointer[0] else None
 
 
+def _newest_first(releases: QuerySet[Release]) -> QuerySet[Release]:
+    return releases.order_by(F("published_at").desc(nulls_last=True), "-id")
+
+
 def release_current(*, benchmark_slug: str, staff: bool = False) -> Release:
-    """The newest visible release of a benchmark, or 404."""
-    release = (
-        _visible_releases(staff=staff)
-        .filter(benchmark__slug=benchmark_slug)
-        .order_by(F("published_at").desc(nulls_last=True), "-id")
-        .first()
+    """The release a benchmark's address shows: the newest visible release with a ranked run,
+    else (no release has one yet) the newest visible release; 404 when there is none.
+
+    Publishing a new release must not empty the default board: until the new release has a
+    verified public run, visitors keep landing on the standing board, which announces the
+    newer release (release_newer_unranked). One query.
+    """
+    releases = _newest_first(_visible_releases(staff=staff).filter(benchmark__slug=benchmark_slug)).annotate(
+        ranked=Exists(Standing.objects.filter(release=OuterRef("pk"), tab=Standing.Tab.OVERALL))
     )
+    release = releases.order_by(F("ranked").desc(), F("published_at").desc(nulls_last=True), "-id").first()
     if release is None:
         raise Http404("This benchmark has no published release yet")
     return release
 
 
+def release_newer_unranked(*, release: Release, releases: list[Release]) -> list[Release]:
+    """The visible releases newer than ``release`` (from the version switcher's list, newest
+    first, so no query): the board announces them while ``release`` stays the default."""
+    newer: list[Release] = []
+    for other in releases:
+        if other.pk == release.pk:
+            break
+        if other.published:  # staff also list drafts: those are not announced to anyone
+            newer.append(other)
+    return newer if any(r.pk == release.pk for r in releases) else []
+
+
 def release_siblings(*, release: Release, staff: bool = False) -> list[Release]:
-    """Every visible release of the same benchmark, newest first (for the version switcher)."""
+    """Every visible release of the same benchmark, newest first (for the version switcher),
+    each with ``ranked``: whether it has a ranked run (what release_current decides by)."""
     return list(
-        _visible_releases(staff=staff)
-        .filter(benchmark_id=release.benchmark_id)
-        .order_by(F("published_at").desc(nulls_last=True), "-id")
+        _newest_first(_visible_releases(staff=staff).filter(benchmark_id=release.benchmark_id)).annotate(
+            ranked=Exists(Standing.objects.filter(release=OuterRef("pk"), tab=Standing.Tab.OVERALL))
+        )
     )
 
 
@@ -195,6 +233,8 @@ class BoardPage:
     page: int
     pages: int
     page_size: int = BOARD_PAGE_SIZE
+    # When the newest run on this view entered the board (the board's "last updated").
+    updated_at: Any = None
 
     @property
     def first_index(self) -> int:
@@ -212,9 +252,10 @@ def _intervals_overlap(upper: Standing, lower: Standing) -> bool:
 
 
 def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
-    """One page of a leaderboard view: two queries (count, rows) whatever the size of the board."""
+    """One page of a leaderboard view: two queries (count and newest, rows) whatever the size of the board."""
     rows = _board_rows(release, query)
-    total = rows.count()
+    summary = rows.order_by().aggregate(total=Count("id"), updated_at=Max("verified_at"))
+    total = summary["total"]
     pages = max(1, -(-total // BOARD_PAGE_SIZE))
     page = min(query.page, pages)
     start = (page - 1) * BOARD_PAGE_SIZE
@@ -227,7 +268,7 @@ def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
             BoardRow(standing=standing, overlaps_above=previous is not None and _intervals_overlap(previous, standing))
         )
         previous = standing
-    return BoardPage(rows=out, total=total, page=page, pages=pages)
+    return BoardPage(rows=out, total=total, page=page, pages=pages, updated_at=summary["updated_at"])
 
 
 def board_rows_all(*, release: Release, query: BoardQuery) -> QuerySet[Standing]:
@@ -235,14 +276,51 @@ def board_rows_all(*, release: Release, query: BoardQuery) -> QuerySet[Standing]
     return _board_rows(release, query)
 
 
-def chart_top(*, release: Release, tab: str, n: int, filters: BoardFilters | None = None) -> list[Standing]:
-    """The top-N rows of a tab by rank (the chart plots these), within the board's filters."""
+def chart_top(
+    *, release: Release, tab: str, n: int, by: str = "score", filters: BoardFilters | None = None
+) -> list[Standing]:
+    """The top-N rows of a tab that the chart plots, within the board's filters: by rank
+    (``by="score"``: complete runs first, then score), or by pass rate (``by="pass_rate"``,
+    highest first, ties by rank)."""
     rows = Standing.objects.filter(release=release, tab=tab)
+    if filters is not None:
+        rows = filters.apply(rows)
+    if by == "pass_rate":
+        rows = rows.order_by(F("pass_rate").desc(nulls_last=True), "rank", "id")
+    else:
+        rows = rows.order_by("rank", "id")
     return list(
-        (filters.apply(rows) if filters is not None else rows)
-        .order_by("rank", "id")
-        .only("agent_name", "version", "agent_slug", "rank", "score", "pass_rate", "ci_low", "ci_high", "run_id")[:n]
+        rows.only(
+            "agent_name",
+            "version",
+            "agent_slug",
+            "rank",
+            "score",
+            "pass_rate",
+            "ci_low",
+            "ci_high",
+            "run_id",
+            "covered",
+            "required",
+            "complete",
+        )[:n]
     )
+
+
+def tab_coverage(*, release: Release, tab: str, run_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """{run id: (covered, required)} counted over the tab's genre: a run covering all 11 tasks
+    covers 6/6 on a 6-task Reproduction tab (Standing.covered is over every task). Empty on the
+    Overall tab (Standing's own figures are right there); otherwise two queries."""
+    if tab == Standing.Tab.OVERALL or not run_ids:
+        return {}
+    required = ReleaseTask.objects.filter(release=release, genre=tab).count()
+    covered = dict(
+        TaskResult.objects.filter(run_id__in=run_ids, release_task__genre=tab)
+        .values("run_id")
+        .annotate(n=Count("id"))
+        .values_list("run_id", "n")
+    )
+    return {run_id: (covered.get(run_id, 0), required) for run_id in run_ids}
 
 
 # --- home ---------------------------------------------------------------------------------------
@@ -263,6 +341,8 @@ class HomeEntry:
     release: Release | None
     leader: HomeLeader | None
     runs: int
+    # Visible releases newer than ``release`` that have no ranked run yet (announced, not shown).
+    newer: list[Release] = field(default_factory=list)
 
 
 def home_entries(*, staff: bool = False) -> list[HomeEntry]:
@@ -279,12 +359,18 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
         Benchmark.objects.order_by("name").prefetch_related(
             Prefetch(
                 "releases",
-                queryset=_visible_releases(staff=staff).order_by(F("published_at").desc(nulls_last=True), "-id"),
+                queryset=_newest_first(_visible_releases(staff=staff)).annotate(
+                    ranked=Exists(Standing.objects.filter(release=OuterRef("pk"), tab=Standing.Tab.OVERALL))
+                ),
                 to_attr="visible_releases",
             )
         )
     )
-    current = {b.id: (b.visible_releases[0] if b.visible_releases else None) for b in benchmarks}
+    # The same rule as release_current: the newest release with a ranked run, else the newest.
+    current = {
+        b.id: next((r for r in b.visible_releases if r.ranked), b.visible_releases[0] if b.visible_releases else None)
+        for b in benchmarks
+    }
     release_ids = [r.id for r in current.values() if r is not None]
 
     leaders: dict[int, HomeLeader] = {}
@@ -350,7 +436,8 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
         else:
             leader = leaders.get(release.id) if release else None
             runs = counts.get(release.id, 0) if release else 0
-        entries.append(HomeEntry(benchmark=b, release=release, leader=leader, runs=runs))
+        newer = release_newer_unranked(release=release, releases=b.visible_releases) if release else []
+        entries.append(HomeEntry(benchmark=b, release=release, leader=leader, runs=runs, newer=newer))
     return entries
 
 
@@ -511,7 +598,11 @@ def agent_best_standing(*, release: Release, agent_slug: str) -> Standing | None
 
 def submissions_of(*, user: Any) -> QuerySet[Submission]:
     """A submitter's own submissions, private and failed ones included."""
-    return Submission.objects.filter(submitter=user).select_related("release__benchmark", "run").order_by("-created_at")
+    return (
+        Submission.objects.filter(submitter=user)
+        .select_related("release__benchmark", "declared_benchmark", "run")
+        .order_by("-created_at")
+    )
 
 
 def submission_get_own(*, submission_id: Any, user: Any) -> Submission:

@@ -104,25 +104,36 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
         filters = board_filters_from_params(request.GET)  # issue 13: the board's search filters
     except FilterError as error:
         return _json_error(str(error))
+    by = request.GET.get("by") or "score"
+    if by not in ("score", "pass_rate"):
+        return _json_error(f"by={by[:24]!r}: expected 'score' (top N by rank) or 'pass_rate' (top N by pass rate)")
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
     filtered = "&".join(f"{k}={v}" for k, v in sorted(filters.params().items()))
     digest = hashlib.sha256(filtered.encode()).hexdigest()[:24] if filtered else "all"
-    key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}:{digest}"
+    key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}:{by}:{digest}"
     body = cache.get(key)
     if body is None:
-        rows = selectors.chart_top(release=release, tab=tab, n=n, filters=filters)
+        rows = selectors.chart_top(release=release, tab=tab, n=n, by=by, filters=filters)
+        coverage = selectors.tab_coverage(release=release, tab=tab, run_ids=[row.run_id for row in rows])
         body = json.dumps(
             {
                 "tab": tab,
                 "tab_label": TABS[tab],
                 "n": n,
+                "by": by,
                 "generation": release.generation,
                 "rows": [
                     {
                         "rank": row.rank,
                         "label": f"{row.agent_name} {row.version}",
                         "score": row.score,
+                        "ci_low": row.ci_low,
+                        "ci_high": row.ci_high,
                         "pass_rate": row.pass_rate,
+                        # Coverage over the tab's tasks; "complete" is the run's (it decides the rank).
+                        "covered": coverage.get(row.run_id, (row.covered, row.required))[0],
+                        "required": coverage.get(row.run_id, (row.covered, row.required))[1],
+                        "complete": row.complete,
                         "run_id": row.run_id,
                     }
                     for row in rows

@@ -62,6 +62,8 @@ class BoardCells:
     declared: SafeString
     verified_iso: str
     verified_day: str
+    # (covered, required) over the tab's genre; None on Overall (the Standing's own figures).
+    tab_coverage: tuple[int, int] | None = None
 
     def html(self, run_url_prefix: str) -> SafeString:
         """The row's <tr>; every value passes through format_html's escaping."""
@@ -74,29 +76,56 @@ class BoardCells:
             if self.overlaps_above
             else ""
         )
-        partial = mark_safe('<span class="tag tag--warn">not comparable to a full run</span>') if not s.complete else ""
+        # Partial runs rank after every complete run (seed 000: not comparable to a full run);
+        # the mark and the tag say so where the order would otherwise surprise.
+        partial_mark = (
+            mark_safe(
+                ' <abbr class="partial-mark" title="Partial coverage: ranked after every complete run">\u25d0</abbr>'
+            )
+            if not s.complete
+            else ""
+        )
+        covered, required = self.tab_coverage or (s.covered, s.required)
+        if s.complete:
+            partial = ""
+        elif self.tab_coverage is not None:
+            partial = format_html(
+                '<span class="tag tag--warn">partial run ({}/{} tasks overall): not comparable to a full run, '
+                "ranked after complete runs</span>",
+                s.covered,
+                s.required,
+            )
+        else:
+            partial = mark_safe(
+                '<span class="tag tag--warn">not comparable to a full run: ranked after complete runs</span>'
+            )
         return format_html(
-            '<tr{}><td class="num rank">{}{}</td>'
-            '<th scope="row" class="agent"><a href="{}{}/">{}</a> <span class="version-chip">{}</span>{}</th>'
+            '<tr{}><td class="num rank">{}{}{}</td>'
+            '<th scope="row" class="agent"><a href="{}{}/">{}</a> <span class="version-chip">{}</span>{}'
+            ' <span class="badge badge--{} phone-only">{}</span></th>'
             '<td class="num score"><strong>{}</strong>{}</td>'
             '<td class="num">{}</td>'
             '<td class="num coverage">{}/{}{}</td>'
-            '<td class="num">{}</td><td class="num">{}</td><td class="num cost">{}</td><td>{}</td>'
-            '<td><span class="badge badge--{}">{}</span></td>'
-            '<td class="date"><time datetime="{}">{}</time></td></tr>\n',
+            '<td class="num col-runtime">{}</td><td class="num col-tokens">{}</td>'
+            '<td class="num cost col-cost">{}</td><td class="col-effort">{}</td>'
+            '<td class="col-verification"><span class="badge badge--{}">{}</span></td>'
+            '<td class="date col-date"><time datetime="{}">{}</time></td></tr>\n',
             mark_safe(' class="row--partial"') if not s.complete else "",
             s.rank,
             tie,
+            partial_mark,
             run_url_prefix,
             s.run_id,
             s.agent_name,
             s.version,
             self.declared,
+            s.verification,
+            s.verification,
             self.score,
             format_html('<span class="ci">{}</span>', self.ci) if self.ci else "",
             self.pass_rate,
-            s.covered,
-            s.required,
+            covered,
+            required,
             partial,
             self.runtime,
             self.tokens,
@@ -109,7 +138,7 @@ class BoardCells:
         )
 
     @classmethod
-    def of(cls, row: BoardRow) -> BoardCells:
+    def of(cls, row: BoardRow, tab_coverage: dict[int, tuple[int, int]] | None = None) -> BoardCells:
         s = row.standing
         has_ci = s.ci_low is not None and s.ci_high is not None
         return cls(
@@ -124,6 +153,7 @@ class BoardCells:
             declared=declared_line(s),
             verified_iso=s.verified_at.isoformat() if s.verified_at else "",
             verified_day=s.verified_at.strftime("%Y-%m-%d") if s.verified_at else "",
+            tab_coverage=(tab_coverage or {}).get(s.run_id),
         )
 
 
@@ -199,8 +229,14 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
     page = selectors.board_page(release=release, query=query)
     run_url_prefix = reverse("run_detail", args=[0])[:-2]  # "/runs/": one reverse() per page, not per row
     chart_n = selectors.CHART_DEFAULT_N
-    chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n, filters=query.filters)
+    chart_by = "pass_rate" if query.chart == "pass_rate" else "score"
+    chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n, by=chart_by, filters=query.filters)
     baselines = board_baselines(release=release, tab=query.tab, filters=query.filters)
+    coverage = selectors.tab_coverage(
+        release=release, tab=query.tab, run_ids=[row.standing.run_id for row in page.rows]
+    )
+    releases = selectors.release_siblings(release=release, staff=staff)
+    newer = selectors.release_newer_unranked(release=release, releases=releases)
     columns = [
         {
             "key": key,
@@ -222,26 +258,35 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
         {"key": key, "label": label, "active": key == query.tab, "params": query.params(tab=key, page=1)}
         for key, label in TABS.items()
     ]
+    chart_modes = [
+        {"key": key, "label": label, "checked": key == query.chart} for key, label in selectors.CHART_METRICS.items()
+    ]
     response = render(
         request,
         "leaderboard/board.html",
         {
             "release": release,
             "benchmark": release.benchmark,
-            "releases": selectors.release_siblings(release=release, staff=staff),
+            "releases": releases,
+            # Newer releases: announced, with whether any has a ranked run yet (then it is the default).
+            "newer_releases": newer,
+            "newer_ranked": any(getattr(other, "ranked", False) for other in newer),
             "query": query,
             "tab_label": TABS[query.tab],
             "tabs": tabs,
             "columns": columns,
             "page": page,
             "rows_html": mark_safe(  # noqa: S308 - each row is built with format_html
-                "".join(BoardCells.of(row).html(run_url_prefix) for row in page.rows)
+                "".join(BoardCells.of(row, coverage).html(run_url_prefix) for row in page.rows)
             ),
             "complete_params": query.params(complete="" if query.complete_only else "1", page=1),
             "prev_params": query.params(page=page.page - 1) if page.page > 1 else None,
             "next_params": query.params(page=page.page + 1) if page.page < page.pages else None,
             "export_params": {k: v for k, v in query.params().items() if k != "page"},
             "chart_rows": chart_rows,
+            "chart_by": chart_by,
+            "chart_modes": chart_modes,
+            "has_partial": any(not row.standing.complete for row in page.rows),
             "chart_n": chart_n,
             "chart_n_choices": (5, 10, 20, 50),
             "baselines": baselines,

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from leaderboard.selectors import schemes as selectors
+from leaderboard.selectors.board_signals import qualifying_signals, race_signals, scorecard_updated_at
 
 STATUS_NOTES = {
     "scheduled": "Scheduled: the race has not started.",
@@ -33,10 +34,11 @@ def scorecard_benchmark(request: HttpRequest, benchmark: str) -> HttpResponse:
 @require_GET
 def scorecard_board(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     release = selectors.scorecard_release_get(benchmark_slug=benchmark, version=version)
+    rows = selectors.scorecard_board(release=release)
     return render(
         request,
         "scorecards/board.html",
-        {"release": release, "benchmark": release.benchmark, "rows": selectors.scorecard_board(release=release)},
+        {"release": release, "benchmark": release.benchmark, "rows": rows, "updated_at": scorecard_updated_at(rows)},
     )
 
 
@@ -115,6 +117,7 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
             "staff_view": bool(request.user.is_staff),
         }
     )
+    context["signals"] = race_signals(race=anchor)
     return render(request, "races/overall.html", context)
 
 
@@ -133,6 +136,7 @@ def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpR
             "status_note": STATUS_NOTES[race.status],
         }
     )
+    context["signals"] = race_signals(race=race)
     return render(request, "races/leaderboard_race.html", context)
 
 
@@ -158,6 +162,7 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
             "released": race.status == race.Status.RELEASED,
         }
     )
+    context["signals"] = race_signals(race=race)
     return render(request, "races/race.html", context)
 
 
@@ -168,6 +173,7 @@ def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
     context.update(
         {"release": release, "rows": selectors.qualifying_board(release=release) if release is not None else []}
     )
+    context["signals"] = qualifying_signals(release=release)
     return render(request, "races/qualifying.html", context)
 
 

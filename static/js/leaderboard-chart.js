@@ -1,9 +1,14 @@
 // Top-N chart of a leaderboard tab, drawn with the vendored Chart.js.
-// The canvas carries data-url (the chart-data endpoint for the current tab); the
-// metric toggle (Both / Score / Pass rate) redraws without a request, the N
-// selector fetches again. Readable without colour: score bars are solid, pass
-// rate bars hatched, and every bar carries its value as a direct label. The same
-// numbers are in the <details> table, which this script keeps in sync.
+// The canvas carries data-url (the chart-data endpoint for the current tab) and
+// data-initial-metric. The metric toggle picks the agents too (seed 000: "Top-N
+// agents by Pass Rate, Score, or Both"): Pass rate fetches the top N by pass rate,
+// Score and Both the top N by rank. "Both" draws two side-by-side panels, each with
+// its own scale, never two unrelated scales over one set of bars. The mode is kept
+// in the address (?metric=) by chart-permalink.js; the server reads it for the first render. Readable without colour: score
+// bars are solid, pass rate bars hatched, every bar carries its value as a direct
+// label, and a dashed line marks 1.00 ("matched the paper"). The tooltip gives the
+// interval and the coverage. The same numbers are in the <details> table, which
+// this script keeps in sync.
 (function () {
   "use strict";
   var canvas = document.getElementById("board-chart");
@@ -11,7 +16,8 @@
 
   var INK = "#1f2328", MUTED = "#57606a", GRID = "#d0d7de";
   var SCORE_COLOUR = "#0b5cad", PASS_COLOUR = "#b35900";
-  var chart = null, rows = [], metric = "both";
+  var chart = null, rows = [], metric = canvas.dataset.initialMetric || "both", by = null;
+  function byFor(m) { return m === "pass_rate" ? "pass_rate" : "score"; }
 
   function hatch(colour) {
     var tile = document.createElement("canvas");
@@ -38,11 +44,18 @@
       c.data.datasets.forEach(function (ds, i) {
         var meta = c.getDatasetMeta(i);
         if (meta.hidden) return;
+        var axis = c.scales[ds.xAxisID];
         meta.data.forEach(function (bar, j) {
           var raw = ds.data[j];
           if (raw === null || raw === undefined) return;
           var text = ds.podiumKind === "score" ? fmtScore(raw) : fmtPass(raw / 100);
-          ctx.fillText(text, bar.x + 4, bar.y);
+          var width = ctx.measureText(text).width;
+          // A score label that would run into the pass-rate panel goes inside its (solid) bar.
+          if (metric === "both" && ds.podiumKind === "score" && bar.x + 4 + width > axis.right && bar.x - width - 4 > axis.left) {
+            ctx.fillStyle = "#fff"; ctx.fillText(text, bar.x - width - 4, bar.y); ctx.fillStyle = INK;
+          } else {
+            ctx.fillText(text, bar.x + 4, bar.y);
+          }
         });
       });
       ctx.restore();
@@ -55,61 +68,109 @@
       out.push({
         label: "Score (ratio to paper)", podiumKind: "score", xAxisID: "xScore",
         data: rows.map(function (r) { return r.score; }),
-        backgroundColor: SCORE_COLOUR, borderColor: SCORE_COLOUR, borderWidth: 1
+        backgroundColor: SCORE_COLOUR, borderColor: SCORE_COLOUR, borderWidth: 1, grouped: false
       });
     }
     if (metric !== "score") {
       out.push({
         label: "Pass rate (%)", podiumKind: "pass", xAxisID: "xPass",
         data: rows.map(function (r) { return r.pass_rate === null ? null : r.pass_rate * 100; }),
-        backgroundColor: hatch(PASS_COLOUR), borderColor: PASS_COLOUR, borderWidth: 1.5
+        backgroundColor: hatch(PASS_COLOUR), borderColor: PASS_COLOUR, borderWidth: 1.5, grouped: false
       });
     }
     return out;
   }
 
+  // "Both": the two value axes sit side by side in one stack (Chart.js lays stacked
+  // horizontal axes out left to right), so each metric gets its own panel and scale.
   function scales() {
-    var maxScore = Math.max(1.5, Math.max.apply(null, rows.map(function (r) { return r.score || 0; })) * 1.15);
+    var maxScore = Math.max(1.5, Math.max.apply(null, rows.map(function (r) { return r.ci_high || r.score || 0; })) * 1.15);
+    var both = metric === "both";
     return {
-      y: { ticks: { color: INK, autoSkip: false }, grid: { display: false } },
+      y: {
+        // On a phone long names are shortened (the full name is in the tooltip and the table).
+        ticks: {
+          color: INK, autoSkip: false,
+          callback: function (v) { var l = String(this.getLabelForValue(v)); return narrow() && l.length > 16 ? l.slice(0, 15) + "\u2026" : l; }
+        },
+        grid: { display: false }
+      },
       xScore: {
         display: metric !== "pass_rate", position: "bottom", min: 0, max: Math.ceil(maxScore * 10) / 10,
-        title: { display: true, text: "Score (1.00 = matched the paper)", color: MUTED },
-        ticks: { color: MUTED, callback: function (v) { return Number(v).toFixed(1); } }, grid: { color: GRID }
+        stack: both ? "panels" : undefined, stackWeight: 1,
+        title: { display: true, text: narrow() && both ? "Score" : "Score (1.00 = matched the paper)", color: INK },
+        // In "Both" the score panel's last tick would touch the pass-rate panel's "0%": left unlabelled.
+        ticks: { color: MUTED, callback: function (v) { return both && v >= this.max ? "" : Number(v).toFixed(1); } },
+        grid: { color: GRID }
       },
       xPass: {
-        display: metric !== "score", position: metric === "pass_rate" ? "bottom" : "top", min: 0, max: 115,
-        title: { display: true, text: "Pass rate (%)", color: MUTED },
-        ticks: { color: MUTED, callback: function (v) { return v <= 100 ? v + "%" : ""; } },
-        grid: { display: metric === "pass_rate", color: GRID }
+        display: metric !== "score", position: "bottom", min: 0, max: 115,
+        stack: both ? "panels" : undefined, stackWeight: 1,
+        title: { display: true, text: "Pass rate (%)", color: INK },
+        ticks: { color: MUTED, callback: function (v) { return v <= 100 ? v + "%" : ""; } }, grid: { color: GRID }
       }
     };
   }
 
+  // The paper's result: a dashed vertical line at score 1.00 with its meaning written on it.
+  var paperLine = {
+    id: "podiumPaperLine",
+    afterDatasetsDraw: function (c) {
+      var axis = c.scales.xScore;
+      if (!axis || metric === "pass_rate") return;
+      var x = axis.getPixelForValue(1), area = c.chartArea, ctx = c.ctx;
+      ctx.save();
+      ctx.strokeStyle = INK; ctx.lineWidth = 1.5; ctx.setLineDash([5, 4]);
+      ctx.beginPath(); ctx.moveTo(x, area.top - 4); ctx.lineTo(x, area.bottom); ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = INK; ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "center"; ctx.textBaseline = "bottom";
+      ctx.fillText("1.00 matched the paper", x, area.top - 5);
+      ctx.restore();
+    },
+    afterLayout: function (c) {
+      // For tests and for people debugging the layout: where each panel sits.
+      ["xScore", "xPass"].forEach(function (id) {
+        var a = c.scales[id];
+        canvas.dataset[id + "Panel"] = a && a.options.display ? Math.round(a.left) + "," + Math.round(a.right) : "";
+      });
+    }
+  };
+
+  function narrow() { return canvas.parentElement.clientWidth < 560; }
+
+  function fmtCI(r) {
+    return r.ci_low === null || r.ci_low === undefined ? "no interval" : "95% CI " + fmtScore(r.ci_low) + "\u2013" + fmtScore(r.ci_high);
+  }
+
   function draw() {
     var box = canvas.parentElement;
-    var perRow = metric === "both" ? 34 : 24;
-    box.style.height = Math.max(220, rows.length * perRow + 150) + "px";
+    box.style.height = Math.max(170, rows.length * 18 + 90) + "px";
     var config = {
       type: "bar",
       data: { labels: rows.map(function (r) { return r.rank + ". " + r.label; }), datasets: datasets() },
       options: {
         indexAxis: "y", responsive: true, maintainAspectRatio: false, animation: false,
-        layout: { padding: { right: 48 } },
+        layout: { padding: { right: 48, top: 16 } },
         plugins: {
-          legend: { position: "bottom", labels: { color: INK, boxWidth: 18 } },
+          legend: { display: false },
           tooltip: {
             callbacks: {
               label: function (item) {
-                var ds = item.dataset;
-                return ds.label + ": " + (ds.podiumKind === "score" ? fmtScore(item.raw) : fmtPass(item.raw / 100));
+                var ds = item.dataset, r = rows[item.dataIndex];
+                if (ds.podiumKind === "score") return "Score " + fmtScore(item.raw) + " (" + fmtCI(r) + ")";
+                return "Pass rate " + fmtPass(item.raw / 100);
+              },
+              afterLabel: function (item) {
+                var r = rows[item.dataIndex];
+                var text = "Coverage " + r.covered + "/" + r.required + " tasks";
+                return r.complete ? text : text + " (partial run: ranked after complete runs)";
               }
             }
           }
         },
         scales: scales()
       },
-      plugins: [valueLabels]
+      plugins: [valueLabels, paperLine]
     };
     if (chart) chart.destroy();
     chart = new window.Chart(canvas, config);
@@ -124,21 +185,29 @@
       var rank = document.createElement("td"); rank.className = "num"; rank.textContent = r.rank;
       var name = document.createElement("th"); name.scope = "row"; name.textContent = r.label;
       var score = document.createElement("td"); score.className = "num"; score.textContent = fmtScore(r.score);
+      var ci = document.createElement("td"); ci.className = "num";
+      ci.textContent = r.ci_low === null || r.ci_low === undefined ? "\u2014" : fmtScore(r.ci_low) + "\u2013" + fmtScore(r.ci_high);
       var pass = document.createElement("td"); pass.className = "num"; pass.textContent = fmtPass(r.pass_rate);
-      tr.append(rank, name, score, pass);
+      var cov = document.createElement("td"); cov.className = "num"; cov.textContent = r.covered + "/" + r.required;
+      tr.append(rank, name, score, ci, pass, cov);
       body.appendChild(tr);
     });
     document.querySelectorAll("[data-chart-n]").forEach(function (el) { el.textContent = String(rows.length); });
+    document.querySelectorAll("[data-chart-by]").forEach(function (el) { el.textContent = by === "pass_rate" ? "pass rate" : "score"; });
   }
 
   function load(n) {
     var url = new URL(canvas.dataset.url, window.location.href);
     url.searchParams.set("n", String(n));
+    var wanted = byFor(metric);
+    url.searchParams.set("by", wanted);
     fetch(url.toString(), { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
       .then(function (data) {
         rows = data.rows;
+        by = wanted;
         canvas.dataset.loadedN = String(n);
+        canvas.dataset.by = by;
         draw();
         syncTable();
         canvas.dataset.metric = metric;
@@ -150,15 +219,16 @@
       });
   }
 
+  var select = document.getElementById("chart-n");
   document.querySelectorAll("input[name=chart-metric]").forEach(function (input) {
     input.addEventListener("change", function () {
       if (!input.checked) return;
       metric = input.value;
+      if (byFor(metric) !== by) { load(select ? select.value : 10); return; }
       draw();
       canvas.dataset.metric = metric;
     });
   });
-  var select = document.getElementById("chart-n");
   if (select) select.addEventListener("change", function () { load(select.value); });
   load(select ? select.value : 10);
 })();

@@ -13,8 +13,11 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
+  // Six significant digits, like the server's `plain` filter: 0.48835533749999993 is 0.488355.
+  // (The comparison tolerance is 1e-6, so a real mismatch still shows as two different values.)
   function plain(v) {
     if (v === null || v === undefined) return "null";
+    if (typeof v === "number" && isFinite(v) && !Number.isInteger(v)) return String(parseFloat(v.toPrecision(6)));
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
@@ -34,10 +37,15 @@
     var order = ["received", "verifying", "done"];
     var current = data.status === "error" ? "verifying" : data.status;
     var reached = order.indexOf(current);
+    // Steps are coloured by outcome: a refused bundle's verdict step is red, never a green tick.
+    var refused = data.verdict === "mismatch" || data.verdict === "rejected" || data.status === "error";
     panel.querySelectorAll("[data-step]").forEach(function (li) {
       var i = order.indexOf(li.dataset.step);
-      li.classList.toggle("is-done", i < reached || (i === reached && data.done));
-      li.classList.toggle("is-current", i === reached && !data.done);
+      var finished = i < reached || (i === reached && data.done);
+      var failed = refused && i === reached;
+      li.classList.toggle("is-failed", failed);
+      li.classList.toggle("is-done", finished && !failed);
+      li.classList.toggle("is-current", i === reached && !data.done && !failed);
       if (i === reached) li.setAttribute("aria-current", "step"); else li.removeAttribute("aria-current");
     });
     panel.dataset.status = data.status;
@@ -67,6 +75,15 @@
     if (runLink) {
       runLink.hidden = !data.run_url;
       if (data.run_url) panel.querySelector("[data-field=run-href]").href = data.run_url;
+    }
+    // The same bytes uploaded again: say plainly that this is the earlier submission.
+    var duplicate = panel.querySelector("[data-field=duplicate]");
+    if (duplicate) {
+      duplicate.hidden = data.created !== false;
+      if (data.created === false) {
+        duplicate.textContent = "You uploaded this exact file before" + (data.uploaded_at ? " (" + data.uploaded_at + ")" : "") +
+          ": nothing new was submitted, and the status below is that earlier submission's.";
+      }
     }
     var detail = panel.querySelector("[data-field=detail-href]");
     if (detail && data.detail_url) detail.href = data.detail_url;

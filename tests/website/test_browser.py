@@ -75,9 +75,13 @@ def test_the_board_is_readable_at_phone_width(live_server: Any, browser: Any, be
     page = context.new_page()
     page.goto(f"{live_server.url}/benchmarks/ale-robotics/v0.5/")
     page.wait_for_selector("#board-chart[data-metric=both]")
-    # The page itself never scrolls sideways; only the table region does.
+    # The page never scrolls sideways, and on a phone the board keeps the columns that fit
+    # (runtime, tokens, effort and date stay in the exports): its verification badge is on screen.
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
-    assert page.evaluate("document.querySelector('.table-scroll').scrollWidth") > 360
+    assert page.evaluate("document.querySelector('.table-scroll').scrollWidth") <= 360
+    assert not page.locator("table.board td.col-runtime").first.is_visible()
+    badge = page.locator("table.board tbody tr").first.locator(".badge.phone-only")
+    assert badge.is_visible() and badge.bounding_box()["x"] + badge.bounding_box()["width"] <= 360
     shoot(page, "board-phone")
     context.close()
 
@@ -238,7 +242,17 @@ def test_a_mismatching_bundle_shows_its_error_and_diff_live(
     page.wait_for_selector(".status-panel[data-verdict=mismatch]", timeout=60_000)
     assert page.locator(".status-panel [data-field=error]").is_visible()
     assert page.locator(".status-panel tr.row--diff").count() >= 1
+    # Steps coloured by outcome: the verdict step of a mismatch is red, not a green tick.
+    assert "is-failed" in page.locator(".status-panel [data-step=done]").get_attribute("class")
+    assert "is-done" not in page.locator(".status-panel [data-step=done]").get_attribute("class")
     shoot(page, "upload-mismatch")
+    # The same file again: the page says it is the earlier submission, not a new one.
+    page.goto(f"{live_server.url}/submit/")
+    page.set_input_files("#id_bundle", str(sealed))
+    page.get_by_role("button", name="Upload and verify").click()
+    page.wait_for_selector(".status-panel [data-field=duplicate]:not([hidden])")
+    assert "You uploaded this exact file before" in page.locator("[data-field=duplicate]").inner_text()
+    shoot(page, "upload-duplicate")
 
 
 def test_the_demo_site_in_a_browser(live_server: Any, page: Any, demo_site: dict[str, Any]) -> None:

@@ -52,8 +52,8 @@ def test_the_board_labels_runtime_and_tokens_harness_recorded_and_effort_submitt
 
 def test_an_incomplete_run_is_marked_not_comparable_to_a_full_run(client, board):
     html = client.get(BOARD).content.decode()
-    assert '2/4<span class="tag tag--warn">not comparable to a full run</span>' in html
-    assert html.count("not comparable to a full run</span>") == 1
+    assert '2/4<span class="tag tag--warn">not comparable to a full run: ranked after complete runs</span>' in html
+    assert html.count("ranked after complete runs</span>") == 1
 
 
 def test_a_row_whose_interval_overlaps_the_row_above_is_flagged(client, board):

@@ -19,10 +19,18 @@ PAGES = [
     # siblings, chart rows, reference baselines
     ("board", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]), 7),
     ("board-sorted", lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?sort=tokens&page=2", 7),
+    # a genre tab adds its coverage over the tab's tasks: the tab's task count, the rows' results
+    (
+        "board-reproduction",
+        lambda run: reverse("release_board", args=["ale-robotics", "v0.5"]) + "?tab=reproduction",
+        9,
+    ),
     ("board-csv", lambda run: reverse("board_csv", args=["ale-robotics", "v0.5"]), 2),
     # release, rows, reference baselines
     ("board-json", lambda run: reverse("board_json", args=["ale-robotics", "v0.5"]), 3),
     ("chart", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50", 2),
+    ("chart-by-pass-rate", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50&by=pass_rate", 2),
+    ("chart-open", lambda run: reverse("chart_data", args=["ale-robotics", "v0.5"]) + "?n=50&tab=open", 4),
     # release, its tasks, the previous release (none here, so its tasks are not read)
     ("release", lambda run: reverse("release_detail", args=["ale-robotics", "v0.5"]), 3),
     # release, release task, the ranking of agents on the task (leaderboard.selectors.task_ranking)

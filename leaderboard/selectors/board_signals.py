@@ -1,0 +1,87 @@
+"""What a scheme board says about where its numbers come from (issue 13: scorecard and race
+boards showed no verification signal although validator runs are signed).
+
+Kept apart from leaderboard.selectors.schemes so the scheme pages only gain a context entry.
+Each function is one query, whatever the number of runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Max
+
+
+@dataclass
+class ValidatorSigner:
+    """One validator behind a race's results: its name, the key ids it signed with, its runs."""
+
+    name: str
+    key_ids: list[str] = field(default_factory=list)
+    signed_runs: int = 0
+    unsigned_runs: int = 0
+
+
+@dataclass
+class RaceSignals:
+    validators: list[ValidatorSigner]
+    signed_runs: int
+    unsigned_runs: int
+    updated_at: dt.datetime | None  # the newest validator run reported for the race
+
+    @property
+    def all_signed(self) -> bool:
+        return self.unsigned_runs == 0 and self.signed_runs > 0
+
+
+def race_signals(*, race: Any) -> RaceSignals | None:
+    """Who signed the validator runs of ``race`` (None without a race). Names and key ids only:
+    nothing of a run's outcome, so an embargoed race shows no more than its run list does."""
+    if race is None:
+        return None
+    from submissions.models import RaceRun
+
+    return _signals(RaceRun.objects.filter(race=race))
+
+
+def qualifying_signals(*, release: Any) -> RaceSignals | None:
+    """The same for the qualifying runs of a race benchmark's release (runs outside any race)."""
+    if release is None:
+        return None
+    from submissions.models import RaceRun
+
+    return _signals(RaceRun.objects.filter(release=release, race__isnull=True))
+
+
+def _signals(runs: Any) -> RaceSignals:
+    rows = (
+        runs.values("validator__name", "signing_key__key_id")
+        .annotate(runs=Count("id"), newest=Max("created_at"))
+        .order_by("validator__name", "signing_key__key_id")
+    )
+    by_name: dict[str, ValidatorSigner] = {}
+    newest: dt.datetime | None = None
+    for row in rows:
+        signer = by_name.setdefault(row["validator__name"], ValidatorSigner(name=row["validator__name"]))
+        if row["signing_key__key_id"]:
+            signer.key_ids.append(row["signing_key__key_id"])
+            signer.signed_runs += row["runs"]
+        else:
+            signer.unsigned_runs += row["runs"]
+        if row["newest"] is not None and (newest is None or row["newest"] > newest):
+            newest = row["newest"]
+    validators = list(by_name.values())
+    return RaceSignals(
+        validators=validators,
+        signed_runs=sum(v.signed_runs for v in validators),
+        unsigned_runs=sum(v.unsigned_runs for v in validators),
+        updated_at=newest,
+    )
+
+
+def scorecard_updated_at(rows: list[Any]) -> dt.datetime | None:
+    """The newest card on a scorecard board (from the rows already read: no query)."""
+    stamps = [getattr(row.card, "created_at", None) for row in rows]
+    return max((s for s in stamps if s is not None), default=None)
