@@ -361,3 +361,7 @@ class CardMoveAdmin(ReadOnlyAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+
+# Rescoring admin (issue 13 feature 9), kept in its own module.
+from submissions import admin_rescoring as _admin_rescoring  # noqa: E402, F401

@@ -129,3 +129,23 @@ def sweep_notifications() -> int:
     for delivery_id in ids:
         deliver_notification.delay(delivery_id)
     return len(ids)
+
+
+# --- rescoring (issue 13 feature 9) ---------------------------------------------------------
+
+
+@shared_task(
+    name="submissions.tasks.compute_rescore",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=VERIFY_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=VERIFY_MAX_RETRIES,
+)
+def compute_rescore(rescore_id: int) -> None:
+    """The dry-run stage of a rescore: recompute every stored bundle, record before/after (idempotent)."""
+    from submissions.services.rescoring import rescore_compute
+
+    rescore_compute(rescore_id=rescore_id)
