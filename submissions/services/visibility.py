@@ -47,7 +47,13 @@ def _is_staff(user: Any) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.is_staff and user.is_active)
 
 
+# Largest primary key the database holds (bigint); a larger id from a URL is simply not a run.
+MAX_RUN_ID = 2**63 - 1
+
+
 def _lock(run_id: Any) -> Run:
+    if not isinstance(run_id, int) or not 0 < run_id <= MAX_RUN_ID:
+        raise VisibilityError("not_found", f"run {str(run_id)[:30]}: no such run", status=404)
     run = Run.objects.select_for_update().select_related("submission", "release").filter(pk=run_id).first()
     if run is None:
         raise VisibilityError("not_found", f"run {run_id}: no such run", status=404)
@@ -104,6 +110,7 @@ def run_hide(*, run_id: Any, user: Any, reason: str) -> Run:
     """Staff hide a run with a public reason (hiding again replaces the reason, logged again)."""
     if not _is_staff(user):
         raise VisibilityError("staff_only", "only staff can hide a run", status=403)
+    run = _lock(run_id)  # an unknown run is a 404 whatever the reason says
     reason = (reason or "").strip()
     if not reason:
         raise VisibilityError("reason_missing", "reason: say publicly why the run is hidden")
@@ -111,7 +118,6 @@ def run_hide(*, run_id: Any, user: Any, reason: str) -> Run:
         raise VisibilityError(
             "reason_too_long", f"reason: at most {HIDDEN_REASON_MAX_CHARS} characters, got {len(reason)}"
         )
-    run = _lock(run_id)
     run.hidden_at = run.hidden_at or timezone.now()
     run.hidden_reason = reason
     return _save(run, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
