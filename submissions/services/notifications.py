@@ -355,16 +355,22 @@ def notification_deliver(*, delivery_id: Any) -> NotificationDelivery | None:
     return locked
 
 
+# The sweeper leaves a pending row alone this much longer than its backoff: with a broker the
+# task's own countdown retry fires at the backoff, and the sweeper must not send a second copy
+# then; it only catches what the broker lost (and, in-process mode, where nothing waits).
+SWEEP_GRACE_SECONDS = 300
+
+
 def notifications_due_ids(*, now: Any = None) -> list[int]:
-    """Pending deliveries whose retry is due (for the beat sweeper): attempted n times, last
-    touched longer than ``retry_delay_seconds(n)`` ago (never attempted: after a minute)."""
+    """Pending deliveries whose retry is overdue (for the beat sweeper): attempted n times, last
+    touched longer than ``retry_delay_seconds(n) + SWEEP_GRACE_SECONDS`` ago."""
     now = now or timezone.now()
     due = []
     rows = NotificationDelivery.objects.filter(state=NotificationDelivery.State.PENDING).values_list(
         "pk", "attempts", "created_at", "updated_at"
     )[:500]
     for pk, attempts, created_at, updated_at in rows:
-        wait = retry_delay_seconds(attempts) if attempts else 60
+        wait = (retry_delay_seconds(attempts) if attempts else 0) + SWEEP_GRACE_SECONDS
         if (updated_at or created_at) <= now - timedelta(seconds=wait):
             due.append(pk)
     return due

@@ -173,11 +173,10 @@ class TestWebhookDelivery:
             delivery = NotificationDelivery.objects.get(submission=garbage)
             assert (delivery.state, delivery.attempts) == ("pending", 1)
             assert delivery.last_error == "webhook_status: the receiver answered HTTP 500"
-            # Not due before its backoff, due after it: the sweeper's clock.
-            assert delivery.pk not in notifications.notifications_due_ids(
-                now=delivery.updated_at + timedelta(seconds=29)
-            )
-            assert delivery.pk in notifications.notifications_due_ids(now=delivery.updated_at + timedelta(seconds=31))
+            # The sweeper's clock: not due before its backoff (30 s) plus the grace, due after.
+            due = delivery.updated_at + timedelta(seconds=30 + notifications.SWEEP_GRACE_SECONDS)
+            assert delivery.pk not in notifications.notifications_due_ids(now=due - timedelta(seconds=1))
+            assert delivery.pk in notifications.notifications_due_ids(now=due + timedelta(seconds=1))
             # With a broker the task itself schedules the retry, 30 s then 60 s.
             from submissions.tasks import deliver_notification
 
@@ -342,3 +341,17 @@ class TestWebhookForm:
         response = client.post(reverse("webhook_update"), {"url": self.URL})
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
         assert not WebhookEndpoint.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_sweeper_re_enqueues_only_overdue_pending_deliveries(owner, garbage):
+    from submissions.tasks import deliver_notification, sweep_notifications
+
+    old = timezone.now() - timedelta(seconds=notifications.SWEEP_GRACE_SECONDS + 60)
+    overdue = NotificationDelivery.objects.create(submission=garbage, channel="email", target="a@example.org")
+    fresh = NotificationDelivery.objects.create(submission=garbage, channel="webhook", target="https://93.184.216.34/")
+    NotificationDelivery.objects.filter(pk=overdue.pk).update(updated_at=old)
+    with mock.patch.object(deliver_notification, "delay") as delay:
+        assert sweep_notifications() == 1
+    delay.assert_called_once_with(overdue.pk)
+    assert fresh.pk not in notifications.notifications_due_ids()
