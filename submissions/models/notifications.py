@@ -54,9 +54,7 @@ class NotificationDelivery(models.Model):
 
     class Meta:
         ordering = ["created_at"]
-        constraints = [
-            models.UniqueConstraint(fields=["submission", "channel"], name="notification_once_per_channel")
-        ]
+        constraints = [models.UniqueConstraint(fields=["submission", "channel"], name="notification_once_per_channel")]
 
     def __str__(self) -> str:
         return f"{self.channel} for submission {self.submission_id} ({self.state})"
