@@ -363,5 +363,6 @@ class CardMoveAdmin(ReadOnlyAdmin):
         return False
 
 
-# Rescoring admin (issue 13 feature 9), kept in its own module.
+# Notifications, visibility log and rescoring (issue 13 features 7-9), kept in their own modules.
+from submissions import admin_notifications as _admin_notifications  # noqa: E402, F401
 from submissions import admin_rescoring as _admin_rescoring  # noqa: E402, F401

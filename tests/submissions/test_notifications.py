@@ -355,3 +355,25 @@ def test_the_sweeper_re_enqueues_only_overdue_pending_deliveries(owner, garbage)
         assert sweep_notifications() == 1
     delay.assert_called_once_with(overdue.pk)
     assert fresh.pk not in notifications.notifications_due_ids()
+
+
+@pytest.mark.django_db
+def test_staff_send_a_failed_notification_again_from_the_admin(
+    owner, garbage, make_user, client, django_capture_on_commit_callbacks
+):
+    admin_user = make_user("admin")
+    admin_user.is_staff = admin_user.is_superuser = True
+    admin_user.save()
+    failed = NotificationDelivery.objects.create(
+        submission=garbage, channel="email", target="a@example.org", state="failed", attempts=6
+    )
+    client.force_login(admin_user)
+    assert client.get("/admin/submissions/notificationdelivery/").status_code == 200
+    with mock.patch.object(notifications, "_enqueue") as enqueue, django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            "/admin/submissions/notificationdelivery/", {"action": "send_again", "_selected_action": [failed.pk]}
+        )
+    failed.refresh_from_db()
+    assert (failed.state, failed.attempts) == ("pending", 0)
+    assert client.get("/admin/submissions/runvisibilityevent/").status_code == 200
+    enqueue.assert_called_once_with(failed.pk)
