@@ -6,8 +6,9 @@ Configuration comes from the environment:
 * ``PODIUM_URL``: the site, e.g. ``https://podium.example.org`` (required)
 * ``PODIUM_API_KEY``: an API key from the site's API-keys page (required)
 
-``submit DIR --benchmark SLUG`` fetches the site's current age key from ``/api/v1/site-key/``,
-seals DIR to it (writing the members map, like ``seal``), uploads it to ``/api/v1/submissions/``
+``submit DIR [--benchmark SLUG]`` (default: the manifest's benchmark) fetches the site's
+current age key from ``/api/v1/site-key/``, seals DIR to it (writing the members map, like
+``seal``), uploads it to ``/api/v1/submissions/``
 with a progress line on stderr, waits for the verdict (``--wait SECONDS``, 0 to return at once)
 and prints it with the claimed-versus-recomputed diff. ``status ID`` prints one submission.
 
@@ -154,6 +155,17 @@ def _wait(url: str, key: str, submission_id: str, seconds: float) -> dict[str, A
         time.sleep(POLL_SECONDS)
 
 
+def _manifest_benchmark(directory: Path) -> str:
+    """The benchmark slug DIR's manifest.json names (what --benchmark defaults to)."""
+    try:
+        value = json.loads((directory / "manifest.json").read_text(encoding="utf-8")).get("benchmark")
+    except (OSError, ValueError, AttributeError):
+        value = None
+    if not isinstance(value, str) or not value:
+        raise ClientError(f"{directory}/manifest.json names no benchmark; pass --benchmark SLUG", EXIT_LOCAL)
+    return value
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     from submissions.bundle.seal import seal_dir
 
@@ -161,6 +173,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     directory = Path(args.directory)
     if not (directory / "manifest.json").is_file():
         raise ClientError(f"{directory}: not a bundle directory (no manifest.json)", EXIT_LOCAL)
+    benchmark = args.benchmark or _manifest_benchmark(directory)
     _, site_key = _call("GET", f"{url}/api/v1/site-key/")
     recipient = str(site_key.get("public_key", ""))
     if not recipient.startswith("age1"):
@@ -168,7 +181,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     print(f"sealing {directory} to the site's key {site_key.get('key_id', '')}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="podium-submit-") as scratch:
         sealed = seal_dir(directory, recipient, Path(scratch) / f"{directory.name or 'bundle'}.age")
-        body, length, content_type = _multipart(sealed, {"benchmark": args.benchmark}, progress=not args.quiet)
+        body, length, content_type = _multipart(sealed, {"benchmark": benchmark}, progress=not args.quiet)
         status, answer = _call(
             "POST",
             f"{url}/api/v1/submissions/",
@@ -217,7 +230,7 @@ def add_commands(sub: Any) -> None:
     """Register ``submit`` and ``status`` on the bundle tool's subcommand parser."""
     p = sub.add_parser("submit", help="seal a bundle directory to the site's key, upload it, wait for the verdict")
     p.add_argument("directory", metavar="DIR")
-    p.add_argument("--benchmark", required=True, metavar="SLUG", help="the benchmark the bundle is for")
+    p.add_argument("--benchmark", metavar="SLUG", help="the benchmark the bundle is for (default: the manifest's)")
     p.add_argument("--wait", type=int, default=600, metavar="SECONDS", help="wait this long for the verdict (0: don't)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=_guard(cmd_submit))

@@ -68,8 +68,9 @@ def test_submit_seals_uploads_waits_and_prints_the_verdict(live_server, demo_rel
 
 @pytest.mark.django_db(transaction=True)
 def test_a_mismatch_prints_the_diff_and_exits_1(live_server, demo_release, key, bundle_dir):
+    # No --benchmark: the manifest's own benchmark is used.
     result = tool(
-        "submit", str(bundle_dir(tamper="claimed_aggregate")), "--benchmark", "ale-robotics", "-q",
+        "submit", str(bundle_dir(tamper="claimed_aggregate")), "-q",
         url=live_server.url, key=key,
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
