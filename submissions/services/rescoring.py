@@ -12,7 +12,7 @@
 3. Staff read the diffs (admin, or the command's output) and ``rescore_apply``: each changed run's
    scores and task results are rewritten, an event is appended to its verification log (its
    level is unchanged: the evidence, the stored bundle, is the same), its intervals are recomputed
-   after commit, and the release's boards are refreshed once. An item whose run changed since the
+   after commit, and each changed agent version's board rows are updated. An item whose run changed since the
    proposal (another rescore, an attestation) is skipped as stale, never overwritten.
 
 Each stage is safe to run twice: the Rescore row's state and each item's state say what is left.
@@ -28,7 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Release, ReleaseTask
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.standings import standings_update_version
 from submissions.models import Rescore, RescoreItem, Run, TaskResult, VerificationEvent
 
 logger = logging.getLogger(__name__)
@@ -244,6 +244,7 @@ def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
         items = RescoreItem.objects.filter(rescore=rescore, state=RescoreItem.State.CHANGED).select_related(
             "run__submission", "run__release"
         )
+        moved_versions: set[int] = set()
         for item in items:
             run = Run.objects.select_for_update().get(pk=item.run_id)
             run.submission, run.release = item.run.submission, item.run.release
@@ -252,13 +253,16 @@ def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
                 item.save(update_fields=["state", "error"])
                 continue
             _write_run(run, item.breakdown, rescore, item.diff)
+            moved_versions.add(run.agent_version_id)
             item.state = RescoreItem.State.APPLIED
             item.save(update_fields=["state"])
             _enqueue_confidence(run.pk)
         rescore.state = Rescore.State.APPLIED
         rescore.applied_at = timezone.now()
         rescore.save(update_fields=["state", "applied_by", "applied_at"])
-        standings_refresh(release=rescore.release)
+        # The boards move through the incremental standings service, once per agent version changed.
+        for agent_version_id in sorted(moved_versions):
+            standings_update_version(release=rescore.release, agent_version_id=agent_version_id)
     return rescore
 
 

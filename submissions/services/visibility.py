@@ -21,7 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.standings import standings_update_version
 from submissions.models import Run, RunVisibilityEvent
 
 # Longest public reason staff may give (Run.hidden_reason's column).
@@ -68,8 +68,9 @@ def _save(run: Run, *, action: str, actor: Any, reason: str = "") -> Run:
     )
     run.save(update_fields=["withdrawn_at", "hidden_at", "hidden_reason", "is_private"])
     RunVisibilityEvent.objects.create(run=run, action=action, actor=actor, reason=reason)
-    # The boards move through the one standings service (the run enters or leaves its version's rows).
-    standings_refresh(release=run.release)
+    # The boards move through the one standings service, incrementally: this run's agent version
+    # gets its best remaining public run (or leaves the board), the rows between shift by one.
+    standings_update_version(release=run.release, agent_version_id=run.agent_version_id)
     return run
 
 

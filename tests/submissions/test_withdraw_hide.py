@@ -238,3 +238,27 @@ class TestRunPage:
         body = client.get(reverse("run_detail", args=[run.pk])).content.decode()
         assert 'data-field="run-hidden"' in body and "bad seeds" in body
         assert reverse("run_unhide", args=[run.pk]) in body
+
+
+@pytest.mark.django_db
+def test_withdrawing_the_leader_moves_the_next_version_up_as_a_full_rebuild_would(run, owner, release):
+    n = next(_counter)
+    submission = Submission.objects.create(
+        submitter=owner, sha256=f"{n:064x}", size=1, file=f"bundles/{n}.age", status="done", verdict="validated"
+    )
+    agent = Agent.objects.create(slug="second", name="Second", owner=owner)
+    second = Run.objects.create(
+        submission=submission, release=release, agent_version=AgentVersion.objects.create(agent=agent, version="1"),
+        level="validated", overall=0.4, reproduction=0.4, open=0.4, pass_rate=0.5, covered=2, required=2,
+        complete=True,
+    )  # fmt: skip
+    standings_refresh(release=release)
+    assert Standing.objects.get(run=run, tab="overall").rank == 1
+    api_as(owner).post(f"/api/v1/runs/{run.pk}/withdraw/")
+    incremental = list(
+        Standing.objects.filter(release=release).order_by("tab", "rank").values_list("tab", "rank", "run")
+    )
+    assert ("overall", 1, second.pk) in incremental and all(row[2] != run.pk for row in incremental)
+    standings_refresh(release=release)
+    rebuilt = list(Standing.objects.filter(release=release).order_by("tab", "rank").values_list("tab", "rank", "run"))
+    assert incremental == rebuilt
