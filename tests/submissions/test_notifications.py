@@ -377,3 +377,11 @@ def test_staff_send_a_failed_notification_again_from_the_admin(
     assert (failed.state, failed.attempts) == ("pending", 0)
     assert client.get("/admin/submissions/runvisibilityevent/").status_code == 200
     enqueue.assert_called_once_with(failed.pk)
+
+
+def test_notifications_and_rescoring_go_to_the_follow_up_queue_never_ahead_of_verdicts(settings):
+    from leaderboard.celery import route_task
+
+    for name in ("submissions.tasks.deliver_notification", "submissions.tasks.compute_rescore"):
+        assert route_task(name, (), {}, {}) == {"queue": settings.PODIUM_FOLLOWUP_QUEUE}
+    assert route_task("submissions.tasks.verify_submission", (), {}, {}) is None
