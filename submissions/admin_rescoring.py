@@ -77,6 +77,10 @@ class RescoreAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A proposal can be dropped (to propose again); an applied rescore is history.
+        return super().has_delete_permission(request, obj) and (obj is None or obj.state != Rescore.State.APPLIED)
+
     @admin.display(description="items")
     def counts(self, obj: Rescore) -> str:
         return ", ".join(f"{n} {state}" for state, n in rescore_summary(obj).items() if n)

@@ -54,6 +54,7 @@ class NotificationDelivery(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        verbose_name_plural = "notification deliveries"
         constraints = [models.UniqueConstraint(fields=["submission", "channel"], name="notification_once_per_channel")]
 
     def __str__(self) -> str:

@@ -176,3 +176,18 @@ class TestCommandAndAdmin:
         assert "<code>overall</code>" in page
         client.post("/admin/submissions/rescore/", {"action": "apply", "_selected_action": [rescore.pk]})
         assert Rescore.objects.get().state == "applied"
+
+
+@pytest.mark.django_db
+def test_a_proposal_can_be_deleted_in_the_admin_but_an_applied_rescore_cannot(
+    run, staff, demo_release, client, django_capture_on_commit_callbacks
+):
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+    rescore_apply(rescore_id=rescore.pk, user=staff)
+    assert client.get(f"/admin/submissions/rescore/{rescore.pk}/delete/").status_code == 403
+    second = propose(demo_release, staff, django_capture_on_commit_callbacks)
+    assert client.post(f"/admin/submissions/rescore/{second.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert list(Rescore.objects.values_list("pk", flat=True)) == [rescore.pk]
