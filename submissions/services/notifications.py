@@ -103,7 +103,10 @@ def _resolve(url: str) -> _Target:
     addresses = sorted({info[4][0] for info in infos})
     if not settings.PODIUM_WEBHOOK_ALLOW_PRIVATE:
         for address in addresses:
-            if not ipaddress.ip_address(address.split("%", 1)[0]).is_global:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
+            # is_global is False for loopback, private, link-local, shared (CGNAT), reserved and
+            # IPv4-mapped forms of those; multicast is "global" to ipaddress but never a receiver.
+            if not ip.is_global or ip.is_multicast:
                 raise WebhookError(
                     "webhook_url_private",
                     f"url: {parts.hostname[:100]!r} resolves to a non-public address; "
