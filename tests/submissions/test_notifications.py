@@ -389,3 +389,11 @@ def test_notifications_and_rescoring_go_to_the_follow_up_queue_never_ahead_of_ve
     for name in ("submissions.tasks.deliver_notification", "submissions.tasks.compute_rescore"):
         assert route_task(name, (), {}, {}) == {"queue": settings.PODIUM_FOLLOWUP_QUEUE}
     assert route_task("submissions.tasks.verify_submission", (), {}, {}) is None
+
+
+@pytest.mark.django_db
+def test_the_api_keys_page_has_the_webhook_form_once_and_a_plain_title(owner, client):
+    client.force_login(owner)
+    body = client.get(reverse("api_keys")).content.decode()
+    assert body.count('id="webhook-url"') == 1
+    assert "<title>API keys" in body and "<title>API keys\n<section" not in body
