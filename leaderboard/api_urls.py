@@ -9,6 +9,7 @@ from leaderboard.api import declarations
 from leaderboard.api import scheme_views as scheme_boards
 from leaderboard.api import views as public
 from leaderboard.api_errors import api_not_found
+from submissions.api import account_views
 from submissions.api import admin_views as keys_admin
 from submissions.api import schema as _schema  # noqa: F401 - registers the Api-Key scheme
 from submissions.api import scorecards as play
@@ -93,6 +94,13 @@ urlpatterns: list[URLPattern | URLResolver] = [
         declarations.AgentVersionBaselineView.as_view(),
         name="api-agent-version-baseline",
     ),
+    # Issue 13 features 7 and 8: the account's webhook; withdraw / hide a run.
+    path("account/webhook/", account_views.WebhookView.as_view(), name="api-webhook"),
+    path("account/webhook/rotate-secret/", account_views.WebhookRotateView.as_view(), name="api-webhook-rotate"),
+    path("runs/<int:run_id>/withdraw/", account_views.RunWithdrawView.as_view(), name="api-run-withdraw"),
+    path("runs/<int:run_id>/restore/", account_views.RunRestoreView.as_view(), name="api-run-restore"),
+    path("runs/<int:run_id>/hide/", account_views.RunHideView.as_view(), name="api-run-hide"),
+    path("runs/<int:run_id>/unhide/", account_views.RunUnhideView.as_view(), name="api-run-unhide"),
     *router.urls,
     # Unknown paths under /api/ answer JSON, never the HTML 404 page.
     re_path(r"^.*$", api_not_found),

@@ -32,8 +32,16 @@ class Scheduler(PersistentScheduler):
         super().setup_schedule()
 
 
-# Tasks that follow a verdict (never needed for one): they go to the follow-up queue.
-FOLLOWUP_TASKS = frozenset({"submissions.tasks.compute_run_confidence"})
+# Tasks that follow a verdict (never needed for one): they go to the follow-up queue. Verdict
+# notifications (a slow webhook waits up to its timeout) and a release's rescoring (every stored
+# bundle) must never hold up a verdict either.
+FOLLOWUP_TASKS = frozenset(
+    {
+        "submissions.tasks.compute_run_confidence",
+        "submissions.tasks.deliver_notification",
+        "submissions.tasks.compute_rescore",
+    }
+)
 
 
 def route_task(name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **kw: Any) -> dict[str, str] | None:

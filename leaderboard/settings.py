@@ -468,3 +468,16 @@ SPECTACULAR_SETTINGS["DESCRIPTION"] = (
     "Podium's REST API: public leaderboards and registry, submitter uploads, admin actions. "
     'Errors are always {"error": {"code", "message"}}. See docs/api.md.'
 )
+
+# Verdict notifications (issue 13 feature 7; submissions.services.notifications). Email goes
+# through the EMAIL_* settings above. Webhooks: a POST that takes longer than the timeout is a
+# failed attempt; a failed one is retried MAX_ATTEMPTS times in all, waiting 30 s, 60 s, 120 s ...
+# (capped at an hour). Private, loopback and link-local receivers are refused (SSRF) unless
+# ALLOW_PRIVATE is on: for development and tests on one machine, never in production.
+PODIUM_WEBHOOK_TIMEOUT_SECONDS = env_int("PODIUM_WEBHOOK_TIMEOUT_SECONDS", 5, minimum=1)
+PODIUM_WEBHOOK_MAX_ATTEMPTS = env_int("PODIUM_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
+PODIUM_WEBHOOK_ALLOW_PRIVATE = env_bool("PODIUM_WEBHOOK_ALLOW_PRIVATE", False)
+CELERY_BEAT_SCHEDULE["sweep-notifications"] = {
+    "task": "submissions.tasks.sweep_notifications",
+    "schedule": float(PODIUM_SWEEP_EVERY_SECONDS),
+}

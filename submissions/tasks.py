@@ -99,3 +99,53 @@ def close_idle_scorecards() -> int:
     if closed:
         logger.info("closed %d idle scorecard(s)", closed)
     return closed
+
+
+# --- verdict notifications (issue 13 feature 7) -----------------------------------------------
+
+
+@shared_task(name="submissions.tasks.deliver_notification", acks_late=True, bind=True)
+def deliver_notification(self: Any, delivery_id: int) -> None:
+    """One attempt at a verdict email or webhook (the row records it; safe to run twice).
+
+    A failed attempt is retried with backoff (submissions.services.notifications.retry_delay_seconds)
+    until the row is sent or failed. In-process mode (no broker) does not wait in the request:
+    the sweeper retries due rows instead."""
+    from submissions.models import NotificationDelivery
+    from submissions.services.notifications import notification_deliver, retry_delay_seconds
+
+    delivery = notification_deliver(delivery_id=delivery_id)
+    if delivery is None or delivery.state != NotificationDelivery.State.PENDING or self.request.is_eager:
+        return
+    raise self.retry(countdown=retry_delay_seconds(delivery.attempts), max_retries=None)
+
+
+@shared_task(name="submissions.tasks.sweep_notifications", acks_late=True)
+def sweep_notifications() -> int:
+    """Re-enqueue pending notifications whose retry is due (a lost enqueue, or in-process mode)."""
+    from submissions.services.notifications import notifications_due_ids
+
+    ids = notifications_due_ids()
+    for delivery_id in ids:
+        deliver_notification.delay(delivery_id)
+    return len(ids)
+
+
+# --- rescoring (issue 13 feature 9) ---------------------------------------------------------
+
+
+@shared_task(
+    name="submissions.tasks.compute_rescore",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=2,
+    retry_backoff_max=VERIFY_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=VERIFY_MAX_RETRIES,
+)
+def compute_rescore(rescore_id: int) -> None:
+    """The dry-run stage of a rescore: recompute every stored bundle, record before/after (idempotent)."""
+    from submissions.services.rescoring import rescore_compute
+
+    rescore_compute(rescore_id=rescore_id)

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
@@ -393,7 +393,16 @@ def comparison_rows(breakdown: Any, diff: list[dict[str, Any]], *, disclosure: D
 
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(run_id=run_id, user=request.user)
+    try:
+        run = selectors.run_get(run_id=run_id, user=request.user)
+    except Http404:
+        # A run staff hid says so publicly (410 with the reason); any other refusal stays a 404.
+        from submissions.views_visibility import run_hidden_response
+
+        hidden = run_hidden_response(request, run_id)
+        if hidden is not None:
+            return hidden
+        raise
     task_results = list(run.task_results.all())
     # One rule (leaderboard.disclosure, shared with the API): a withheld anchor's measured value
     # only for the submitter and staff; the scores of a result whose measured value the submitter

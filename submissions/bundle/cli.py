@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m submissions.bundle",
         description="Seal, open and check Podium result bundles (format: docs/bundle-format.md).",
-        epilog="exit codes: 0 ok, 1 verdict mismatch, 2 usage, 3 bundle rejected, 4 local problem",
+        epilog="exit codes: 0 ok, 1 verdict mismatch, 2 usage, 3 bundle rejected, 4 local problem, "
+        "5 the site refused or was unreachable (submit/status), 6 no verdict yet",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -363,6 +364,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--key", required=True, metavar="ED25519_KEY_FILE")
     p.set_defaults(func=cmd_sign_results)
+
+    # submit / status against a Podium site (standard library HTTP; PODIUM_URL, PODIUM_API_KEY).
+    from submissions.bundle.client import add_commands
+
+    add_commands(sub)
     return parser
 
 

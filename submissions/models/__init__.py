@@ -2,7 +2,9 @@
 produce, signing keys and API keys."""
 
 from submissions.models.keys import ApiKey, SigningKey, SigningKeyTask
+from submissions.models.notifications import NotificationDelivery, WebhookEndpoint
 from submissions.models.quotas import DailyCount
+from submissions.models.rescoring import Rescore, RescoreItem
 from submissions.models.runs import (
     OfficialRerun,
     RaceRun,
@@ -14,6 +16,7 @@ from submissions.models.runs import (
 )
 from submissions.models.scorecards import Card, CardEpisode, CardMove
 from submissions.models.submission import Submission, SubmissionChallenge
+from submissions.models.visibility import RunVisibilityEvent
 
 __all__ = [
     "ApiKey",
@@ -21,10 +24,14 @@ __all__ = [
     "CardEpisode",
     "CardMove",
     "DailyCount",
+    "NotificationDelivery",
     "OfficialRerun",
     "RaceRun",
     "RaceTaskOutcome",
+    "Rescore",
+    "RescoreItem",
     "Run",
+    "RunVisibilityEvent",
     "ScorecardRun",
     "SigningKey",
     "SigningKeyTask",
@@ -32,4 +39,5 @@ __all__ = [
     "SubmissionChallenge",
     "TaskResult",
     "VerificationEvent",
+    "WebhookEndpoint",
 ]

@@ -38,6 +38,13 @@ class Run(models.Model):
     breakdown = models.JSONField(default=dict)  # the recomputed score_breakdown
     is_private = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Withdrawn by its submitter / hidden by staff (with a public reason): off every public
+    # board. Invariant kept by submissions.services.visibility: is_private is True whenever
+    # the submission is private, or either of these is set, so every public filter (standings,
+    # agent lists, API, exports) that already excludes private runs excludes these too.
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    hidden_at = models.DateTimeField(null=True, blank=True)
+    hidden_reason = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

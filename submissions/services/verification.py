@@ -211,6 +211,11 @@ def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> Non
             "updated_at",
         ]
     )
+    # The one place a verdict is written, so the one place it is announced (in the same
+    # transaction; delivery happens after commit and can never fail or delay the verdict).
+    from submissions.services.notifications import notifications_for_verdict
+
+    notifications_for_verdict(submission=submission)
 
 
 # What a submitter sees while a transient fault is being retried. The fault itself is

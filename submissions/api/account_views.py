@@ -1,0 +1,156 @@
+"""API for issue 13 features 7 and 8: the account's webhook, and withdrawing / hiding runs.
+
+Errors use the API's one shape (leaderboard.api_errors); see docs/api.md for every code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import permissions, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard.api_errors import ApiError
+from submissions.services import notifications, visibility
+
+
+def _run_state(run: Any) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "withdrawn": run.withdrawn_at is not None,
+        "withdrawn_at": run.withdrawn_at.isoformat() if run.withdrawn_at else None,
+        "hidden": run.hidden_at is not None,
+        "hidden_at": run.hidden_at.isoformat() if run.hidden_at else None,
+        "hidden_reason": run.hidden_reason,
+        "on_public_boards": not run.is_private,
+    }
+
+
+RUN_STATE = inline_serializer(
+    "RunVisibility",
+    {
+        "id": serializers.IntegerField(),
+        "withdrawn": serializers.BooleanField(),
+        "withdrawn_at": serializers.DateTimeField(allow_null=True),
+        "hidden": serializers.BooleanField(),
+        "hidden_at": serializers.DateTimeField(allow_null=True),
+        "hidden_reason": serializers.CharField(),
+        "on_public_boards": serializers.BooleanField(),
+    },
+)
+
+
+class _RunActionView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    action_name = ""
+
+    def act(self, request: Request, run_id: int) -> Any:
+        raise NotImplementedError
+
+    def post(self, request: Request, run_id: int) -> Response:
+        try:
+            run = self.act(request, run_id)
+        except visibility.VisibilityError as exc:
+            raise ApiError(code=exc.code, message=exc.message, status_code=exc.status) from None
+        return Response(_run_state(run))
+
+
+@extend_schema(summary="Withdraw your run from the public boards", request=None, responses={200: RUN_STATE})
+class RunWithdrawView(_RunActionView):
+    def act(self, request: Request, run_id: int) -> Any:
+        return visibility.run_withdraw(run_id=run_id, user=request.user)
+
+
+@extend_schema(summary="Restore your withdrawn run", request=None, responses={200: RUN_STATE})
+class RunRestoreView(_RunActionView):
+    def act(self, request: Request, run_id: int) -> Any:
+        return visibility.run_restore(run_id=run_id, user=request.user)
+
+
+@extend_schema(
+    summary="Staff: hide a run with a public reason",
+    request=inline_serializer("RunHide", {"reason": serializers.CharField()}),
+    responses={200: RUN_STATE},
+)
+class RunHideView(_RunActionView):
+    def act(self, request: Request, run_id: int) -> Any:
+        reason = request.data.get("reason", "") if hasattr(request.data, "get") else ""
+        return visibility.run_hide(run_id=run_id, user=request.user, reason=str(reason))
+
+
+@extend_schema(summary="Staff: unhide a run", request=None, responses={200: RUN_STATE})
+class RunUnhideView(_RunActionView):
+    def act(self, request: Request, run_id: int) -> Any:
+        return visibility.run_unhide(run_id=run_id, user=request.user)
+
+
+WEBHOOK = inline_serializer(
+    "Webhook",
+    {
+        "url": serializers.URLField(),
+        "secret": serializers.CharField(required=False, help_text="Only in the answer that created it"),
+        "created_at": serializers.DateTimeField(),
+    },
+)
+
+
+def _webhook_body(endpoint: Any, secret: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"url": endpoint.url, "created_at": endpoint.created_at.isoformat()}
+    if secret:
+        body["secret"] = secret
+    return body
+
+
+class WebhookView(APIView):
+    """The account's verdict webhook: GET it, PUT a URL (the secret is returned once), DELETE it."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(summary="Your verdict webhook", responses={200: WEBHOOK})
+    def get(self, request: Request) -> Response:
+        from submissions.models import WebhookEndpoint
+
+        endpoint = WebhookEndpoint.objects.filter(user=request.user).first()
+        if endpoint is None:
+            raise ApiError(code="webhook_not_set", message="This account has no webhook.", status_code=404)
+        return Response(_webhook_body(endpoint))
+
+    @extend_schema(
+        summary="Set your verdict webhook URL",
+        request=inline_serializer("WebhookSet", {"url": serializers.CharField()}),
+        responses={200: WEBHOOK, 201: WEBHOOK},
+    )
+    def put(self, request: Request) -> Response:
+        url = request.data.get("url", "") if hasattr(request.data, "get") else ""
+        try:
+            endpoint, secret = notifications.webhook_set(user=request.user, url=str(url))
+        except notifications.WebhookError as exc:
+            raise ApiError(code=exc.code, message=exc.message) from None
+        return Response(
+            _webhook_body(endpoint, secret), status=status.HTTP_201_CREATED if secret else status.HTTP_200_OK
+        )
+
+    @extend_schema(summary="Remove your verdict webhook", request=None, responses={204: None})
+    def delete(self, request: Request) -> Response:
+        if not notifications.webhook_delete(user=request.user):
+            raise ApiError(code="webhook_not_set", message="This account has no webhook.", status_code=404)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WebhookRotateView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        summary="Replace your webhook's signing secret (returned once)", request=None, responses={200: WEBHOOK}
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            secret = notifications.webhook_rotate_secret(user=request.user)
+        except notifications.WebhookError as exc:
+            raise ApiError(code=exc.code, message=exc.message, status_code=404) from None
+        from submissions.models import WebhookEndpoint
+
+        return Response(_webhook_body(WebhookEndpoint.objects.get(user=request.user), secret))

@@ -1,0 +1,136 @@
+"""Withdraw and hide (issue 13, feature 8): take a run off the public boards, or put it back.
+
+* The submitter may **withdraw** their own run (and restore it later). A withdrawn run leaves
+  every public board, list and export; its page stays visible to its submitter and staff,
+  marked withdrawn. To everyone else it is as if it were private (404), because withdrawing
+  is the submitter's own choice and owes the public no explanation.
+* Staff may **hide** any run with a public **reason** (and unhide it). The run leaves every
+  public surface; its page answers everyone else 410 Gone with the reason and nothing of the
+  run's scores, so a visitor following an old link learns why it went.
+
+One invariant makes every existing public filter apply: ``Run.is_private`` is True exactly when
+the submission is private, or the run is withdrawn, or hidden (``run_is_delisted``). Boards are
+then updated through the standings service, like any other change of a run. Every change
+appends a RunVisibilityEvent (the audit log); nothing is deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard.services.standings import standings_update_version
+from submissions.models import Run, RunVisibilityEvent
+
+# Longest public reason staff may give (Run.hidden_reason's column).
+HIDDEN_REASON_MAX_CHARS = 500
+
+
+class VisibilityError(Exception):
+    """A withdraw/hide request that cannot be done: ``code`` is the API's error code."""
+
+    def __init__(self, code: str, message: str, *, status: int = 400):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+def run_is_delisted(*, submission_private: bool, withdrawn: bool, hidden: bool) -> bool:
+    """The one rule behind Run.is_private (see the module docstring)."""
+    return submission_private or withdrawn or hidden
+
+
+def _is_staff(user: Any) -> bool:
+    return bool(getattr(user, "is_authenticated", False) and user.is_staff and user.is_active)
+
+
+# Largest primary key the database holds (bigint); a larger id from a URL is simply not a run.
+MAX_RUN_ID = 2**63 - 1
+
+
+def _lock(run_id: Any) -> Run:
+    if not isinstance(run_id, int) or not 0 < run_id <= MAX_RUN_ID:
+        raise VisibilityError("not_found", f"run {str(run_id)[:30]}: no such run", status=404)
+    run = Run.objects.select_for_update().select_related("submission", "release").filter(pk=run_id).first()
+    if run is None:
+        raise VisibilityError("not_found", f"run {run_id}: no such run", status=404)
+    return run
+
+
+def _save(run: Run, *, action: str, actor: Any, reason: str = "") -> Run:
+    run.is_private = run_is_delisted(
+        submission_private=run.submission.is_private,
+        withdrawn=run.withdrawn_at is not None,
+        hidden=run.hidden_at is not None,
+    )
+    run.save(update_fields=["withdrawn_at", "hidden_at", "hidden_reason", "is_private"])
+    RunVisibilityEvent.objects.create(run=run, action=action, actor=actor, reason=reason)
+    # The boards move through the one standings service, incrementally: this run's agent version
+    # gets its best remaining public run (or leaves the board), the rows between shift by one.
+    standings_update_version(release=run.release, agent_version_id=run.agent_version_id)
+    return run
+
+
+def _check_owner(run: Run, user: Any) -> None:
+    if not getattr(user, "is_authenticated", False):
+        raise VisibilityError("not_authenticated", "sign in or send an API key to change a run", status=401)
+    if run.submission.submitter_id != user.pk:
+        # Another account's run: 404, not 403, so run ids of private runs are not confirmed.
+        if not _is_staff(user) and run.is_private:
+            raise VisibilityError("not_found", f"run {run.pk}: no such run", status=404)
+        raise VisibilityError("not_your_run", f"run {run.pk} was submitted by another account", status=403)
+
+
+@transaction.atomic
+def run_withdraw(*, run_id: Any, user: Any) -> Run:
+    """The submitter takes their run off the public boards (idempotent: withdrawing twice is a no-op)."""
+    run = _lock(run_id)
+    _check_owner(run, user)
+    if run.withdrawn_at is not None:
+        return run
+    run.withdrawn_at = timezone.now()
+    return _save(run, action=RunVisibilityEvent.Action.WITHDRAWN, actor=user)
+
+
+@transaction.atomic
+def run_restore(*, run_id: Any, user: Any) -> Run:
+    """The submitter puts a withdrawn run back (it stays off the boards while staff hide it)."""
+    run = _lock(run_id)
+    _check_owner(run, user)
+    if run.withdrawn_at is None:
+        raise VisibilityError("not_withdrawn", f"run {run.pk} is not withdrawn", status=409)
+    run.withdrawn_at = None
+    return _save(run, action=RunVisibilityEvent.Action.RESTORED, actor=user)
+
+
+@transaction.atomic
+def run_hide(*, run_id: Any, user: Any, reason: str) -> Run:
+    """Staff hide a run with a public reason (hiding again replaces the reason, logged again)."""
+    if not _is_staff(user):
+        raise VisibilityError("staff_only", "only staff can hide a run", status=403)
+    run = _lock(run_id)  # an unknown run is a 404 whatever the reason says
+    reason = (reason or "").strip()
+    if not reason:
+        raise VisibilityError("reason_missing", "reason: say publicly why the run is hidden")
+    if len(reason) > HIDDEN_REASON_MAX_CHARS:
+        raise VisibilityError(
+            "reason_too_long", f"reason: at most {HIDDEN_REASON_MAX_CHARS} characters, got {len(reason)}"
+        )
+    run.hidden_at = run.hidden_at or timezone.now()
+    run.hidden_reason = reason
+    return _save(run, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
+
+
+@transaction.atomic
+def run_unhide(*, run_id: Any, user: Any) -> Run:
+    if not _is_staff(user):
+        raise VisibilityError("staff_only", "only staff can unhide a run", status=403)
+    run = _lock(run_id)
+    if run.hidden_at is None:
+        raise VisibilityError("not_hidden", f"run {run.pk} is not hidden", status=409)
+    run.hidden_at = None
+    run.hidden_reason = ""
+    return _save(run, action=RunVisibilityEvent.Action.UNHIDDEN, actor=user)

@@ -1,0 +1,43 @@
+"""Web form for the account's verdict webhook (the API-keys page's "Webhook" section).
+
+Like a new API key, a new or rotated secret is rendered straight into the POST response
+(never stored in the session or a message), with Cache-Control no-store."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from submissions.services import notifications
+
+
+@never_cache
+@login_required
+@require_POST
+def webhook_update(request: HttpRequest) -> HttpResponse:
+    action = request.POST.get("action", "save")
+    secret = None
+    try:
+        if action == "delete":
+            notifications.webhook_delete(user=request.user)
+            messages.success(request, "Webhook removed: verdicts are no longer POSTed anywhere.")
+            return redirect("api_keys")
+        if action == "rotate":
+            secret = notifications.webhook_rotate_secret(user=request.user)
+        else:
+            _, secret = notifications.webhook_set(user=request.user, url=request.POST.get("url", ""))
+    except notifications.WebhookError as exc:
+        return render(
+            request,
+            "accounts/webhook.html",
+            {"error": exc.message, "code": exc.code, "url": request.POST.get("url", "")[:500]},
+            status=400,
+        )
+    if secret is None:
+        messages.success(request, "Webhook URL saved; the signing secret is unchanged.")
+        return redirect("api_keys")
+    return render(request, "accounts/webhook.html", {"secret": secret})

@@ -1,0 +1,193 @@
+"""Rescoring (issue 13 feature 9): propose (dry run on the workers) -> look at the diff -> apply."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from leaderboard.models import ReleaseTask, Standing
+from submissions.models import Rescore, RescoreItem, Run, VerificationEvent
+from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose
+from submissions.services.submissions import submission_create
+from submissions.services.verification import submission_verify
+
+
+@pytest.fixture
+def staff(make_user):
+    user = make_user("staffer")
+    user.is_staff = True
+    user.save()
+    return user
+
+
+@pytest.fixture
+def run(owner, demo_release, seal, django_capture_on_commit_callbacks):
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    with django_capture_on_commit_callbacks(execute=True):
+        verified = submission_verify(submission_id=submission.pk)
+    assert verified.verdict == "validated"
+    return Run.objects.get(submission=submission)
+
+
+def correct_an_anchor(release) -> ReleaseTask:
+    """What a corrected release input looks like: one task's anchor changes."""
+    release_task = ReleaseTask.objects.filter(release=release).order_by("position").first()
+    release_task.paper_value = release_task.paper_value * 1.5
+    release_task.save(update_fields=["paper_value"])
+    return release_task
+
+
+def propose(release, user, capture) -> Rescore:
+    with capture(execute=True):
+        rescore = rescore_propose(release=release, user=user, reason="anchor corrected")
+    rescore.refresh_from_db()
+    return rescore
+
+
+@pytest.mark.django_db
+class TestRescoring:
+    def test_the_proposal_records_before_and_after_and_changes_no_run(
+        self, run, staff, demo_release, django_capture_on_commit_callbacks
+    ):
+        before = Run.objects.values("overall", "breakdown").get(pk=run.pk)
+        corrected = correct_an_anchor(demo_release)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        assert rescore.state == "proposed"
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert item.state == "changed"
+        paths = [row["path"] for row in item.diff]
+        assert "overall" in paths and f"tasks.{corrected.task.slug}" in paths
+        assert item.before["overall"] == pytest.approx(before["overall"])
+        assert item.after["overall"] != pytest.approx(before["overall"])
+        assert Run.objects.values("overall", "breakdown").get(pk=run.pk) == before  # nothing applied
+
+    def test_applying_rewrites_the_run_logs_it_and_moves_the_board(
+        self, run, staff, demo_release, django_capture_on_commit_callbacks
+    ):
+        corrected = correct_an_anchor(demo_release)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        item = RescoreItem.objects.get(rescore=rescore)
+        with django_capture_on_commit_callbacks(execute=True):
+            applied = rescore_apply(rescore_id=rescore.pk, user=staff)
+        assert applied.state == "applied" and applied.applied_by == staff
+        run.refresh_from_db()
+        assert run.overall == pytest.approx(item.after["overall"])
+        assert run.level == "validated"  # same evidence, same level
+        final = run.task_results.get(release_task=corrected).final
+        assert final == pytest.approx(item.after["tasks"][corrected.task.slug])
+        event = VerificationEvent.objects.filter(run=run).last()
+        assert f"rescore {rescore.pk}" in event.method and event.actor == staff
+        assert event.evidence_sha256 == run.submission.sha256
+        standing = Standing.objects.get(run=run, tab="overall")
+        assert standing.score == pytest.approx(item.after["overall"])
+        assert RescoreItem.objects.get(pk=item.pk).state == "applied"
+
+    def test_applying_twice_changes_nothing_more(self, run, staff, demo_release, django_capture_on_commit_callbacks):
+        correct_an_anchor(demo_release)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+        events = VerificationEvent.objects.filter(run=run).count()
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+        assert VerificationEvent.objects.filter(run=run).count() == events
+
+    def test_an_unchanged_release_proposes_nothing(self, run, staff, demo_release, django_capture_on_commit_callbacks):
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert (item.state, item.diff) == ("unchanged", [])
+
+    def test_a_run_changed_since_the_proposal_is_skipped_as_stale(
+        self, run, staff, demo_release, django_capture_on_commit_callbacks
+    ):
+        correct_an_anchor(demo_release)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        Run.objects.filter(pk=run.pk).update(overall=0.123)
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert item.state == "failed" and item.error.startswith("stale")
+        assert Run.objects.get(pk=run.pk).overall == 0.123
+
+    @pytest.mark.parametrize("who", ["owner", "stranger"])
+    def test_only_staff_propose_or_apply(
+        self, run, who, request, staff, demo_release, django_capture_on_commit_callbacks
+    ):
+        user = request.getfixturevalue(who)
+        with pytest.raises(RescoreError) as refused:
+            rescore_propose(release=demo_release, user=user)
+        assert refused.value.code == "staff_only"
+        assert not Rescore.objects.exists()
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        with pytest.raises(RescoreError) as refused:
+            rescore_apply(rescore_id=rescore.pk, user=user)
+        assert refused.value.code == "staff_only"
+        assert Rescore.objects.get(pk=rescore.pk).state == "proposed"
+
+    def test_one_open_rescore_per_release(self, run, staff, demo_release, django_capture_on_commit_callbacks):
+        propose(demo_release, staff, django_capture_on_commit_callbacks)
+        with pytest.raises(RescoreError) as refused:
+            rescore_propose(release=demo_release, user=staff)
+        assert refused.value.code == "rescore_open"
+
+    def test_a_proposal_still_computing_cannot_be_applied(self, run, staff, demo_release):
+        rescore = rescore_propose(release=demo_release, user=staff)  # on_commit not run: still proposing
+        with pytest.raises(RescoreError) as refused:
+            rescore_apply(rescore_id=rescore.pk, user=staff)
+        assert refused.value.code == "not_proposed"
+
+
+@pytest.mark.django_db
+class TestCommandAndAdmin:
+    def test_the_command_proposes_shows_and_applies(self, run, staff, demo_release, django_capture_on_commit_callbacks):
+        correct_an_anchor(demo_release)
+        out = io.StringIO()
+        with django_capture_on_commit_callbacks(execute=True):
+            call_command("rescore", "--as", staff.username, "propose", "ale-robotics", demo_release.version, stdout=out)
+        rescore = Rescore.objects.get()
+        assert "proposing for 1 run(s)" in out.getvalue()
+        out = io.StringIO()  # the tests' transaction ran the workers' stage at the end of the block above
+        call_command("rescore", "--as", staff.username, "show", str(rescore.pk), stdout=out)
+        assert f"run {run.pk}: changed" in out.getvalue() and "overall:" in out.getvalue()
+        out = io.StringIO()
+        call_command("rescore", "--as", staff.username, "apply", str(rescore.pk), stdout=out)
+        assert "1 run(s) rewritten" in out.getvalue()
+
+    def test_the_command_refuses_a_non_staff_account(self, run, owner, demo_release):
+        with pytest.raises(CommandError, match="no active staff account"):
+            call_command("rescore", "--as", owner.username, "propose", "ale-robotics", demo_release.version)
+        assert not Rescore.objects.exists()
+
+    def test_the_admin_proposes_from_releases_shows_the_diff_and_applies(
+        self, run, staff, demo_release, client, django_capture_on_commit_callbacks
+    ):
+        correct_an_anchor(demo_release)
+        staff.is_superuser = True
+        staff.save()
+        client.force_login(staff)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                "/admin/leaderboard/release/",
+                {"action": "propose_rescore", "_selected_action": [demo_release.pk]},
+            )
+        assert response.status_code == 302
+        rescore = Rescore.objects.get()
+        assert rescore.state == "proposed"
+        page = client.get(f"/admin/submissions/rescore/{rescore.pk}/change/").content.decode()
+        assert "<code>overall</code>" in page
+        client.post("/admin/submissions/rescore/", {"action": "apply", "_selected_action": [rescore.pk]})
+        assert Rescore.objects.get().state == "applied"
+
+
+@pytest.mark.django_db
+def test_a_proposal_can_be_deleted_in_the_admin_but_an_applied_rescore_cannot(
+    run, staff, demo_release, client, django_capture_on_commit_callbacks
+):
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+    rescore_apply(rescore_id=rescore.pk, user=staff)
+    assert client.get(f"/admin/submissions/rescore/{rescore.pk}/delete/").status_code == 403
+    second = propose(demo_release, staff, django_capture_on_commit_callbacks)
+    assert client.post(f"/admin/submissions/rescore/{second.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert list(Rescore.objects.values_list("pk", flat=True)) == [rescore.pk]
