@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Baseline, Release, Standing
@@ -311,6 +311,42 @@ def standings_update_version(*, release: Release, agent_version_id: int) -> int:
         if changed:
             release.generation = _bump_generation(release)
         return changed
+
+
+def standings_set_interval(*, release: Release, run: Run) -> int:
+    """Put ``run``'s (new) interval on its own Standing rows of ``release``; returns how many changed.
+
+    The interval follow-up's write: an interval never decides a rank (``_ORDER_FIELDS``), so
+    only the rows showing this run change, and only their ci columns: one UPDATE instead of
+    re-deriving the version's best runs (``standings_update_version`` lands on the same rows).
+    The release row lock is taken first, as every standings writer does, so a concurrent
+    ``standings_update_version`` either ran before (its row is updated here) or runs after and
+    reads the committed interval. Release.generation is bumped only when a row changed.
+    """
+    with transaction.atomic(savepoint=False):
+        Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
+        bounds = {tab: _interval(run, tab) for tab in TABS}
+        changed = (
+            Standing.objects.filter(release=release, run_id=run.pk)
+            .exclude(_interval_is(bounds))
+            .update(
+                ci_low=Case(*(When(tab=tab, then=Value(low)) for tab, (low, _) in bounds.items()), default=None),
+                ci_high=Case(*(When(tab=tab, then=Value(high)) for tab, (_, high) in bounds.items()), default=None),
+            )
+        )
+        if changed:
+            release.generation = _bump_generation(release)
+        return int(changed)
+
+
+def _interval_is(bounds: dict[str, tuple[float | None, float | None]]) -> Q:
+    """Rows whose tab's ci columns already hold ``bounds``."""
+    same = Q(pk__in=[])
+    for tab, (low, high) in bounds.items():
+        low_q = Q(ci_low__isnull=True) if low is None else Q(ci_low=low)
+        high_q = Q(ci_high__isnull=True) if high is None else Q(ci_high=high)
+        same |= Q(tab=tab) & low_q & high_q
+    return same
 
 
 def _move_row(release: Release, tab: str, row: Standing | None, fields: dict[str, Any] | None) -> int:

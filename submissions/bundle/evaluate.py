@@ -99,6 +99,9 @@ class Outcome:
     tasks: tuple[TaskCheck, ...] = ()
     # {"overall": {"low","high","level","resamples"} | None, "reproduction": ..., "open": ...}
     confidence: dict[str, Any] = field(default_factory=dict)
+    # Accepted outcomes: the tasks' episodes as scoring.uncertainty.pack_run_columns bytes, stored
+    # with the Run (RunEpisodes) so the interval follow-up never re-opens the bundle. Not in to_dict().
+    episode_columns: bytes = field(default=b"", repr=False)
 
     @property
     def accepted(self) -> bool:
@@ -204,6 +207,15 @@ def _intervals(
     return run_intervals(release_spec, results, resamples=resamples, seed=seed).to_dict()
 
 
+def _episode_columns(release_spec: gap.ReleaseSpec, results: Mapping[str, gap.TaskResult]) -> bytes:
+    """The tasks' (validated: score_run accepted them) episodes as the bytes the interval follow-up reads."""
+    from scoring.uncertainty import pack_run_columns, task_columns
+
+    return pack_run_columns(
+        {slug: task_columns(result, sorted(release_spec.tasks[slug].penalties)) for slug, result in results.items()}
+    )
+
+
 def evaluate_paper_gap(
     bundle: Bundle,
     *,
@@ -247,6 +259,7 @@ def evaluate_paper_gap(
         try:
             recomputed = gap.score_run(release_spec, results).to_dict()
             confidence = _intervals(release_spec, results, bootstrap_resamples, bootstrap_seed)
+            episode_columns = _episode_columns(release_spec, results)
         except ScoringError as exc:
             raise BundleError("invalid_value", f"results: {exc}") from None
     except BundleError as error:
@@ -271,5 +284,6 @@ def evaluate_paper_gap(
         diff=[{"path": d.path, "claimed": d.claimed, "recomputed": d.recomputed, "status": d.status} for d in diffs],
         tasks=tuple(checks),
         confidence=confidence,
+        episode_columns=episode_columns,
         **_manifest_fields(bundle),
     )
