@@ -158,7 +158,7 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
     one (recorded before they were stored), or whose stored columns no longer fit the release's
     tasks, re-opens its stored bundle instead: the same episodes, so the same intervals.
     Safe to run twice or concurrently: a run whose confidence is already set is returned
-    untouched (checked again under the row lock before writing). Returns None for a run that
+    untouched (checked again by the conditional UPDATE that writes it). Returns None for a run that
     does not exist (deleted since it was enqueued). With 0 resamples nothing is computed.
     A stored bundle that no longer opens or scores (it did when it was verified) is logged
     and the run is left without an interval rather than retried forever; transient faults
@@ -189,14 +189,17 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
         if intervals is None:
             return run
     confidence = run_confidence(intervals)
+    if not confidence:
+        return run
     with transaction.atomic():
-        locked = Run.objects.select_for_update().select_related("release").get(pk=run.pk)
-        if locked.confidence or not confidence:
-            return locked
-        locked.confidence = confidence
-        locked.save(update_fields=["confidence"])
-        standings_set_interval(release=locked.release, run=locked)
-    return locked
+        # Written only if still unset, in one statement: it takes the run's row lock, and a
+        # concurrent second computation re-checks the condition after the first commits (0 rows).
+        if not Run.objects.filter(pk=run.pk, confidence={}).update(confidence=confidence):
+            run.refresh_from_db(fields=["confidence"])
+            return run
+        run.confidence = confidence
+        standings_set_interval(release=run.release, run=run)
+    return run
 
 
 def _intervals_from_bundle(run: Run, spec: Any, resamples: int) -> dict[str, Any] | None:
