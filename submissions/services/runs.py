@@ -168,7 +168,8 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
     from scoring.errors import ScoringError
     from scoring.uncertainty import run_intervals_from_columns, unpack_run_columns
 
-    run = Run.objects.select_related("release").filter(pk=run_id).first()
+    # One query: the run, its release and its stored episodes (a reverse one-to-one join).
+    run = Run.objects.select_related("release", "episodes").filter(pk=run_id).first()
     if run is None:
         logger.warning("run %s does not exist; no confidence to compute", run_id)
         return None
@@ -176,8 +177,10 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
     if run.confidence or resamples <= 0:
         return run
     spec = release_spec(run.release)
-    stored = RunEpisodes.objects.filter(run_id=run.pk).values_list("columns", flat=True).first()
-    columns = None if stored is None else unpack_run_columns(stored)
+    try:
+        columns = unpack_run_columns(run.episodes.columns)
+    except RunEpisodes.DoesNotExist:
+        columns = None  # recorded before episodes were stored
     intervals = None
     if columns is not None:
         try:
