@@ -77,8 +77,9 @@ class RunEpisodes(models.Model):
     pack_run_columns: per task its metric and declared safety rates per episode, and its
     faithfulness verdict), written at verification so the interval follow-up
     (submissions.services.runs.run_confidence_compute) reads one row instead of decrypting and
-    parsing the bundle again. A table of its own: no page or export reading runs or task results
-    carries these bytes. Never shown."""
+    parsing the bundle again; deleted once the run has its interval (the bundle stays the
+    source). A table of its own: no page or export reading runs or task results carries these
+    bytes. Never shown."""
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="episodes")
     columns = models.BinaryField()

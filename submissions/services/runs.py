@@ -11,7 +11,8 @@ several times the rest of verifying a bundle. ``run_record_paper_gap`` enqueues
 ``run_confidence_compute``: it reads the evaluator's episodes that verification
 stored (RunEpisodes: one row, no decryption, no JSON parsing of a thousand
 episodes), recomputes the same seeded intervals, writes Run.confidence and the
-interval of the run's own Standing rows. A run recorded before episodes were
+interval of the run's own Standing rows, and deletes the RunEpisodes row (a
+hand-off, not an archive). A run recorded before episodes were
 stored falls back to re-opening its stored bundle (never deleted, and the site
 keys still decrypt it after a rotation). Until then a run and its standings
 carry no interval (pages show the score without one).
@@ -127,7 +128,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
             )
         )
     TaskResult.objects.bulk_create(rows)
-    if outcome.episode_columns:
+    if outcome.episode_columns and settings.PODIUM_BOOTSTRAP_RESAMPLES > 0:  # read by the follow-up only
         RunEpisodes.objects.create(run=run, columns=outcome.episode_columns)
     VerificationEvent.objects.create(
         run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
@@ -202,6 +203,8 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
             return run
         run.confidence = confidence
         standings_set_interval(release=run.release, run=run)
+        # A hand-off, not an archive (about 18 KB a standard run): the bundle stays the source.
+        RunEpisodes.objects.filter(run_id=run.pk).delete()
     return run
 
 

@@ -184,6 +184,16 @@ def test_the_follow_up_reads_the_stored_episodes_and_never_opens_the_bundle(veri
     run.refresh_from_db()
     assert run.confidence == expected
     assert [Standing.objects.get(run=run, tab="overall").ci_low] == [expected["overall"][0]]
+    assert not RunEpisodes.objects.filter(run=run).exists()  # a hand-off: gone once used
+
+
+@pytest.mark.django_db
+def test_without_bootstrap_resamples_verification_stores_no_episodes(demo_release, seal, owner, settings):
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 0
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    submission_verify(submission_id=submission.pk)
+    assert Run.objects.filter(submission=submission).exists()
+    assert not RunEpisodes.objects.exists()
 
 
 @pytest.mark.django_db
