@@ -21,6 +21,7 @@ task-level resamples one gather and one row sum.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,9 +51,14 @@ __all__ = [
     "DEFAULT_SEED",
     "Interval",
     "RunIntervals",
+    "TaskColumns",
+    "pack_run_columns",
     "percentile_interval",
     "run_intervals",
+    "run_intervals_from_columns",
     "success_rate_interval",
+    "task_columns",
+    "unpack_run_columns",
 ]
 
 DEFAULT_RESAMPLES = 1000
@@ -114,8 +120,97 @@ def percentile_interval(stats: Sequence[float], level: float = DEFAULT_LEVEL) ->
     return Interval(low=ordered[low], high=ordered[high], level=float(level), resamples=count)
 
 
+@dataclass(frozen=True)
+class TaskColumns:
+    """A task's evaluator episodes as columns, what the bootstrap reads of them.
+
+    ``values`` is a ``(1 + len(metrics), n)`` float64 array: row 0 each episode's metric, row
+    ``1 + i`` its rate of ``metrics[i]``; NaN where the episode reports none (episode values
+    are finite, so NaN is free to mean "absent"). ``metrics`` are the task's declared safety
+    metrics, sorted. Built from validated episodes by :func:`task_columns`, stored with
+    :func:`pack_run_columns` so a follow-up can recompute intervals without the bundle.
+    """
+
+    values: npt.NDArray[np.float64]
+    metrics: tuple[str, ...]
+    faithful: bool | None
+
+    @property
+    def covered(self) -> bool:
+        """True when some episode reports a metric (``aggregate_episodes(...).measured`` is not None)."""
+        return bool(self.values.shape[1]) and not bool(np.isnan(self.values[0]).all())
+
+
+def task_columns(result: TaskResult, metrics: Sequence[str]) -> TaskColumns:
+    """The episodes of ``result`` as :class:`TaskColumns` for the declared safety ``metrics``
+    (rates of other metrics are ignored, as scoring ignores them). Values are taken as they are:
+    validate them first (:func:`scoring.gap.aggregate_episodes`)."""
+    names = tuple(sorted(metrics))
+    episodes = result.episodes
+    nan = math.nan
+    rows = [[nan if e.metric is None else e.metric for e in episodes]]
+    for metric in names:
+        rows.append([e.rates.get(metric, nan) for e in episodes])
+    values = np.array(rows, dtype=np.float64).reshape(1 + len(names), len(episodes))
+    return TaskColumns(values=values, metrics=names, faithful=result.faithful)
+
+
+# Stored form of a run's tasks: a JSON header line (format version; per task, in slug order, its
+# slug, episode count, metric names and faithfulness verdict), then each task's values as
+# little-endian float64, row by row, in that order. Versioned so a later layout can still read old rows.
+_PACK_VERSION = 1
+
+
+def pack_run_columns(columns: Mapping[str, TaskColumns]) -> bytes:
+    """One run's :class:`TaskColumns` as bytes (:func:`unpack_run_columns` reads them back)."""
+    slugs = sorted(columns)
+    header = {
+        "v": _PACK_VERSION,
+        "tasks": [
+            [slug, int(columns[slug].values.shape[1]), list(columns[slug].metrics), columns[slug].faithful]
+            for slug in slugs
+        ],
+    }
+    bodies = [columns[slug].values.astype("<f8", copy=False).tobytes() for slug in slugs]
+    return b"".join([json.dumps(header).encode(), b"\n", *bodies])
+
+
+def unpack_run_columns(blob: bytes) -> dict[str, TaskColumns] | None:
+    """:func:`pack_run_columns`' bytes back to :class:`TaskColumns` by slug; None for bytes that
+    are not such a packing (so the caller falls back to the episodes' source)."""
+    head, sep, body = bytes(blob).partition(b"\n")
+    if not sep:
+        return None
+    try:
+        header = json.loads(head)
+        if header["v"] != _PACK_VERSION:
+            return None
+        tasks = [
+            (str(slug), int(n), tuple(str(m) for m in metrics), faithful)
+            for slug, n, metrics, faithful in header["tasks"]
+        ]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if len(body) != sum(8 * n * (1 + len(metrics)) for _, n, metrics, _ in tasks):
+        return None
+    values = np.frombuffer(body, dtype="<f8").astype(np.float64)
+    out: dict[str, TaskColumns] = {}
+    start = 0
+    for slug, n, metrics, faithful in tasks:
+        size = n * (1 + len(metrics))
+        block = values[start : start + size].reshape(1 + len(metrics), n)
+        out[slug] = TaskColumns(values=block, metrics=metrics, faithful=faithful if faithful in (True, False) else None)
+        start += size
+    return out
+
+
+# Draws per block of replicates in _task_replicates: 8-byte temporaries of 12,288 elements (96 KiB)
+# sit under glibc's default 128 KiB mmap threshold.
+_BLOCK_ELEMENTS = 12_288
+
+
 def _task_replicates(
-    rng: np.random.Generator, spec: TaskSpec, result: TaskResult, count: int
+    rng: np.random.Generator, spec: TaskSpec, task: TaskColumns, count: int
 ) -> npt.NDArray[np.float64]:
     """``count`` episode-level bootstrap replicates of a task's final score (NaN: missing).
 
@@ -128,20 +223,29 @@ def _task_replicates(
     gap against the anchor clamped to ``[0, cap]``, each penalty's mean rate (factor 0 when
     no episode reports it: fail-closed), the faithfulness gate.
     """
-    episodes = result.episodes
-    n = len(episodes)
-    metrics = sorted(spec.penalties)
-    columns = np.empty((n, 2 + 2 * len(metrics)))
-    columns[:, 0] = [0.0 if e.metric is None else float(e.metric) for e in episodes]
-    columns[:, 1] = [e.metric is not None for e in episodes]
-    for position, metric in enumerate(metrics):
-        columns[:, 2 + 2 * position] = [float(e.rates.get(metric, 0.0)) for e in episodes]
-        columns[:, 3 + 2 * position] = [metric in e.rates for e in episodes]
+    values = task.values
+    n = values.shape[1]
+    metrics = task.metrics
+    # Columns: (value with 0 for absent, present) per row of ``values``, interleaved.
+    present = ~np.isnan(values)
+    columns = np.empty((n, 2 * values.shape[0]))
+    columns[:, 0::2] = np.where(present, values, 0.0).T
+    columns[:, 1::2] = present.T
     # 16-bit draws where they fit: numpy draws them several times faster than 64-bit ones.
+    # One call for the whole matrix: the random stream does not depend on the blocks below.
     draws = rng.integers(0, n, size=(count, n), dtype=np.uint16 if n <= 1 << 16 else np.int64)
-    flat = (draws + np.arange(count, dtype=np.intp)[:, None] * n).ravel()
-    times = np.bincount(flat, minlength=count * n).reshape(count, n)  # how often each episode was drawn
-    sums = times @ columns  # (integer counts: matmul converts as it goes, cheaper than a float copy)
+    # Counts and sums a block of rows at a time: each block's temporaries stay under the
+    # allocator's mmap threshold, so they reuse heap memory instead of mapping (and
+    # page-faulting in) fresh pages per task, which cost about a third of the CPU.
+    rows = max(1, _BLOCK_ELEMENTS // n)
+    offsets = np.arange(min(rows, count), dtype=np.intp)[:, None] * n
+    sums = np.empty((count, columns.shape[1]))
+    for start in range(0, count, rows):
+        block = draws[start : start + rows]
+        size = block.shape[0]
+        flat = (block + offsets[:size]).ravel()
+        times = np.bincount(flat, minlength=size * n).reshape(size, n)  # how often each episode was drawn
+        np.matmul(times, columns, out=sums[start : start + size])
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = sums[:, 0] / sums[:, 1]
         anchor = float(spec.paper_value)
@@ -150,11 +254,11 @@ def _task_replicates(
         else:
             gaps = np.clip(anchor / np.maximum(mean, EPS), 0.0, float(spec.cap))
         gaps[sums[:, 1] == 0] = np.nan
-        factors = np.full(count, 1.0 if spec.genre == OPEN or result.faithful is True else 0.0)
+        factors = np.full(count, 1.0 if spec.genre == OPEN or task.faithful is True else 0.0)
         for position, metric in enumerate(metrics):
-            rate_sum, present = sums[:, 2 + 2 * position], sums[:, 3 + 2 * position]
-            penalty = 1.0 - np.minimum(1.0, (rate_sum / present) / float(spec.penalties[metric]))
-            factors *= np.where(present == 0, 0.0, penalty)
+            rate_sum, present_count = sums[:, 2 + 2 * position], sums[:, 3 + 2 * position]
+            penalty = 1.0 - np.minimum(1.0, (rate_sum / present_count) / float(spec.penalties[metric]))
+            factors *= np.where(present_count == 0, 0.0, penalty)
     replicates: npt.NDArray[np.float64] = gaps * factors
     return replicates
 
@@ -190,11 +294,33 @@ def run_intervals(
     for slug in results:
         if slug not in release.tasks:
             raise fail("run", "task", "a slug of the release's required task set", slug)
-    covered: list[str] = []
+    columns: dict[str, TaskColumns] = {}
     for slug in sorted(results):
-        aggregate = aggregate_episodes(results[slug].episodes, release.tasks[slug].penalties, slug=slug)
-        if aggregate.measured is not None:
-            covered.append(slug)
+        penalties = release.tasks[slug].penalties
+        aggregate_episodes(results[slug].episodes, penalties, slug=slug)  # validates, as score_run does
+        columns[slug] = task_columns(results[slug], sorted(penalties))
+    return run_intervals_from_columns(release, columns, resamples=count, level=level, seed=seed)
+
+
+def run_intervals_from_columns(
+    release: ReleaseSpec,
+    columns: Mapping[str, TaskColumns],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    seed: int = DEFAULT_SEED,
+) -> RunIntervals:
+    """:func:`run_intervals` from episodes already validated and laid out as columns (what
+    verification stored): the same draws, the same numbers. Every task's ``metrics`` must be
+    its declared safety metrics in ``release``, sorted."""
+    count = positive_int("bootstrap", "resamples", resamples)
+    _check_level(level)
+    for slug, task in columns.items():
+        if slug not in release.tasks:
+            raise fail("run", "task", "a slug of the release's required task set", slug)
+        if task.metrics != tuple(sorted(release.tasks[slug].penalties)):
+            raise fail(slug, "metrics", "the task's declared safety metrics, sorted", list(task.metrics))
+    covered = [slug for slug in sorted(columns) if columns[slug].covered]
     zero_missing = release.missing_task_policy != EXCLUDE
     required = sorted(release.tasks)
     pools: dict[str, list[str]] = {"overall": covered if not zero_missing else required}
@@ -217,7 +343,7 @@ def run_intervals(
     for slug in covered:
         if usage[slug]:
             offsets[slug] = total
-            parts.append(_task_replicates(rng, release.tasks[slug], results[slug], usage[slug]))
+            parts.append(_task_replicates(rng, release.tasks[slug], columns[slug], usage[slug]))
             total += usage[slug]
     replicates = np.concatenate([*parts, np.array([np.nan])])
     intervals: dict[str, Interval | None] = {}

@@ -26,11 +26,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F, Q
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Baseline, Release, Standing
-from submissions.models import Run, TaskResult
+from submissions.models import Run
 
 # Verification levels that enter a leaderboard; mismatch and rejected never do.
 LEADERBOARD_LEVELS = (Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED)
@@ -78,8 +78,10 @@ def standing_sort_key(run: Run, tab: str) -> tuple[Any, ...]:
     )
 
 
-def _best_runs_sql(connection: Any) -> str:
-    """The query behind ``_best_runs_by_tab``, written out (see there), for ``connection``'s quoting.
+def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
+    """The query behind ``_best_runs_by_tab``, written out (see there), for ``connection``'s quoting;
+    with ``one_version``, restricted to one agent version (its id the second parameter), for
+    ``_version_runs``.
 
     Plain SQL accepted by PostgreSQL and SQLite (>= 3.30 for NULLS LAST). Hand-written because
     this runs on every verification, and building the equivalent ORM query (three windows,
@@ -117,7 +119,7 @@ def _best_runs_sql(connection: Any) -> str:
               ON av.{quote(version_model._meta.pk.column)} = r.{run["agent_version"]}
             JOIN {quote(agent_model._meta.db_table)} a
               ON a.{quote(agent_model._meta.pk.column)} = av.{quote(version_model._meta.get_field("agent").column)}
-            WHERE r.{run["release"]} = %s
+            WHERE r.{run["release"]} = %s{f" AND r.{run['agent_version']} = %s" if one_version else ""}
               AND r.{run["level"]} IN ({", ".join(["%s"] * len(LEADERBOARD_LEVELS))})
               AND r.{run["is_private"]} = %s
               AND s.{quote(submission_model._meta.get_field("is_private").column)} = %s
@@ -239,36 +241,27 @@ _ORDER_FIELDS = ("complete", "score", "pass_rate", "verified_at", "run_id")
 
 
 def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
-    """One agent version's public, rankable scored runs in a release (the same filter as ``_best_runs_sql``);
-    a version has a handful, whatever the size of the release."""
-    runs = list(
-        Run.objects.filter(
-            release=release,
-            agent_version_id=agent_version_id,
-            level__in=LEADERBOARD_LEVELS,
-            is_private=False,
-            submission__is_private=False,
-        )
-        .filter(Q(overall__isnull=False) | Q(reproduction__isnull=False) | Q(open__isnull=False))
-        # leaderboard.disclosure, as in _best_runs_sql: a run with an unsigned result on a
-        # withheld-anchor task is never ranked.
-        .filter(
-            ~Exists(
-                TaskResult.objects.filter(run=OuterRef("pk"), release_task__anchor_published=False).exclude(
-                    signature=EVALUATOR_SIGNED
-                )
-            )
-        )
-        # Issue 13, as in _best_runs_sql: a reference baseline is shown apart, never ranked.
-        .filter(agent_version__baseline__isnull=True)
-        .select_related("agent_version__agent")
-        .only(*RUN_FIELDS, "agent_version__version", "agent_version__agent__name", "agent_version__agent__slug")
-    )
-    for run in runs:
-        run.standing_agent_name = run.agent_version.agent.name
-        run.standing_agent_slug = run.agent_version.agent.slug
-        run.standing_version = run.agent_version.version
-    return runs
+    """One agent version's best public, rankable scored run per tab in a release (a run first in at
+    least one tab: ``_best_runs_by_tab``'s query, restricted to the version; ``position_<tab>`` set).
+
+    The same written-out SQL as the full rebuild: building the equivalent ORM query (an Exists
+    subquery, select_related, only) on every verification cost more CPU than running it.
+    """
+    connection = connections[Run.objects.db]
+    key = f"{connection.vendor}:version"
+    sql = _SQL_BY_VENDOR.get(key)
+    if sql is None:
+        sql = _SQL_BY_VENDOR[key] = _best_runs_sql(connection, one_version=True)
+    params = [
+        release.pk,
+        agent_version_id,
+        *(str(level) for level in LEADERBOARD_LEVELS),
+        False,
+        False,
+        False,
+        EVALUATOR_SIGNED,
+    ]
+    return list(Run.objects.raw(sql, params))
 
 
 def _ranked_before(tab_rows: Any, fields: dict[str, Any]) -> int:
@@ -305,12 +298,57 @@ def standings_update_version(*, release: Release, agent_version_id: int) -> int:
         current = {row.tab: row for row in Standing.objects.filter(release=release, agent_version_id=agent_version_id)}
         changed = 0
         for tab in TABS:
-            scored = [run for run in runs if _tab_score(run, tab) is not None]
-            best = min(scored, key=lambda run, tab=tab: standing_sort_key(run, tab)) if scored else None
+            # Position 1 in the tab's order (the query's window) and a score in the tab: the
+            # version's best run there, as _best_runs_by_tab picks it.
+            best = next(
+                (run for run in runs if getattr(run, f"position_{tab}") == 1 and _tab_score(run, tab) is not None),
+                None,
+            )
             changed += _move_row(release, tab, current.get(tab), None if best is None else _standing_fields(best, tab))
         if changed:
             release.generation = _bump_generation(release)
         return changed
+
+
+def standings_set_interval(*, release: Release, run: Run) -> int:
+    """Put ``run``'s (new) interval on its own Standing rows of ``release``; returns how many changed.
+
+    The interval follow-up's write: an interval never decides a rank (``_ORDER_FIELDS``), so
+    only the rows showing this run change, and only their ci columns: one UPDATE instead of
+    re-deriving the version's best runs (``standings_update_version`` lands on the same rows).
+    The release row lock is taken first, as every standings writer does, so a concurrent
+    ``standings_update_version`` either ran before (its row is updated here) or runs after and
+    reads the committed interval. Release.generation is bumped only when a row changed.
+    """
+    bounds = {str(tab): _interval(run, tab) for tab in TABS}
+    changing = {tab: pair for tab, pair in bounds.items() if pair != (None, None)}
+    if not changing:
+        return 0
+    with transaction.atomic(savepoint=False):
+        Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
+        # Plain SQL: the ORM's Case/When compile cost more CPU than the statement itself.
+        connection = connections[Standing.objects.db]
+        quote = connection.ops.quote_name
+        table, tab, low, high = (quote(name) for name in (Standing._meta.db_table, "tab", "ci_low", "ci_high"))
+        when = " ".join(f"WHEN {tab} = %s THEN %s" for _ in changing)
+        placeholders = ", ".join(["%s"] * len(changing))
+        params: list[Any] = []
+        for name, (value, _) in changing.items():
+            params += [name, value]
+        for name, (_, value) in changing.items():
+            params += [name, value]
+        params += [release.pk, run.pk, *changing]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET {low} = CASE {when} END, {high} = CASE {when} END "  # noqa: S608 -- identifiers only
+                f"WHERE {quote(Standing._meta.get_field('release').column)} = %s "
+                f"AND {quote(Standing._meta.get_field('run').column)} = %s AND {tab} IN ({placeholders})",
+                params,
+            )
+            changed = cursor.rowcount
+        if changed:
+            release.generation = _bump_generation(release)
+        return int(changed)
 
 
 def _move_row(release: Release, tab: str, row: Standing | None, fields: dict[str, Any] | None) -> int:

@@ -126,6 +126,9 @@ class Outcome:
     results_digest: str = ""
     # podium-bundle/2: the challenge the manifest names (None for v1).
     challenge: str | None = None
+    # Accepted outcomes: the tasks' episodes as scoring.uncertainty.pack_run_columns bytes, stored
+    # with the Run (RunEpisodes) so the interval follow-up never re-opens the bundle. Not in to_dict().
+    episode_columns: bytes = field(default=b"", repr=False)
 
     @property
     def accepted(self) -> bool:
@@ -257,6 +260,15 @@ def _faithfulness_check(
     return JUDGE_SIGNED, judge.name, calibrated, signature.key_id
 
 
+def _episode_columns(release_spec: gap.ReleaseSpec, results: Mapping[str, gap.TaskResult]) -> bytes:
+    """The tasks' (validated: score_run accepted them) episodes as the bytes the interval follow-up reads."""
+    from scoring.uncertainty import pack_run_columns, task_columns
+
+    return pack_run_columns(
+        {slug: task_columns(result, sorted(release_spec.tasks[slug].penalties)) for slug, result in results.items()}
+    )
+
+
 def evaluate_paper_gap(
     bundle: Bundle,
     *,
@@ -342,6 +354,7 @@ def evaluate_paper_gap(
         try:
             recomputed = gap.score_run(release_spec, results).to_dict()
             confidence = _intervals(release_spec, results, bootstrap_resamples, bootstrap_seed)
+            episode_columns = _episode_columns(release_spec, results)
         except ScoringError as exc:
             raise BundleError("invalid_value", f"results: {exc}") from None
     except BundleError as error:
@@ -372,6 +385,7 @@ def evaluate_paper_gap(
         tasks=tuple(checks),
         confidence=confidence,
         results_digest=results_digest((slug, bundle.results[slug].raw) for slug in bundle.results),
+        episode_columns=episode_columns,
         **_manifest_fields(bundle),
     )
 

@@ -87,6 +87,22 @@ class TaskResult(models.Model):
         return f"run {self.run_id} task result {self.release_task_id}"
 
 
+class RunEpisodes(models.Model):
+    """A paper-gap run's evaluator episodes as the bootstrap reads them (scoring.uncertainty.
+    pack_run_columns: per task its metric and declared safety rates per episode, and its
+    faithfulness verdict), written at verification so the interval follow-up
+    (submissions.services.runs.run_confidence_compute) reads one row instead of decrypting and
+    parsing the bundle again; deleted once the run has its interval (the bundle stays the
+    source). A table of its own: no page or export reading runs or task results carries these
+    bytes. Never shown."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="episodes")
+    columns = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} episodes"
+
+
 class VerificationEvent(models.Model):
     """Append-only, public log of a run's verification level: the automatic level, each
     official re-run (``rerun``), each downgrade or revocation by staff (``note`` = reason)."""

@@ -13,11 +13,14 @@ so a second verification of the same submission never writes a second Run.
 The bootstrap confidence intervals are not on the verification path: they cost
 several times the rest of verifying a bundle. ``run_record_paper_gap`` enqueues
 ``submissions.tasks.compute_run_confidence`` on commit, which calls
-``run_confidence_compute``: it re-opens the stored bundle (never deleted, and
-the site keys still decrypt it after a rotation), recomputes the same seeded
-intervals from the evaluator's episodes, writes Run.confidence and refreshes the
-standings. Until then a run and its standings carry no interval (pages show the
-score without one).
+``run_confidence_compute``: it reads the evaluator's episodes that verification
+stored (RunEpisodes: one row, no decryption, no JSON parsing of a thousand
+episodes), recomputes the same seeded intervals, writes Run.confidence and the
+interval of the run's own Standing rows, and deletes the RunEpisodes row (a
+hand-off, not an archive). A run recorded before episodes were
+stored falls back to re-opening its stored bundle (never deleted, and the site
+keys still decrypt it after a rotation). Until then a run and its standings
+carry no interval (pages show the score without one).
 """
 
 from __future__ import annotations
@@ -38,12 +41,12 @@ from django.utils import timezone
 from leaderboard.models import Release, ReleaseTask
 from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.declarations import run_cost_refresh
-from leaderboard.services.standings import standings_update_version
+from leaderboard.services.standings import standings_set_interval, standings_update_version
 from scoring import gap
 from submissions.bundle.contract import EvaluatorKey, JudgeKey
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import Outcome, evaluate_paper_gap
-from submissions.models import Run, SigningKey, SigningKeyTask, Submission, TaskResult, VerificationEvent
+from submissions.models import Run, RunEpisodes, SigningKey, SigningKeyTask, Submission, TaskResult, VerificationEvent
 from submissions.services.agents import agent_version_claim
 
 logger = logging.getLogger(__name__)
@@ -245,6 +248,8 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
             )
         )
     TaskResult.objects.bulk_create(rows)
+    if outcome.episode_columns and settings.PODIUM_BOOTSTRAP_RESAMPLES > 0:  # read by the follow-up only
+        RunEpisodes.objects.create(run=run, columns=outcome.episode_columns)
     VerificationEvent.objects.create(
         run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
     )
@@ -268,10 +273,13 @@ CONFIDENCE_SEED = 0
 
 def run_confidence_compute(*, run_id: Any) -> Run | None:
     """Compute and store a paper-gap run's bootstrap intervals (settings.PODIUM_BOOTSTRAP_RESAMPLES
-    resamples, seed ``CONFIDENCE_SEED``), then refresh its release's standings.
+    resamples, seed ``CONFIDENCE_SEED``), then put them on the run's Standing rows.
 
+    The episodes come from the run's RunEpisodes row (written at verification); a run without
+    one (recorded before they were stored), or whose stored columns no longer fit the release's
+    tasks, re-opens its stored bundle instead: the same episodes, so the same intervals.
     Safe to run twice or concurrently: a run whose confidence is already set is returned
-    untouched (checked again under the row lock before writing). Returns None for a run that
+    untouched (checked again by the conditional UPDATE that writes it). Returns None for a run that
     does not exist (deleted since it was enqueued). With 0 resamples nothing is computed.
     A stored bundle that no longer opens or scores (it did when it was verified) is logged
     and the run is left without an interval rather than retried forever; transient faults
@@ -279,36 +287,62 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
     """
     from leaderboard.selectors.releases import release_spec
     from scoring.errors import ScoringError
-    from scoring.uncertainty import run_intervals
-    from submissions.bundle.errors import BundleError
-    from submissions.bundle.evaluate import scoring_results
-    from submissions.services.verification import bundle_local_path, open_stored_bundle
+    from scoring.uncertainty import run_intervals_from_columns, unpack_run_columns
 
-    run = Run.objects.select_related("submission", "release").filter(pk=run_id).first()
+    # One query: the run, its release and its stored episodes (a reverse one-to-one join).
+    run = Run.objects.select_related("release", "episodes").filter(pk=run_id).first()
     if run is None:
         logger.warning("run %s does not exist; no confidence to compute", run_id)
         return None
     resamples = settings.PODIUM_BOOTSTRAP_RESAMPLES
     if run.confidence or resamples <= 0:
         return run
+    spec = release_spec(run.release)
     try:
-        spec = release_spec(run.release)
+        columns = unpack_run_columns(run.episodes.columns)
+    except RunEpisodes.DoesNotExist:
+        columns = None  # recorded before episodes were stored
+    intervals = None
+    if columns is not None:
+        try:
+            intervals = run_intervals_from_columns(spec, columns, resamples=resamples, seed=CONFIDENCE_SEED).to_dict()
+        except ScoringError:
+            logger.warning("run %s: its stored episodes do not fit the release's tasks; re-opening its bundle", run.pk)
+    if intervals is None:
+        intervals = _intervals_from_bundle(run, spec, resamples)
+        if intervals is None:
+            return run
+    confidence = run_confidence(intervals)
+    if not confidence:
+        return run
+    with transaction.atomic():
+        # Written only if still unset, in one statement: it takes the run's row lock, and a
+        # concurrent second computation re-checks the condition after the first commits (0 rows).
+        if not Run.objects.filter(pk=run.pk, confidence={}).update(confidence=confidence):
+            run.refresh_from_db(fields=["confidence"])
+            return run
+        run.confidence = confidence
+        standings_set_interval(release=run.release, run=run)
+        # A hand-off, not an archive (about 18 KB a standard run): the bundle stays the source.
+        RunEpisodes.objects.filter(run_id=run.pk).delete()
+    return run
+
+
+def _intervals_from_bundle(run: Run, spec: Any, resamples: int) -> dict[str, Any] | None:
+    """The run's intervals from its stored bundle (None, logged: it no longer opens or scores)."""
+    from scoring.errors import ScoringError
+    from scoring.uncertainty import run_intervals
+    from submissions.bundle.errors import BundleError
+    from submissions.bundle.evaluate import scoring_results
+    from submissions.services.verification import bundle_local_path, open_stored_bundle
+
+    try:
         with bundle_local_path(run.submission.file.name) as path:
             bundle = open_stored_bundle(path)
-        results = scoring_results(bundle)
-        intervals = run_intervals(spec, results, resamples=resamples, seed=CONFIDENCE_SEED).to_dict()
+        return run_intervals(spec, scoring_results(bundle), resamples=resamples, seed=CONFIDENCE_SEED).to_dict()
     except (BundleError, ScoringError):
         logger.exception("run %s: its stored bundle no longer opens or scores; left without an interval", run.pk)
-        return run
-    confidence = run_confidence(intervals)
-    with transaction.atomic():
-        locked = Run.objects.select_for_update().select_related("release").get(pk=run.pk)
-        if locked.confidence or not confidence:
-            return locked
-        locked.confidence = confidence
-        locked.save(update_fields=["confidence"])
-        standings_update_version(release=locked.release, agent_version_id=locked.agent_version_id)
-    return locked
+        return None
 
 
 # At most this many runs are handed back to compute_run_confidence per sweep, newest first, and

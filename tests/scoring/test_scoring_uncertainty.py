@@ -19,7 +19,15 @@ from scoring.gap import (
     score_run,
 )
 from scoring.scorecard import Scorecard
-from scoring.uncertainty import percentile_interval, run_intervals, success_rate_interval
+from scoring.uncertainty import (
+    pack_run_columns,
+    percentile_interval,
+    run_intervals,
+    run_intervals_from_columns,
+    success_rate_interval,
+    task_columns,
+    unpack_run_columns,
+)
 
 
 def release(policy: str = "exclude") -> ReleaseSpec:
@@ -236,3 +244,49 @@ def test_a_success_rate_interval_matches_counting_solves_among_resampled_episode
     flags = np.array([1] * 37 + [0] * 63)
     counted = percentile_interval((flags[rng.integers(0, 100, size=(20000, 100))].sum(axis=1) / 100).tolist())
     assert abs(interval.low - counted.low) <= 0.011 and abs(interval.high - counted.high) <= 0.011
+
+
+def stored_columns(spec: ReleaseSpec, run: dict[str, TaskResult]) -> dict:
+    """The run's episodes as verification stores them, read back."""
+    packed = pack_run_columns({slug: task_columns(run[slug], sorted(spec.tasks[slug].penalties)) for slug in run})
+    columns = unpack_run_columns(packed)
+    assert columns is not None
+    return columns
+
+
+@pytest.mark.parametrize("policy", ["exclude", "zero"])
+def test_intervals_from_stored_episode_columns_equal_those_from_the_episodes(policy: str) -> None:
+    spec = release(policy)
+    run = results(6)
+    from_columns = run_intervals_from_columns(spec, stored_columns(spec, run), resamples=300, seed=3)
+    assert from_columns == run_intervals(spec, run, resamples=300, seed=3)
+
+
+def test_stored_episode_columns_keep_missing_metrics_rates_and_the_faithfulness_verdict() -> None:
+    spec = release()
+    run = results(2)
+    columns = stored_columns(spec, run)
+    assert columns["a"].metrics == ("collision_rate",) and columns["a"].faithful is True
+    assert columns["b"].faithful is None
+    c = columns["c"].values[0].tolist()
+    assert [value != value for value in c] == [episode.metric is None for episode in run["c"].episodes]
+    assert columns["a"].values[1].tolist() == [episode.rates["collision_rate"] for episode in run["a"].episodes]
+
+
+@pytest.mark.parametrize(
+    "blob", [b"", b"no header", b'{"v": 2, "tasks": []}\n', b'{"v": 1, "tasks": [["a", 3, [], true]]}\n12']
+)
+def test_bytes_that_are_not_a_packing_unpack_to_none(blob: bytes) -> None:
+    assert unpack_run_columns(blob) is None
+
+
+def test_stored_columns_whose_metrics_differ_from_the_release_are_rejected() -> None:
+    spec = release()
+    run = results(2)
+    columns = stored_columns(spec, run)
+    changed = ReleaseSpec(
+        {**spec.tasks, "a": TaskSpec("a", REPRODUCTION, HIGHER_IS_BETTER, 0.7, penalties={"jerk": 0.1})},
+        missing_task_policy="exclude",
+    )
+    with pytest.raises(ScoringError):
+        run_intervals_from_columns(changed, columns, resamples=50)

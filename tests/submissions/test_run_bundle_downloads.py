@@ -152,8 +152,10 @@ def test_a_bundle_that_cannot_be_read_is_a_503_not_a_500(client, run, settings, 
 @pytest.fixture
 def two_runs(demo_release, seal, owner, stranger) -> tuple[Run, Run]:
     runs = []
-    for user, skill in ((owner, 0.9), (stranger, 0.5)):
-        submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(seal(skill=skill, seed=int(skill * 10))))
+    # Two accounts, so two agents: an agent belongs to the account that first filed it.
+    for user, skill, agent in ((owner, 0.9, "owner-agent"), (stranger, 0.5, "stranger-agent")):
+        sealed = seal(skill=skill, seed=int(skill * 10), agent_name=agent)
+        submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(sealed))
         submission_verify(submission_id=submission.pk)
         runs.append(Run.objects.get(submission=submission))
     return runs[0], runs[1]

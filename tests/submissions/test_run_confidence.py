@@ -8,7 +8,7 @@ import pytest
 from leaderboard.models import Release, Standing
 from leaderboard.selectors.releases import release_spec
 from submissions.bundle.evaluate import evaluate_paper_gap
-from submissions.models import Run
+from submissions.models import Run, RunEpisodes
 from submissions.services.runs import run_confidence_compute
 from submissions.services.submissions import submission_create
 from submissions.services.verification import bundle_local_path, open_stored_bundle, submission_verify
@@ -96,6 +96,7 @@ def test_a_stored_bundle_that_no_longer_decrypts_leaves_the_run_without_interval
     import pyrage
 
     run, _ = verified_run
+    RunEpisodes.objects.filter(run=run).delete()  # a run recorded before episodes were stored
     settings.PODIUM_SITE_KEYS = str(pyrage.x25519.Identity.generate())  # the site lost its key
     assert run_confidence_compute(run_id=run.pk).confidence == {}
     run.refresh_from_db()
@@ -150,3 +151,81 @@ def test_the_sweeper_leaves_runs_older_than_a_day_and_runs_with_intervals_alone(
     settings.PODIUM_BOOTSTRAP_RESAMPLES = 50
     Run.objects.filter(pk=run.pk).update(confidence={"overall": [0.1, 0.2]})
     assert runs_missing_confidence_ids(now=now) == []
+
+
+@pytest.mark.django_db
+def test_verification_stores_the_runs_episodes_for_the_follow_up(verified_run):
+    from scoring.uncertainty import unpack_run_columns
+
+    run, _ = verified_run
+    columns = unpack_run_columns(RunEpisodes.objects.get(run=run).columns)
+    with bundle_local_path(run.submission.file.name) as path:
+        bundle = open_stored_bundle(path)
+    assert columns is not None and set(columns) == set(bundle.results)
+    for slug, result in bundle.results.items():
+        assert columns[slug].values.shape[1] == len(result.episodes)
+        assert columns[slug].values[0].tolist() == [episode.metric for episode in result.episodes]
+
+
+@pytest.mark.django_db
+def test_the_follow_up_reads_the_stored_episodes_and_never_opens_the_bundle(verified_run, settings, monkeypatch):
+    import submissions.services.verification as verification
+
+    run, _ = verified_run
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 150
+    expected = expected_confidence(run, 150)
+
+    def no_bundle(*args, **kwargs):
+        raise AssertionError("the follow-up opened the bundle")
+
+    monkeypatch.setattr(verification, "open_stored_bundle", no_bundle)
+    monkeypatch.setattr(verification, "bundle_local_path", no_bundle)
+    run_confidence_compute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.confidence == expected
+    assert [Standing.objects.get(run=run, tab="overall").ci_low] == [expected["overall"][0]]
+    assert not RunEpisodes.objects.filter(run=run).exists()  # a hand-off: gone once used
+
+
+@pytest.mark.django_db
+def test_without_bootstrap_resamples_verification_stores_no_episodes(demo_release, seal, owner, settings):
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 0
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    submission_verify(submission_id=submission.pk)
+    assert Run.objects.filter(submission=submission).exists()
+    assert not RunEpisodes.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_run_without_stored_episodes_gets_the_same_intervals_from_its_bundle(verified_run, settings):
+    run, _ = verified_run
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 150
+    RunEpisodes.objects.filter(run=run).delete()
+    run_confidence_compute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.confidence == expected_confidence(run, 150)
+
+
+@pytest.mark.django_db
+def test_stored_episodes_that_no_longer_fit_the_release_fall_back_to_the_bundle(verified_run, settings):
+    run, _ = verified_run
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 150
+    RunEpisodes.objects.filter(run=run).update(columns=b"not a packing")
+    run_confidence_compute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.confidence == expected_confidence(run, 150)
+
+
+@pytest.mark.django_db
+def test_the_interval_lands_only_on_the_runs_own_standing_rows(verified_run, demo_release, seal, owner):
+    run, _ = verified_run
+    other_submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal(agent_version="2.0")))
+    submission_verify(submission_id=other_submission.pk)
+    other = Run.objects.get(submission=other_submission)
+    Run.objects.filter(pk=other.pk).update(confidence={})
+    Standing.objects.filter(run=other).update(ci_low=None, ci_high=None)
+    run_confidence_compute(run_id=run.pk)
+    assert set(Standing.objects.filter(run=other).values_list("ci_low", "ci_high")) == {(None, None)}
+    run.refresh_from_db()
+    rows = {row.tab: [row.ci_low, row.ci_high] for row in Standing.objects.filter(run=run)}
+    assert rows and all(rows[tab] == run.confidence.get(tab, [None, None]) for tab in rows)
