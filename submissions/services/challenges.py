@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Race, RaceEntry, Release
@@ -173,7 +173,16 @@ def challenge_consume(*, challenge: SubmissionChallenge, submission: Submission)
 
 
 def results_duplicate_check(*, digest: str, user: Any) -> None:
-    """``duplicate_results`` when another account already had these results accepted."""
+    """``duplicate_results`` when another account already had these results accepted.
+
+    Called inside the transaction that records the verdict. On PostgreSQL it first takes a
+    transaction-scoped advisory lock on the digest, so two accounts' uploads of the same
+    results verified at the same moment serialize here: the second one's check runs after the
+    first committed its digest and sees it (READ COMMITTED). SQLite serializes writers anyway.
+    """
+    if digest and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"results:{digest}"])
     if digest and Submission.objects.filter(results_digest=digest).exclude(submitter_id=user.pk).exists():
         raise BundleError(
             "duplicate_results",

@@ -432,12 +432,11 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Any) -> Submiss
             return Verdict(verdict, outcome.error_code, outcome.message or "", diff)
 
         return _conclude(submission, None, write_mismatch)
-    try:
-        results_duplicate_check(digest=outcome.results_digest, user=submission.submitter)
-    except BundleError as exc:
-        return _conclude(submission, Verdict(Submission.Verdict.REJECTED, exc.code, exc.message), None)
 
     def write(locked: Submission) -> Verdict:
+        # In the verdict's transaction (serialized per digest), so two accounts' simultaneous
+        # uploads of the same results cannot both pass; a refusal here rolls everything back.
+        results_duplicate_check(digest=outcome.results_digest, user=submission.submitter)
         if challenge is not None:
             challenge_consume(challenge=challenge, submission=locked)
         scheme.record(submission=locked, outcome=outcome, context=context)

@@ -486,3 +486,55 @@ def test_staff_see_challenges_in_the_admin_and_cannot_add_or_delete_them(
     assert client.get("/admin/submissions/submissionchallenge/").status_code == 200
     assert client.get("/admin/submissions/submissionchallenge/add/").status_code == 403
     assert SubmissionChallenge.objects.count() == 1
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_two_accounts_recording_the_same_results_at_once_are_serialized_and_the_second_is_refused(owner, stranger):
+    """The duplicate check runs in the verdict's transaction under a per-digest lock: while the
+    first account's verdict is uncommitted, the second account's check waits, then sees it."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from submissions.bundle.errors import BundleError
+    from submissions.models import Submission
+    from submissions.services.challenges import results_duplicate_check
+
+    digest = "d" * 64
+    recorded, release = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                results_duplicate_check(digest=digest, user=owner)
+                Submission.objects.create(
+                    submitter=owner, sha256="1" * 64, size=1, file="b/1.age", status="done", results_digest=digest
+                )
+                recorded.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            with transaction.atomic():
+                results_duplicate_check(digest=digest, user=stranger)
+            outcome["second"] = "accepted"
+        except BundleError as exc:
+            outcome["second"] = exc.code
+        finally:
+            connection.close()
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert recorded.wait(10)
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(1.0)
+    assert two.is_alive(), "the second check did not wait for the first verdict's transaction"
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert outcome["second"] == "duplicate_results"
