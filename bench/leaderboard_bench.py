@@ -69,6 +69,36 @@ def throwaway_postgres(database_url: str) -> tuple[str, str]:
     return parts._replace(path=f"/{name}").geturl(), admin
 
 
+def bench_environment(prefix: str) -> tuple[dict[str, str], str, str]:
+    """Point this process (and the servers it starts) at a scratch var dir, a per-worker
+    memory cache, in-process tasks and a throwaway PostgreSQL database when DATABASE_URL
+    names one (else SQLite). Returns (the servers' environment, DATABASE_URL or "", the admin URL
+    to drop that database with, or "")."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+            "DJANGO_ENV": "development",
+            "DEBUG": "0",
+            "PODIUM_VAR_DIR": str(work),
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    env.pop("CELERY_BROKER_URL", None)
+    env.pop("REDIS_URL", None)  # a per-worker memory cache, like the embedded default
+    database_url = env.get("DATABASE_URL", "")
+    admin_url = ""
+    if database_url.startswith("postgres"):
+        database_url, admin_url = throwaway_postgres(database_url)
+        env["DATABASE_URL"] = database_url
+    else:
+        env.pop("DATABASE_URL", None)
+    os.environ.clear()
+    os.environ.update(env)
+    return env, database_url, admin_url
+
+
 def drop_postgres(admin_url: str, url: str) -> None:
     import psycopg
 
@@ -390,28 +420,7 @@ def main() -> None:
         writer(slug, version, float(rate), float(seconds))
         return
 
-    work = Path(tempfile.mkdtemp(prefix="podium-board-bench-"))
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
-            "DJANGO_ENV": "development",
-            "DEBUG": "0",
-            "PODIUM_VAR_DIR": str(work),
-            "LOG_LEVEL": "WARNING",
-        }
-    )
-    env.pop("CELERY_BROKER_URL", None)
-    env.pop("REDIS_URL", None)  # a per-worker memory cache, like the embedded default
-    database_url = env.get("DATABASE_URL", "")
-    admin_url = ""
-    if database_url.startswith("postgres"):
-        database_url, admin_url = throwaway_postgres(database_url)
-        env["DATABASE_URL"] = database_url
-    else:
-        env.pop("DATABASE_URL", None)
-    os.environ.clear()
-    os.environ.update(env)
+    env, database_url, admin_url = bench_environment("podium-board-bench-")
 
     server = None
     try:

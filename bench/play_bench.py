@@ -27,14 +27,13 @@ import multiprocessing
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.leaderboard_bench import drop_postgres, free_port, pct, throwaway_postgres  # noqa: E402
+from bench.leaderboard_bench import bench_environment, drop_postgres, free_port, pct  # noqa: E402
 
 
 def setup(clients: int) -> list[dict]:
@@ -131,28 +130,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4, help="concurrent client processes")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="podium-play-bench-"))
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
-            "DJANGO_ENV": "development",
-            "DEBUG": "0",
-            "PODIUM_VAR_DIR": str(work),
-            "LOG_LEVEL": "WARNING",
-        }
-    )
-    env.pop("CELERY_BROKER_URL", None)
-    env.pop("REDIS_URL", None)  # a per-worker memory cache, like the embedded default
-    database_url = env.get("DATABASE_URL", "")
-    admin_url = ""
-    if database_url.startswith("postgres"):
-        database_url, admin_url = throwaway_postgres(database_url)
-        env["DATABASE_URL"] = database_url
-    else:
-        env.pop("DATABASE_URL", None)
-    os.environ.clear()
-    os.environ.update(env)
+    env, database_url, admin_url = bench_environment("podium-play-bench-")
 
     server = None
     try:
