@@ -200,8 +200,16 @@ def upload_and_wait(host: Host, key: str, *, agent: str) -> dict[str, Any]:
     assert status == 200, body
     site_key = json.loads(body)
     manifest = load_manifest(REPO_ROOT / "examples" / "demo-release")
+    # An unsigned script upload covers the tasks whose anchors are published: an unsigned result
+    # for a withheld-anchor task is refused (unsigned_withheld_task), by design.
+    published = [task.slug for task in manifest.tasks if task.anchor_published]
     directory = write_paper_gap_bundle_dir(
-        host.root / f"bundle-{agent}", release_manifest=manifest, agent_name=agent, agent_version="1.0", seed=7
+        host.root / f"bundle-{agent}",
+        release_manifest=manifest,
+        agent_name=agent,
+        agent_version="1.0",
+        seed=7,
+        tasks=published,
     )
     sealed = seal_dir(directory, site_key["public_key"]).read_bytes()
     content_type, form = multipart({"benchmark": manifest.benchmark.slug}, {"bundle": ("run.age", sealed)})
