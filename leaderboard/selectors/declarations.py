@@ -52,19 +52,22 @@ class BoardFilters:
         }
         return {k: v for k, v in values.items() if v}
 
-    def apply(self, rows: QuerySet[Standing]) -> QuerySet[Standing]:
+    def apply(
+        self, rows: QuerySet[Any], *, name: str = "agent_name", level: str = "verification", when: str = "verified_at"
+    ) -> QuerySet[Any]:
+        """These filters on Standing rows (the defaults) or on Run rows (their own field names)."""
         if self.q:
-            rows = rows.filter(agent_name__icontains=self.q)
+            rows = rows.filter(**{f"{name}__icontains": self.q})
         if self.org:
             rows = rows.filter(agent_version__meta__organisation__icontains=self.org)
         if self.weights:
             rows = rows.filter(agent_version__meta__weights=self.weights)
         if self.level:
-            rows = rows.filter(verification=self.level)
+            rows = rows.filter(**{level: self.level})
         if self.since:
-            rows = rows.filter(verified_at__date__gte=self.since)
+            rows = rows.filter(**{f"{when}__date__gte": self.since})
         if self.until:
-            rows = rows.filter(verified_at__date__lte=self.until)
+            rows = rows.filter(**{f"{when}__date__lte": self.until})
         return rows
 
 
@@ -145,18 +148,7 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
         .defer("breakdown", "agent_version__meta__description_md")
     )
     if filters is not None:
-        if filters.q:
-            runs = runs.filter(agent_version__agent__name__icontains=filters.q)
-        if filters.org:
-            runs = runs.filter(agent_version__meta__organisation__icontains=filters.org)
-        if filters.weights:
-            runs = runs.filter(agent_version__meta__weights=filters.weights)
-        if filters.level:
-            runs = runs.filter(level=filters.level)
-        if filters.since:
-            runs = runs.filter(created_at__date__gte=filters.since)
-        if filters.until:
-            runs = runs.filter(created_at__date__lte=filters.until)
+        runs = filters.apply(runs, name="agent_version__agent__name", level="level", when="created_at")
     best: dict[int, Run] = {}
     for run in sorted(runs, key=lambda r: standing_sort_key(r, tab)):
         best.setdefault(run.agent_version_id, run)
