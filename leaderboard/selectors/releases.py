@@ -8,6 +8,7 @@ checks) and is never rendered.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from leaderboard.models import Benchmark, Release, ReleaseTask
 from scoring.errors import ScoringError
@@ -29,17 +30,25 @@ def unknown_release_message(benchmark_slug: str, version: str, *, where: str = "
     return f"{where}: benchmark {benchmark_slug!r} has no published release {version!r} on this server"
 
 
+# The ReleaseTask columns a scoring spec is built from, in the order release_spec_from_rows reads them.
+RELEASE_SPEC_COLUMNS = ("task__slug", "genre", "metric_direction", "paper_value", "score_cap", "penalties")
+
+
 def release_spec(release: Release) -> ReleaseSpec:
     """The scoring spec of ``release`` from its ReleaseTask rows (one query).
 
     Raises ScoringError naming the tasks that have no anchor (paper_value
     null): they cannot be scored. The message never carries an anchor.
     """
-    rows = list(
-        ReleaseTask.objects.filter(release=release).values_list(
-            "task__slug", "genre", "metric_direction", "paper_value", "score_cap", "penalties"
-        )
+    return release_spec_from_rows(
+        release, ReleaseTask.objects.filter(release=release).values_list(*RELEASE_SPEC_COLUMNS)
     )
+
+
+def release_spec_from_rows(release: Release, rows: Any) -> ReleaseSpec:
+    """:func:`release_spec` from rows a caller already read: each starts with RELEASE_SPEC_COLUMNS
+    (further columns it asked for in the same query are ignored)."""
+    rows = [row[: len(RELEASE_SPEC_COLUMNS)] for row in rows]
     missing = sorted(slug for slug, _, _, value, _, _ in rows if value is None)
     if missing:
         raise ScoringError(f"release {release.pk}: tasks without an anchor cannot be scored: {', '.join(missing)}")

@@ -26,6 +26,7 @@ carry no interval (pages show the score without one).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import re
 from collections import defaultdict
@@ -77,6 +78,10 @@ class PaperGapContext:
     task_simulators: dict[str, str]
     evaluator_keys: dict[str, EvaluatorKey]
     judge_keys: dict[str, JudgeKey]
+    # For the record step (read here, with the rest, so recording adds no reads of its own):
+    # task slug -> ReleaseTask pk, and key_id -> SigningKey pk of the keys above.
+    release_task_ids: dict[str, int] = dataclasses.field(default_factory=dict)
+    key_pks: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _task_scopes(kind: str) -> dict[int, dict[str, str]]:
@@ -90,35 +95,42 @@ def _task_scopes(kind: str) -> dict[int, dict[str, str]]:
     return scopes
 
 
-def scoped_evaluator_keys() -> dict[str, EvaluatorKey]:
-    """key_id -> scope of every registered, unrevoked evaluator key."""
+def scoped_evaluator_keys(pks: dict[str, int] | None = None) -> dict[str, EvaluatorKey]:
+    """key_id -> scope of every registered, unrevoked evaluator key (``pks``, when given, gets
+    each key's SigningKey pk by key_id)."""
     scopes = _task_scopes(SigningKey.Owner.EVALUATOR)
-    return {
-        key.key_id: EvaluatorKey(
-            public_key=base64.b64decode(key.public_key),
-            simulator=key.evaluator.simulator,
-            tasks=frozenset(scopes.get(key.pk, {})),
+    rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True).values_list(
+        "pk", "key_id", "public_key", "evaluator__simulator"
+    )
+    keys = {}
+    for pk, key_id, public_key, simulator in rows:
+        keys[key_id] = EvaluatorKey(
+            public_key=base64.b64decode(public_key), simulator=simulator, tasks=frozenset(scopes.get(pk, {}))
         )
-        for key in SigningKey.objects.select_related("evaluator").filter(
-            owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True
-        )
-    }
+        if pks is not None:
+            pks[key_id] = pk
+    return keys
 
 
-def scoped_judge_keys() -> dict[str, JudgeKey]:
-    """key_id -> identity and calibrated tasks of every registered, unrevoked judge key."""
+def scoped_judge_keys(pks: dict[str, int] | None = None) -> dict[str, JudgeKey]:
+    """key_id -> identity and calibrated tasks of every registered, unrevoked judge key (``pks``,
+    when given, gets each key's SigningKey pk by key_id)."""
     scopes = _task_scopes(SigningKey.Owner.JUDGE)
-    return {
-        key.key_id: JudgeKey(
-            public_key=base64.b64decode(key.public_key), name=key.judge_name, rubrics=scopes.get(key.pk, {})
-        )
-        for key in SigningKey.objects.filter(owner_kind=SigningKey.Owner.JUDGE, revoked_at__isnull=True)
-    }
+    rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.JUDGE, revoked_at__isnull=True).values_list(
+        "pk", "key_id", "public_key", "judge_name"
+    )
+    keys = {}
+    for pk, key_id, public_key, name in rows:
+        keys[key_id] = JudgeKey(public_key=base64.b64decode(public_key), name=name, rubrics=scopes.get(pk, {}))
+        if pks is not None:
+            pks[key_id] = pk
+    return keys
 
 
 def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
     """The published release the manifest names, its scoring contract and the keys. Reads only."""
-    from leaderboard.selectors.releases import release_spec  # selectors import the boards' models: import late
+    # selectors import the boards' models: import late
+    from leaderboard.selectors.releases import RELEASE_SPEC_COLUMNS, release_spec_from_rows
     from scoring.errors import ScoringError
 
     benchmark, version = str(bundle.manifest.benchmark), str(bundle.manifest.release)
@@ -133,8 +145,15 @@ def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
             "unknown_release", unknown_release_message(benchmark[:64], version[:50], where="manifest.json")
         )
     submission.release = release
+    # One read of the release's tasks: the scoring spec's columns, then what verification and
+    # the record step need besides (withheld anchors, simulators, the ReleaseTask pks).
+    rows = list(
+        ReleaseTask.objects.filter(release=release).values_list(
+            *RELEASE_SPEC_COLUMNS, "anchor_published", "task__simulator__simulator", "pk"
+        )
+    )
     try:
-        spec = release_spec(release)
+        spec = release_spec_from_rows(release, rows)
     except ScoringError:
         # A published release with a task that has no anchor: ours to fix, not the submitter's.
         logger.exception("release %s cannot be scored", release.pk)
@@ -143,19 +162,19 @@ def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
             f"release {benchmark!r} {version!r} cannot be scored on this site yet (a task has no anchor); "
             "the maintainers have been told, please resubmit later",
         ) from None
-    rows = ReleaseTask.objects.filter(release=release).values_list(
-        "task__slug", "anchor_published", "task__simulator__simulator"
-    )
-    withheld = frozenset(slug for slug, published, _ in rows if not published)
-    simulators = {slug: simulator for slug, _, simulator in rows}
+    withheld = frozenset(row[0] for row in rows if not row[-3])
+    simulators = {row[0]: row[-2] for row in rows}
     # Keys are only consulted for what is signed: an unsigned bundle skips the queries.
+    key_pks: dict[str, int] = {}
     return PaperGapContext(
         release=release,
         spec=spec,
         withheld=withheld,
         task_simulators=simulators,
-        evaluator_keys=scoped_evaluator_keys() if any(r.signed for r in bundle.results.values()) else {},
-        judge_keys=scoped_judge_keys() if any(v.signed for v in bundle.faithfulness.values()) else {},
+        evaluator_keys=scoped_evaluator_keys(key_pks) if any(r.signed for r in bundle.results.values()) else {},
+        judge_keys=scoped_judge_keys(key_pks) if any(v.signed for v in bundle.faithfulness.values()) else {},
+        release_task_ids={row[0]: row[-1] for row in rows},
+        key_pks=key_pks,
     )
 
 
@@ -176,15 +195,30 @@ def paper_gap_evaluate(bundle: Any, context: PaperGapContext) -> Outcome:
 
 
 def paper_gap_record(*, submission: Submission, outcome: Outcome, context: PaperGapContext) -> Run:
-    return run_record_paper_gap(submission=submission, release=context.release, outcome=outcome)
+    return run_record_paper_gap(
+        submission=submission,
+        release=context.release,
+        outcome=outcome,
+        release_task_ids=context.release_task_ids,
+        key_pks=context.key_pks,
+    )
 
 
-def run_record_paper_gap(*, submission: Submission, release: Release, outcome: Outcome) -> Run:
+def run_record_paper_gap(
+    *,
+    submission: Submission,
+    release: Release,
+    outcome: Outcome,
+    release_task_ids: dict[str, int] | None = None,
+    key_pks: dict[str, int] | None = None,
+) -> Run:
     """Create the Run, its TaskResults and the first VerificationEvent of a validated/attested
     outcome (submissions.bundle.evaluate.Outcome), then update its agent version's standings
     (only the rows and ranks that change).
 
-    Returns the existing Run untouched when the submission already has one.
+    Returns the existing Run untouched when the submission already has one. ``release_task_ids``
+    (slug -> ReleaseTask pk) and ``key_pks`` (key_id -> SigningKey pk of every key the outcome
+    names) come from the load step when it read them; otherwise they are read here.
     """
     existing = Run.objects.filter(submission=submission).first()
     if existing is not None:
@@ -218,11 +252,14 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
         breakdown=breakdown,
         is_private=submission.is_private,
     )
-    release_task_ids = dict(ReleaseTask.objects.filter(release=release).values_list("task__slug", "pk"))
+    if not release_task_ids:
+        release_task_ids = dict(ReleaseTask.objects.filter(release=release).values_list("task__slug", "pk"))
     checks = {check.slug: check for check in outcome.tasks}
     valid_key_ids = {check.key_id for check in outcome.tasks if check.signature == "valid" and check.key_id}
     valid_key_ids |= {check.judge_key_id for check in outcome.tasks if check.judge_key_id}
-    keys = {key.key_id: key for key in SigningKey.objects.filter(key_id__in=valid_key_ids)}
+    keys = {key_id: pk for key_id, pk in (key_pks or {}).items() if key_id in valid_key_ids}
+    if not valid_key_ids <= keys.keys():
+        keys = dict(SigningKey.objects.filter(key_id__in=valid_key_ids).values_list("key_id", "pk"))
     rows = []
     for slug, entry in breakdown["tasks"].items():
         check = checks.get(slug)
@@ -240,11 +277,11 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
                 episodes=check.episodes if check else 0,
                 faithful=check.faithful if check else None,
                 signature=check.signature if check else "unsigned",
-                signing_key=keys.get(check.key_id) if check and check.signature == "valid" else None,
+                signing_key_id=keys.get(check.key_id) if check and check.signature == "valid" else None,
                 faithfulness_source=check.faithfulness_source if check else "",
                 judge=(check.judge if check else "")[:100],
                 rubric_version=(check.rubric_version if check else "")[:100],
-                judge_key=keys.get(check.judge_key_id) if check and check.judge_key_id else None,
+                judge_key_id=keys.get(check.judge_key_id) if check and check.judge_key_id else None,
             )
         )
     TaskResult.objects.bulk_create(rows)
@@ -289,8 +326,9 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
     from scoring.errors import ScoringError
     from scoring.uncertainty import run_intervals_from_columns, unpack_run_columns
 
-    # One query: the run, its release and its stored episodes (a reverse one-to-one join).
-    run = Run.objects.select_related("release", "episodes").filter(pk=run_id).first()
+    # One query: the run, its release and its stored episodes (a reverse one-to-one join). The
+    # run's breakdown (the largest column, decoded on every load) is not needed here: deferred.
+    run = Run.objects.select_related("release", "episodes").defer("breakdown").filter(pk=run_id).first()
     if run is None:
         logger.warning("run %s does not exist; no confidence to compute", run_id)
         return None
@@ -322,9 +360,11 @@ def run_confidence_compute(*, run_id: Any) -> Run | None:
             run.refresh_from_db(fields=["confidence"])
             return run
         run.confidence = confidence
-        standings_set_interval(release=run.release, run=run)
         # A hand-off, not an archive (about 18 KB a standard run): the bundle stays the source.
+        # Deleted before the standings write, which takes the release's row lock: that lock is
+        # then held only for the standings UPDATE and the commit.
         RunEpisodes.objects.filter(run_id=run.pk).delete()
+        standings_set_interval(release=run.release, run=run)
     return run
 
 

@@ -436,12 +436,18 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Any) -> Submiss
     def write(locked: Submission) -> Verdict:
         # In the verdict's transaction (serialized per digest), so two accounts' simultaneous
         # uploads of the same results cannot both pass; a refusal here rolls everything back.
-        results_duplicate_check(digest=outcome.results_digest, user=submission.submitter)
+        results_duplicate_check(digest=outcome.results_digest, user=locked.submitter)
         if challenge is not None:
             challenge_consume(challenge=challenge, submission=locked)
-        scheme.record(submission=locked, outcome=outcome, context=context)
         locked.results_digest = outcome.results_digest
-        return Verdict(verdict, "", outcome.message or "", diff)
+        accepted = Verdict(verdict, "", outcome.message or "", diff)
+        # The verdict is written before the run is recorded, in the same transaction (a refusal
+        # from the record step rolls both back): the record step ends with the standings update,
+        # which takes the release's row lock, so concurrent verifications of one release hold
+        # that lock only for the standings themselves and the commit, not for the verdict's writes.
+        _finish(locked, accepted)
+        scheme.record(submission=locked, outcome=outcome, context=context)
+        return accepted
 
     return _conclude(submission, None, write)
 
@@ -487,11 +493,14 @@ def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Su
             if locked.status == Submission.Status.DONE:
                 return locked  # a concurrent run finished it: change nothing
             known(locked)
+            if Submission.submitter.is_cached(submission):
+                locked.submitter = submission.submitter  # the same row: not read again
             if write is not None:
                 # No savepoint needed: a rejection raised inside leaves this whole transaction
                 # (rolled back, partial rows and all) before the handler below records it.
                 verdict = write(locked)
-            _finish(locked, verdict)
+            if locked.status != Submission.Status.DONE:  # ``write`` may have written it already
+                _finish(locked, verdict)
     except BundleError as exc:
         with transaction.atomic():
             locked = Submission.objects.select_for_update().get(pk=submission.pk)
