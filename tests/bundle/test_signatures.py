@@ -55,6 +55,33 @@ def test_canonical_json_refuses_values_without_a_canonical_form(value):
         canonical_json({"x": value})
 
 
+def test_canonical_json_prints_floats_in_dict_values_lists_and_at_the_top_as_ecmascript_does():
+    # Floats inside an object take an inlined fast path; these are the cases it must hand on.
+    values = [1.0, -0.0, 0.0, 1e-7, 1e21, 123.456, 5e-324]
+    expected = "1", "0", "0", "1e-7", "1e+21", "123.456", "5e-324"
+    for value, text in zip(values, expected, strict=True):
+        assert canonical_json({"x": value}) == f'{{"x":{text}}}'.encode()
+        assert canonical_json([value]) == f"[{text}]".encode()
+        assert canonical_json(value) == text.encode()
+
+
+def test_canonical_json_encodes_subclasses_and_tuples_as_their_plain_values():
+    from collections import OrderedDict
+    from enum import IntEnum
+
+    class Two(IntEnum):
+        TWO = 2
+
+    document = OrderedDict([("b", (Two.TWO, 0.5)), ("a", True)])
+    assert canonical_json(document) == canonical_json({"a": True, "b": [2, 0.5]}) == b'{"a":true,"b":[2,0.5]}'
+
+
+@pytest.mark.parametrize("key", [1, None, 1.5])
+def test_canonical_json_refuses_a_key_that_is_not_a_string(key):
+    with pytest.raises(CanonicalJSONError):
+        canonical_json({"a": 1, key: 2})
+
+
 def test_the_signed_payload_excludes_the_signature_field():
     assert signed_payload({"b": 1, "signature": {"sig": "x"}, "a": 0.5}) == b'{"a":0.5,"b":1}'
 
