@@ -102,7 +102,7 @@ def scoped_evaluator_keys(pks: dict[str, int] | None = None) -> dict[str, Evalua
     rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True).values_list(
         "pk", "key_id", "public_key", "evaluator__simulator"
     )
-    keys = {}
+    keys: dict[str, EvaluatorKey] = {}
     for pk, key_id, public_key, simulator in rows:
         keys[key_id] = EvaluatorKey(
             public_key=base64.b64decode(public_key), simulator=simulator, tasks=frozenset(scopes.get(pk, {}))
@@ -119,7 +119,7 @@ def scoped_judge_keys(pks: dict[str, int] | None = None) -> dict[str, JudgeKey]:
     rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.JUDGE, revoked_at__isnull=True).values_list(
         "pk", "key_id", "public_key", "judge_name"
     )
-    keys = {}
+    keys: dict[str, JudgeKey] = {}
     for pk, key_id, public_key, name in rows:
         keys[key_id] = JudgeKey(public_key=base64.b64decode(public_key), name=name, rubrics=scopes.get(pk, {}))
         if pks is not None:
