@@ -33,7 +33,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from leaderboard import review
 from leaderboard.manifest import (
     RELEASE_FILE,
     ManifestError,
@@ -44,6 +43,7 @@ from leaderboard.manifest import (
     load_manifest,
     read_manifest_dir,
 )
+from leaderboard.manifest.review import review_manifest
 from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
 
 __all__ = [
@@ -102,7 +102,7 @@ def _actor(user: Any) -> Any:
 def _resolve(manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str]) -> ReleaseManifest:
     known = set(Evaluator.objects.values_list("simulator", flat=True))
     if isinstance(manifest, ReleaseManifest):
-        problems = review.review_manifest(manifest, known_simulators=known)
+        problems = review_manifest(manifest, known_simulators=known)
         if problems:
             raise ManifestError(problems)
         return manifest

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard import manifest as manifest_module
 from leaderboard.manifest import (
     ManifestError,
     ZipLimits,
+    episode_parser,
     load_manifest,
     read_manifest_zip,
 )
+from leaderboard.manifest import sources as manifest_sources
 from scoring.gap import ReleaseSpec, TaskSpec
 
 TASK = "tasks/a1_stairs_climb/task.yaml"
@@ -283,13 +284,13 @@ def test_the_reference_tree_is_never_read(demo_dir: Path, monkeypatch: pytest.Mo
     (reference / "solution.py").write_bytes(b"\xff\xfe not even text" * 1000)
     (reference / "notes.md").write_text("The hidden seeds are 1, 2, 3.\n")
     opened: list[str] = []
-    original = manifest_module._DirSource.read
+    original = manifest_sources.DirSource.read
 
     def spy(self: object, relpath: str) -> bytes | None:
         opened.append(relpath)
         return original(self, relpath)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(manifest_module._DirSource, "read", spy)
+    monkeypatch.setattr(manifest_sources.DirSource, "read", spy)
     manifest = load_manifest(demo_dir, known_simulators=[])
     assert "tasks/a1_stairs_climb/paper.md" in opened
     assert [path for path in opened if "reference" in path] == []
@@ -344,9 +345,7 @@ def test_a_level_that_cannot_be_served_is_refused_naming_file_line_and_level(
 
 
 def test_a_level_bfs_cannot_settle_within_its_budget_is_refused(tmp_path: Path, monkeypatch) -> None:
-    import leaderboard.manifest as manifest_module
-
-    monkeypatch.setattr(manifest_module, "LEVEL_SEARCH_MAX_NODES", 2)
+    monkeypatch.setattr(episode_parser, "LEVEL_SEARCH_MAX_NODES", 2)
     _levels_file(tmp_path, '- {id: l2, xsb: "#######\\n#@ $ .#\\n#######"}\n')
     assert problems_of(tmp_path) == [
         "levels.yaml:1: [0].xsb: level 'l1': not solved within the search budget of 2 states; expected a smaller level",

@@ -1,4 +1,4 @@
-"""leaderboard.review: contract review and leak audit (seed 003's automated gates)."""
+"""leaderboard.manifest.review: contract review and leak audit (seed 003's automated gates)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from leaderboard.manifest import ManifestError, TaskTexts, load_manifest
-from leaderboard.review import leak_audit, mentions_anchor, review_manifest
+from leaderboard.manifest.review import leak_audit, mentions_anchor, review_manifest
 
 KNOWN = ["robosuite+robomimic", "pybullet-drones", "carla", "isaacgym-legged"]
 LIFT = "tasks/robomimic_lift_bc_rnn"  # anchor 0.96, withheld

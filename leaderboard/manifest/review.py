@@ -5,7 +5,7 @@
   headline metric; ``mode: read_from_task_config`` carries the ``eval_config``
   that fixes the procedure, and only that mode does). Allowed values of mode,
   metric direction, genre, platform and direction are checked while parsing
-  (leaderboard.manifest), so a contract reaching this gate parsed cleanly.
+  (leaderboard.manifest.task_parser), so a contract reaching this gate parsed cleanly.
 * Leak audit: paper.md, brief.md and sandbox/Dockerfile (the files mounted in
   or built into the agent's sandbox) never mention the task's anchor value,
   never mention the hidden ``reference/`` path, and the Dockerfile never
@@ -33,7 +33,7 @@ import shlex
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
 
-from leaderboard.manifest import ParsedManifest, Problem, ReleaseManifest, TaskContract, TaskTexts
+from leaderboard.manifest.types import ParsedManifest, Problem, ReleaseManifest, TaskContract, TaskTexts
 
 __all__ = ["contract_review", "leak_audit", "mentions_anchor", "review_manifest", "review_parsed"]
 
