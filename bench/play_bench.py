@@ -44,7 +44,7 @@ def setup(clients: int) -> list[dict]:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from leaderboard.services.releases import release_sync
+    from leaderboard.services.release_sync import release_sync
     from scoring.sokoban import ACTIONS, apply, parse_xsb
     from submissions.api_keys import api_key_create
     from submissions.demo_loaders.scorecard import BENCHMARK_SLUG, EXAMPLE_DIR

@@ -35,16 +35,16 @@ from leaderboard.models import (
     Task,
     Validator,
 )
+from leaderboard.selectors.release_diff import release_diff
 from leaderboard.selectors.releases import release_previous
-from leaderboard.services.releases import (
+from leaderboard.services.release_gates import (
     ReleaseGateError,
-    release_diff,
     release_gate_failures,
     release_publish,
-    release_sync,
     release_task_calibrate_faithfulness,
     release_task_sign_off_anchor,
 )
+from leaderboard.services.release_sync import release_sync
 
 # An uploaded manifest zip larger than this is refused before it is opened.
 MAX_UPLOAD_BYTES = 16 * 1024 * 1024

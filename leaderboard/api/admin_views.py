@@ -17,7 +17,8 @@ from leaderboard.admin import UPLOAD_LIMITS
 from leaderboard.api_errors import ApiError
 from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race
-from leaderboard.services.releases import ReleaseGateError, release_sync
+from leaderboard.services.release_gates import ReleaseGateError
+from leaderboard.services.release_sync import release_sync
 from submissions.api.serializers import (
     ErrorSerializer,
     ManifestSyncResultSerializer,

@@ -190,7 +190,7 @@ class ReleaseTask(models.Model):
     )
     faithfulness_calibrated_at = models.DateTimeField(null=True, blank=True)
     # The evidence each gate was passed on (seed 003), recorded per task by
-    # leaderboard.services.releases and shown to staff beside the anchor's provenance.
+    # leaderboard.services.release_gates and shown to staff beside the anchor's provenance.
     # Anchor sign-off: the table or figure of paper.md the anchor is traced to, the value the
     # hidden reference reproduced, and the relative tolerance it was accepted within.
     anchor_cited_source = models.CharField(max_length=300, blank=True)

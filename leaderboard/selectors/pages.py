@@ -512,48 +512,6 @@ def release_previous(*, release: Release, staff: bool = False) -> Release | None
     return older.order_by(F("published_at").desc(nulls_last=True), "-id").first()
 
 
-@dataclass
-class TaskChange:
-    slug: str
-    title: str
-    change: str  # "added" | "removed" | "changed"
-    details: list[str] = field(default_factory=list)
-
-
-def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTask]) -> list[TaskChange]:
-    """Tasks added, removed or re-scored since the previous release.
-
-    An anchor change is reported as "anchor changed"; its values are shown only
-    when both releases publish them.
-    """
-    before = {rt.task.slug: rt for rt in previous}
-    after = {rt.task.slug: rt for rt in current}
-    changes: list[TaskChange] = []
-    for slug in sorted(after.keys() - before.keys()):
-        changes.append(TaskChange(slug=slug, title=after[slug].title, change="added"))
-    for slug in sorted(before.keys() - after.keys()):
-        changes.append(TaskChange(slug=slug, title=before[slug].title, change="removed"))
-    for slug in sorted(after.keys() & before.keys()):
-        old, new = before[slug], after[slug]
-        details: list[str] = []
-        if old.paper_value != new.paper_value:
-            if old.public_paper_value is not None and new.public_paper_value is not None:
-                details.append(f"anchor changed from {old.public_paper_value:g} to {new.public_paper_value:g}")
-            else:
-                details.append("anchor changed")
-        if old.score_cap != new.score_cap:
-            details.append(f"score cap changed from {old.score_cap:g} to {new.score_cap:g}")
-        if old.penalties != new.penalties:
-            details.append("safety penalties changed")
-        if old.genre != new.genre:
-            details.append(f"genre changed from {old.genre} to {new.genre}")
-        if old.metric_direction != new.metric_direction:
-            details.append("metric direction changed")
-        if details:
-            changes.append(TaskChange(slug=slug, title=new.title, change="changed", details=details))
-    return changes
-
-
 def agent_get(*, slug: str, user: Any = None) -> Agent:
     """A public agent (leaderboard.selectors.agents), or 404: an agent named only by private or
     rejected submissions does not exist for visitors (staff see every agent)."""

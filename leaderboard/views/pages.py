@@ -24,6 +24,7 @@ from leaderboard.models import Benchmark, ReleaseTask, Standing
 from leaderboard.selectors import pages as selectors
 from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
 from leaderboard.selectors.pages import TABS, BoardQueryError, BoardRow
+from leaderboard.selectors.release_diff import release_diff_rows
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
 from leaderboard.views.declarations import cost_cell, declared_line
 
@@ -309,10 +310,11 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
     tasks = selectors.release_tasks(release=release)
     previous = selectors.release_previous(release=release, staff=staff)
-    differences = (
-        selectors.release_differences(current=tasks, previous=selectors.release_tasks(release=previous))
+    # The same diff as the admin's release page; a visitor sees an anchor value only if both releases publish it.
+    diff = (
+        release_diff_rows(previous, release, old_rows=selectors.release_tasks(release=previous), new_rows=tasks)
         if previous
-        else []
+        else None
     )
     return render(
         request,
@@ -322,7 +324,8 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
             "benchmark": release.benchmark,
             "tasks": tasks,
             "previous": previous,
-            "differences": differences,
+            "differences": diff.entries(show_anchors=False) if diff else [],
+            "release_changes": diff.other if diff else [],
             "notes_html": render_markdown(release.notes),
         },
     )

@@ -105,7 +105,7 @@ def infrastructure_failure(tasks: list[str]) -> list[TaskOutcome]:
 @transaction.atomic
 def race_benchmark_ensure(*, user: Any) -> tuple[Benchmark, Release, dict[str, Validator]]:
     """The benchmark, its qualifying release, its validators and their registered keys."""
-    from leaderboard.services.releases import release_sync
+    from leaderboard.services.release_sync import release_sync
     from submissions.bundle.signatures import public_key_b64
     from submissions.services.signing_keys import signing_key_register
 

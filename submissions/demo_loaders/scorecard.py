@@ -241,7 +241,7 @@ def demo_levels(release: Release) -> list[DemoLevel]:
 def scorecard_release_ensure() -> Release:
     """The demo benchmark, its published release and hidden level set, synced from
     examples/demo-scorecard through the registry's release_sync (idempotent)."""
-    from leaderboard.services.releases import release_sync
+    from leaderboard.services.release_sync import release_sync
 
     return release_sync(manifest=EXAMPLE_DIR).release
 

@@ -14,7 +14,8 @@ from django.core.management import call_command, execute_from_command_line
 from django.urls import reverse
 
 from leaderboard.models import Benchmark, Release, ReleaseTask
-from leaderboard.services.releases import release_sign_off_all, release_sync
+from leaderboard.services.release_gates import release_sign_off_all
+from leaderboard.services.release_sync import release_sync
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_db_connection")]
 

@@ -12,13 +12,13 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from leaderboard.models import ReleaseTask
-from leaderboard.services.releases import (
+from leaderboard.services.release_gates import (
     ReleaseGateError,
     anchor_within_tolerance,
-    release_sync,
     release_task_calibrate_faithfulness,
     release_task_sign_off_anchor,
 )
+from leaderboard.services.release_sync import release_sync
 
 SLUG = "drones_hover_ppo"  # reproduction genre, anchor 0.1 in demo 0.4
 

@@ -10,7 +10,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from leaderboard.models import ReleaseTask, Task
-from leaderboard.services.releases import release_publish, release_sign_off_all, release_sync
+from leaderboard.services.release_gates import release_publish, release_sign_off_all
+from leaderboard.services.release_sync import release_sync
 
 SLUG = "drones_hover_ppo"
 OLD_TITLE = "Learning to Fly (IROS 2021): single-drone hover with PPO"

@@ -1,4 +1,4 @@
-"""leaderboard.services.releases and leaderboard.selectors.releases against the database."""
+"""Release sync, gates and diff (leaderboard.services.release_*) and leaderboard.selectors.releases, on the database."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ from django.forms.models import model_to_dict
 
 from leaderboard.manifest import ManifestError, load_manifest
 from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
+from leaderboard.selectors.release_diff import release_diff
 from leaderboard.selectors.releases import (
     release_list_for_benchmark,
     release_previous,
     release_spec,
     version_key,
 )
-from leaderboard.services import releases as releases_service
-from leaderboard.services.releases import (
+from leaderboard.services import release_sync as release_sync_module
+from leaderboard.services.release_gates import (
     ReleaseGateError,
-    release_diff,
     release_publish,
     release_sign_off_all,
-    release_sync,
     release_task_calibrate_faithfulness,
     release_task_sign_off_anchor,
 )
+from leaderboard.services.release_sync import release_sync
 from scoring.errors import ScoringError
 
 pytestmark = pytest.mark.django_db
@@ -409,7 +409,7 @@ def test_a_race_release_stores_its_qualifying_task_ids(tmp_path: Path, staff) ->
 
 def test_release_sync_needs_a_manifest() -> None:
     with pytest.raises(TypeError):
-        releases_service.release_sync(user=None)
+        release_sync_module.release_sync(user=None)
 
 
 def test_a_sync_that_loses_a_race_on_a_unique_row_asks_to_sync_again(

@@ -128,7 +128,7 @@ def write_play_manifest(directory, *, version="p1", levels=PLAY_LEVELS, publishe
 
 @pytest.fixture
 def play_release(db, tmp_path) -> Release:
-    from leaderboard.services.releases import release_sync
+    from leaderboard.services.release_sync import release_sync
 
     write_play_manifest(tmp_path / "play")
     return release_sync(manifest=tmp_path / "play").release

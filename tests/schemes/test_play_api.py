@@ -357,7 +357,7 @@ def test_concurrent_actions_on_one_card_are_serialised_by_its_row_lock(make_user
 
     from django.db import connection
 
-    from leaderboard.services.releases import release_sync
+    from leaderboard.services.release_sync import release_sync
     from submissions.services.cards import card_episode_act, card_episode_reset, card_open
     from tests.schemes.conftest import write_play_manifest
 
@@ -406,7 +406,7 @@ def test_an_out_of_range_card_id_answers_a_json_404(api):
 
 def test_a_release_with_cards_cannot_change_its_hidden_levels(api, play_release, tmp_path):
     from leaderboard.manifest import ManifestError
-    from leaderboard.services.releases import release_sync
+    from leaderboard.services.release_sync import release_sync
     from tests.schemes.conftest import write_play_manifest
 
     open_card(api)

@@ -77,7 +77,7 @@ def live_url(request, transactional_db, settings) -> Iterator[str]:
 
 @pytest.fixture
 def released(transactional_db, tmp_path):
-    from leaderboard.services.releases import release_sync
+    from leaderboard.services.release_sync import release_sync
 
     write_play_manifest(tmp_path / "play")
     return release_sync(manifest=tmp_path / "play").release

@@ -119,7 +119,8 @@ def demo_site(settings: Any, tmp_path: Path) -> dict[str, Any]:
     import pyrage
 
     from leaderboard.manifest import load_manifest
-    from leaderboard.services.releases import release_sign_off_all, release_sync
+    from leaderboard.services.release_gates import release_sign_off_all
+    from leaderboard.services.release_sync import release_sync
 
     identity = pyrage.x25519.Identity.generate()
     settings.PODIUM_SITE_KEYS = str(identity)

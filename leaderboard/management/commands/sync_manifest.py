@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.manifest import ManifestError, read_manifest_zip
-from leaderboard.services.releases import release_sync
+from leaderboard.services.release_sync import release_sync
 
 
 class Command(BaseCommand):

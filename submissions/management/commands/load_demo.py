@@ -116,7 +116,8 @@ class Command(BaseCommand):
     def _handle(self) -> None:
         from leaderboard.manifest import load_manifest
         from leaderboard.models import Evaluator
-        from leaderboard.services.releases import release_sign_off_all, release_sync
+        from leaderboard.services.release_gates import release_sign_off_all
+        from leaderboard.services.release_sync import release_sync
         from submissions.bundle.signatures import public_key_b64
         from submissions.services.signing_keys import signing_key_register
 
