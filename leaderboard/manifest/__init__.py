@@ -1,4 +1,4 @@
-"""Release manifests: reading, parsing and validating (pure: stdlib + PyYAML, no Django).
+"""Release manifests: reading, parsing and validating (no Django: stdlib + PyYAML).
 
 A manifest is a directory (or a .zip of one)::
 
