@@ -19,6 +19,8 @@ from django.http import Http404
 
 from leaderboard.models import AgentVersion, Benchmark, Race, Release
 from leaderboard.models.races import OverallStanding, RaceResult, ScorecardStanding
+from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
+from leaderboard.selectors.visibility import viewer_is_submitter
 from scoring import race as race_scoring
 from submissions.models import CardEpisode, CardMove, RaceRun, RaceTaskOutcome, ScorecardRun
 
@@ -149,7 +151,7 @@ def _may_see_moves(card: ScorecardRun, user: Any) -> bool:
     hidden level, which is as good as its layout."""
     if card.release.reveal_hidden_levels:
         return True
-    return user is not None and user.is_authenticated and (user.is_staff or user.pk == card.card.owner_id)
+    return _is_staff(user) or viewer_is_submitter(card.card.owner_id, user)
 
 
 def scorecard_replay(*, card: ScorecardRun, level_id: str, user: Any = None) -> dict[str, Any]:
@@ -269,10 +271,6 @@ def race_anchor(*, benchmark: Benchmark) -> Race | None:
 # that visitors see is the one as of the latest race whose results are public (every
 # Overall row after it folds in an embargoed race's delta, from which that delta follows
 # by subtraction). Every race page, the home page and the agent pages go through these.
-
-
-def _is_staff(user: Any) -> bool:
-    return bool(user is not None and getattr(user, "is_authenticated", False) and user.is_staff)
 
 
 def race_values_visible(race: Race | None, user: Any = None) -> bool:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from leaderboard.selectors import schemes as selectors
 from leaderboard.selectors.board_signals import qualifying_signals, race_signals, scorecard_updated_at
+from leaderboard.selectors.visibility import viewer_is_staff
 
 STATUS_NOTES = {
     "scheduled": "Scheduled: the race has not started.",
@@ -114,7 +115,7 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
             "pending_entries": selectors.race_live_entries(race=pending) if pending is not None else [],
             "rows": rows,
             "status_note": STATUS_NOTES.get(anchor.status, "") if anchor else "",
-            "staff_view": bool(request.user.is_staff),
+            "staff_view": viewer_is_staff(request.user),
         }
     )
     context["signals"] = race_signals(race=anchor)

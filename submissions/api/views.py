@@ -30,6 +30,7 @@ from rest_framework.views import APIView
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark
+from leaderboard.selectors.visibility import viewer_is_staff
 from submissions.api.serializers import (
     ErrorSerializer,
     SiteKeySerializer,
@@ -78,7 +79,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
     def get_queryset(self) -> QuerySet[Submission]:
         user = self.request.user
         queryset = Submission.objects.select_related("release__benchmark", "run")
-        if self.action == "retrieve" and user.is_staff:
+        if self.action == "retrieve" and viewer_is_staff(user):
             return queryset
         queryset = queryset.filter(submitter=user)
         if self.action == "list":

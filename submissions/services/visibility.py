@@ -21,6 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.services.standings import standings_update_version
 from submissions.models import Run, RunVisibilityEvent
 
@@ -41,10 +42,6 @@ class VisibilityError(Exception):
 def run_is_delisted(*, submission_private: bool, withdrawn: bool, hidden: bool) -> bool:
     """The one rule behind Run.is_private (see the module docstring)."""
     return submission_private or withdrawn or hidden
-
-
-def _is_staff(user: Any) -> bool:
-    return bool(getattr(user, "is_authenticated", False) and user.is_staff and user.is_active)
 
 
 # Largest primary key the database holds (bigint); a larger id from a URL is simply not a run.
