@@ -249,7 +249,9 @@ def race_entries(request: HttpRequest) -> HttpResponse:
     from submissions.bundle.errors import BundleError
     from submissions.services.races import race_entry_create
 
-    context: dict[str, Any] = {"benchmarks": list(Benchmark.objects.filter(scheme="race").order_by("name"))}
+    context: dict[str, Any] = {
+        "benchmarks": list(Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE).order_by("name"))
+    }
     status = 200
     if request.method == "POST":
         fields = {

@@ -17,6 +17,7 @@ from typing import Any
 from django.db.models import Prefetch
 from django.http import Http404
 
+from leaderboard.api_query import MAX_ID
 from leaderboard.models import AgentVersion, Benchmark, Race, Release
 from leaderboard.models.races import OverallStanding, RaceResult, ScorecardStanding
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
@@ -28,8 +29,6 @@ FAILURE_MESSAGES: dict[str, str] = {category.code: category.message for category
 EMBARGO_NOTE = "Under embargo until the race result is released"
 
 # ----------------------------------------------------------------- scorecards
-
-MAX_ID = 2**63 - 1
 
 
 def _benchmark(slug: str, scheme: str) -> Benchmark:
