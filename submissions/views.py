@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
-from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import paper_gap as selectors
 from submissions.models import Submission
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Pages and data for agent declarations, costs and baselines (issue 13 features 1, 2, 11).
 
-``cost_cell`` and ``declared_line`` format the board's extra cells (leaderboard.views.pages);
+``cost_cell`` and ``declared_line`` format the board's extra cells (leaderboard.views.paper_gap);
 the declaration page is the owner's form; ``cost_chart_data`` feeds the cost-versus-score
 chart, cached per release generation like the top-N chart.
 """
@@ -24,8 +24,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import Standing
 from leaderboard.selectors import declarations as declared
-from leaderboard.selectors import pages as selectors
-from leaderboard.selectors.pages import TABS, BoardQueryError
+from leaderboard.selectors import paper_gap as selectors
+from leaderboard.selectors.paper_gap import TABS, BoardQueryError
 from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.services.declarations import agent_meta_may_declare, agent_version_meta_declare
 from scoring.pareto import pareto_frontier

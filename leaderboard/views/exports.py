@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET
 from leaderboard import exports
 from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
-from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import FilterError, board_baselines, board_filters_from_params
-from leaderboard.selectors.pages import TABS, BoardQueryError
+from leaderboard.selectors.paper_gap import TABS, BoardQueryError
 from leaderboard.selectors.visibility import viewer_is_staff
 
 CHART_CACHE_SECONDS = 3600

@@ -17,12 +17,12 @@ from leaderboard import run_exports
 from leaderboard.api_query import whole_number
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
 from leaderboard.selectors import history as history_selectors
-from leaderboard.selectors import pages as selectors
-from leaderboard.selectors import schemes as scheme_selectors
+from leaderboard.selectors import paper_gap as selectors
+from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors.run_compare import CompareQueryError, compare_ids_from_params, run_compare
 from leaderboard.selectors.task_ranking import task_ranking
 from leaderboard.selectors.visibility import viewer_is_staff
-from leaderboard.views.pages import bad_request
+from leaderboard.views.paper_gap import bad_request
 
 TASK_RANKING_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -272,14 +272,14 @@ def race_history_page(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
         return bad_request(request, _bad_n(request))
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
     return render(
         request,
         "races/history.html",
         {
             "benchmark": race_benchmark,
-            "races": scheme_selectors.races_of(benchmark=race_benchmark),
+            "races": race_selectors.races_of(benchmark=race_benchmark),
             "history": history,
             "n": n,
             "n_choices": (3, 5, 10, 20),
@@ -292,6 +292,6 @@ def race_history_json(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
         return _json_error("invalid_query", _bad_n(request), 400)
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
     return _json({"benchmark": race_benchmark.slug, "n": n, **history.record()}, f"{benchmark}-overall-history")

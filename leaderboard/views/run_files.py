@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from leaderboard.disclosure import run_disclosure
 from leaderboard.run_exports import EPISODE_COLUMNS
-from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors import run_bundle
 from leaderboard.views.insights import _csv, _json
 

@@ -1,19 +1,17 @@
-"""Pages of scorecard (seed 001) and race (seed 002) benchmarks.
+"""Pages of race benchmarks (seed 002).
 
-Views only parse the URL and delegate to leaderboard.selectors.schemes; the
+Views only parse the URL and delegate to leaderboard.selectors.race; the
 embargo of race failure categories is enforced there, not in templates.
 """
 
 from __future__ import annotations
 
-import json
-
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from leaderboard.selectors import schemes as selectors
-from leaderboard.selectors.board_signals import qualifying_signals, race_signals, scorecard_updated_at
+from leaderboard.selectors import race as race_selectors
+from leaderboard.selectors.board_signals import qualifying_signals, race_signals
 from leaderboard.selectors.visibility import viewer_is_staff
 
 STATUS_NOTES = {
@@ -23,68 +21,10 @@ STATUS_NOTES = {
     "released": "Released: the results and every episode's failure category are public.",
 }
 
-# ----------------------------------------------------------------- scorecards
-
-
-@require_GET
-def scorecard_benchmark(request: HttpRequest, benchmark: str) -> HttpResponse:
-    release = selectors.scorecard_release_current(benchmark_slug=benchmark)
-    return redirect("scorecard_board", benchmark=benchmark, version=release.version)
-
-
-@require_GET
-def scorecard_board(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
-    release = selectors.scorecard_release_get(benchmark_slug=benchmark, version=version)
-    rows = selectors.scorecard_board(release=release)
-    return render(
-        request,
-        "scorecards/board.html",
-        {"release": release, "benchmark": release.benchmark, "rows": rows, "updated_at": scorecard_updated_at(rows)},
-    )
-
-
-@require_GET
-def scorecard_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    card = selectors.scorecard_get(pk=pk, user=request.user)
-    return render(
-        request,
-        "scorecards/detail.html",
-        {
-            "card": card,
-            "release": card.release,
-            "benchmark": card.release.benchmark,
-            "reading": selectors.scorecard_reading(card=card),
-            "episodes": selectors.scorecard_episodes(card=card),
-        },
-    )
-
-
-@require_GET
-def scorecard_episode(request: HttpRequest, pk: int, level: str) -> HttpResponse:
-    """Replay of one episode of a closed card, drawn by static/js/replay.js from the recorded moves."""
-    card = selectors.scorecard_get(pk=pk, user=request.user)
-    replay = selectors.scorecard_replay(card=card, level_id=level, user=request.user)
-    return render(
-        request,
-        "scorecards/episode.html",
-        {
-            "card": card,
-            "release": card.release,
-            "benchmark": card.release.benchmark,
-            "replay": replay,
-            "episode": replay["episode"],
-            # Read by static/js/replay.js from a data attribute (autoescaped): no inline script at all.
-            "replay_json": json.dumps({"layout": replay["layout"], "moves": replay["moves"]}),
-        },
-    )
-
-
-# ---------------------------------------------------------------------- races
-
 
 def _race_context(benchmark_slug: str) -> dict:
-    benchmark = selectors.race_benchmark_get(benchmark_slug=benchmark_slug)
-    return {"benchmark": benchmark, "races": selectors.races_of(benchmark=benchmark)}
+    benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark_slug)
+    return {"benchmark": benchmark, "races": race_selectors.races_of(benchmark=benchmark)}
 
 
 @require_GET
@@ -103,16 +43,16 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
     while the standings shown are those as of the latest race whose results are public: an
     Overall that folds in a running or embargoed race would give its deltas away (docs/scoring.md)."""
     context = _race_context(benchmark)
-    live = selectors.race_anchor(benchmark=context["benchmark"])
-    anchor = selectors.race_overall_anchor(benchmark=context["benchmark"], user=request.user)
-    rows = selectors.overall_board(race=anchor) if anchor is not None else []
+    live = race_selectors.race_anchor(benchmark=context["benchmark"])
+    anchor = race_selectors.race_overall_anchor(benchmark=context["benchmark"], user=request.user)
+    rows = race_selectors.overall_board(race=anchor) if anchor is not None else []
     pending = live if live is not None and (anchor is None or live.pk != anchor.pk) else None
     context.update(
         {
             "anchor": anchor,
             "live": live,
             "pending": pending,
-            "pending_entries": selectors.race_live_entries(race=pending) if pending is not None else [],
+            "pending_entries": race_selectors.race_live_entries(race=pending) if pending is not None else [],
             "rows": rows,
             "status_note": STATUS_NOTES.get(anchor.status, "") if anchor else "",
             "staff_view": viewer_is_staff(request.user),
@@ -126,12 +66,12 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
 def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
     """Leaderboard -> Race: one race's raw results (staff only until the race is released)."""
     context = _race_context(benchmark)
-    race = selectors.race_get(benchmark=context["benchmark"], number=number)
-    visible = selectors.race_values_visible(race, request.user)
+    race = race_selectors.race_get(benchmark=context["benchmark"], number=number)
+    visible = race_selectors.race_values_visible(race, request.user)
     context.update(
         {
             "race": race,
-            "results": selectors.race_results(race=race) if visible else [],
+            "results": race_selectors.race_results(race=race) if visible else [],
             "values_visible": visible,
             "embargo_note": "" if race.status == race.Status.RELEASED else EMBARGO_VALUES_NOTE,
             "status_note": STATUS_NOTES[race.status],
@@ -146,16 +86,16 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
     """The race page: each qualifier's raw score and vs Field, and every validator run
     (values only once released, or for staff; a run's score also for the account that filed it)."""
     context = _race_context(benchmark)
-    race = selectors.race_get(benchmark=context["benchmark"], number=number)
-    visible = selectors.race_values_visible(race, request.user)
-    runs = selectors.race_runs_of(race=race)
+    race = race_selectors.race_get(benchmark=context["benchmark"], number=number)
+    visible = race_selectors.race_values_visible(race, request.user)
+    runs = race_selectors.race_runs_of(race=race)
     for run in runs:
-        run.score_visible = selectors.race_run_values_visible(run, request.user)  # type: ignore[attr-defined]
+        run.score_visible = race_selectors.race_run_values_visible(run, request.user)  # type: ignore[attr-defined]
     context.update(
         {
             "race": race,
-            "results": selectors.race_results(race=race) if visible else [],
-            "baseline": selectors.race_baseline(race=race) if visible else None,
+            "results": race_selectors.race_results(race=race) if visible else [],
+            "baseline": race_selectors.race_baseline(race=race) if visible else None,
             "values_visible": visible,
             "embargo_note": "" if race.status == race.Status.RELEASED else EMBARGO_VALUES_NOTE,
             "runs": runs,
@@ -170,9 +110,9 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
 @require_GET
 def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
     context = _race_context(benchmark)
-    release = selectors.qualifying_release(benchmark=context["benchmark"])
+    release = race_selectors.qualifying_release(benchmark=context["benchmark"])
     context.update(
-        {"release": release, "rows": selectors.qualifying_board(release=release) if release is not None else []}
+        {"release": release, "rows": race_selectors.qualifying_board(release=release) if release is not None else []}
     )
     context["signals"] = qualifying_signals(release=release)
     return render(request, "races/qualifying.html", context)
@@ -181,13 +121,13 @@ def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
 @require_GET
 def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version: str) -> HttpResponse:
     context = _race_context(benchmark)
-    agent_version = selectors.agent_version_get(
+    agent_version = race_selectors.agent_version_get(
         benchmark=context["benchmark"], agent_slug=agent, version=version, user=request.user
     )
     context.update(
         {
             "agent_version": agent_version,
-            "buildup": selectors.agent_version_buildup(
+            "buildup": race_selectors.agent_version_buildup(
                 benchmark=context["benchmark"], agent_version=agent_version, user=request.user
             ),
         }
@@ -197,14 +137,14 @@ def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version
 
 @require_GET
 def race_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = selectors.race_run_get(pk=pk)
+    run = race_selectors.race_run_get(pk=pk)
     benchmark = run.release.benchmark
     context = {
         "benchmark": benchmark,
-        "races": selectors.races_of(benchmark=benchmark),
+        "races": race_selectors.races_of(benchmark=benchmark),
         "run": run,
-        "outcomes": selectors.race_outcomes_visible(run, request.user),
-        "categories_visible": selectors.race_categories_visible(run.race),
-        "values_visible": selectors.race_run_values_visible(run, request.user),
+        "outcomes": race_selectors.race_outcomes_visible(run, request.user),
+        "categories_visible": race_selectors.race_categories_visible(run.race),
+        "values_visible": race_selectors.race_run_values_visible(run, request.user),
     }
     return render(request, "races/run.html", context)

@@ -349,7 +349,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race boards the Overall standings of the race the race pages anchor to (the
     running race while one is live, else the most recent completed one)."""
     from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
-    from leaderboard.selectors.schemes import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
+    from leaderboard.selectors.race import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 
     benchmarks = list(
         Benchmark.objects.order_by("name").prefetch_related(
