@@ -25,7 +25,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
 from leaderboard.selectors import paper_gap as selectors
+from submissions.api.uploads import declared_too_large
 from submissions.models import Submission
+from submissions.quotas import QuotaExceeded
+from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +78,6 @@ def _upload_error(request: HttpRequest, context: dict[str, Any], code: str, mess
 def _declared_size_error(request: HttpRequest) -> tuple[str, str] | None:
     """(code, message) when the declared body cannot be a bundle within the limit, or None
     (checked before any byte is read)."""
-    from submissions.api.uploads import declared_too_large
-    from submissions.services.submissions import bundle_too_large
-
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
@@ -123,10 +123,6 @@ def upload(request: HttpRequest) -> HttpResponse:
     if csrf_failure is not None:
         return csrf_failure
 
-    from submissions.api.uploads import rejection_status
-    from submissions.quotas import QuotaExceeded
-    from submissions.services.submissions import SubmissionRejected, submission_upload
-
     upload_file = request.FILES.get("bundle")
     if upload_file is None:
         return _upload_error(request, context, "bundle_missing", "Choose a bundle file (.age) to upload.", 400)
@@ -147,7 +143,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     except QuotaExceeded as exc:
         return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
     except SubmissionRejected as exc:
-        return _upload_error(request, context, exc.code, exc.message, rejection_status(exc.code))
+        return _upload_error(request, context, exc.code, exc.message, exc.status)
     submission, created = result.submission, result.created
     if _wants_json(request):
         payload = submission_status_payload(submission, user=request.user)

@@ -63,8 +63,3 @@ def install_size_limit(request: HttpRequest, *, max_bytes: int) -> SizeLimitUplo
     guard = SizeLimitUploadHandler(request, max_bytes=max_bytes)
     request.upload_handlers = [guard, TemporaryFileUploadHandler(request)]
     return guard
-
-
-def rejection_status(code: str) -> int:
-    """The HTTP status of a refused upload (SubmissionRejected), the same on the website and the API."""
-    return 413 if code == "too_large" else 400

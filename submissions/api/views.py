@@ -37,7 +37,7 @@ from submissions.api.serializers import (
     SubmissionSerializer,
     SubmissionUploadSerializer,
 )
-from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit, rejection_status
+from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import ApiKey, Submission
 from submissions.quotas import QuotaExceeded
 from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
@@ -54,7 +54,7 @@ ERRORS = {
 
 
 def _rejection_error(exc: SubmissionRejected) -> ApiError:
-    return ApiError(code=exc.code, message=exc.message, status_code=rejection_status(exc.code))
+    return ApiError(code=exc.code, message=exc.message, status_code=exc.status)
 
 
 class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

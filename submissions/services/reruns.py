@@ -44,6 +44,7 @@ from scoring import gap
 from scoring.errors import ScoringError
 from scoring.rerun import DEFAULT_RERUN_TOLERANCE, compare_finals
 from submissions.models import OfficialRerun, Run, VerificationEvent
+from submissions.services.submissions import SubmissionRejected, bundle_spool
 
 __all__ = [
     "RERUN_TOLERANCE",
@@ -143,8 +144,6 @@ def _record(
 def _spool(uploaded: Any) -> tuple[Path, str]:
     """Copy an uploaded bundle to a temporary file through the upload service's one loop
     (size limit and SHA-256 per chunk), so a re-run is refused with the same codes and words."""
-    from submissions.services.submissions import SubmissionRejected, bundle_spool
-
     handle = tempfile.NamedTemporaryFile(prefix="podium-rerun-", suffix=".age", delete=False)  # noqa: SIM115 - kept past the block
     try:
         with handle:

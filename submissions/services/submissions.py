@@ -53,6 +53,11 @@ class SubmissionRejected(Exception):
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
+    @property
+    def status(self) -> int:
+        """The HTTP status both upload views answer with: 413 for a bundle over the limit, else 400."""
+        return 413 if self.code == "too_large" else 400
+
 
 def _chunks(uploaded_file: Any) -> Iterator[bytes]:
     """Chunks of a Django UploadedFile, or of any binary file-like object."""
