@@ -34,6 +34,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
+from leaderboard.selectors.visibility import viewer_is_submitter
+
 # TaskResult.signature of a result a registered evaluator key signed.
 EVALUATOR_SIGNED = "valid"
 # Per-task breakdown fields computed from the anchor; measured, penalties, factor and pass
@@ -124,14 +127,6 @@ class Disclosure:
 
 
 NOTHING_HIDDEN = Disclosure()
-
-
-def _is_staff(user: Any) -> bool:
-    return bool(getattr(user, "is_staff", False) and getattr(user, "is_active", True))
-
-
-def viewer_is_submitter(submitter_id: Any, user: Any) -> bool:
-    return bool(getattr(user, "is_authenticated", False) and submitter_id == getattr(user, "pk", None))
 
 
 def result_reveals_anchor(*, anchor_published: bool, signature: str) -> bool:

@@ -6,26 +6,29 @@ paper-gap pages redirect a scheme benchmark's address to them.
 
 from django.urls import URLPattern, URLResolver, path
 
-from leaderboard.views import schemes as views
+from leaderboard.views import race as race_views
+from leaderboard.views import scorecard as scorecard_views
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("scorecards/cards/<int:pk>/", views.scorecard_detail, name="scorecard_detail"),
-    path("scorecards/cards/<int:pk>/episodes/<str:level>/", views.scorecard_episode, name="scorecard_episode"),
-    path("scorecards/<slug:benchmark>/", views.scorecard_benchmark, name="scorecard_benchmark"),
-    path("scorecards/<slug:benchmark>/<str:version>/", views.scorecard_board, name="scorecard_board"),
-    path("races/runs/<int:pk>/", views.race_run_detail, name="race_run_detail"),
-    path("races/<slug:benchmark>/", views.race_benchmark, name="race_benchmark"),
-    path("races/<slug:benchmark>/overall/", views.race_overall, name="race_overall"),
-    path("races/<slug:benchmark>/qualifying/", views.race_qualifying, name="race_qualifying"),
+    path("scorecards/cards/<int:pk>/", scorecard_views.scorecard_detail, name="scorecard_detail"),
+    path(
+        "scorecards/cards/<int:pk>/episodes/<str:level>/", scorecard_views.scorecard_episode, name="scorecard_episode"
+    ),
+    path("scorecards/<slug:benchmark>/", scorecard_views.scorecard_benchmark, name="scorecard_benchmark"),
+    path("scorecards/<slug:benchmark>/<str:version>/", scorecard_views.scorecard_board, name="scorecard_board"),
+    path("races/runs/<int:pk>/", race_views.race_run_detail, name="race_run_detail"),
+    path("races/<slug:benchmark>/", race_views.race_benchmark, name="race_benchmark"),
+    path("races/<slug:benchmark>/overall/", race_views.race_overall, name="race_overall"),
+    path("races/<slug:benchmark>/qualifying/", race_views.race_qualifying, name="race_qualifying"),
     path(
         "races/<slug:benchmark>/leaderboard/<int:number>/",
-        views.race_leaderboard,
+        race_views.race_leaderboard,
         name="race_leaderboard",
     ),
-    path("races/<slug:benchmark>/race/<int:number>/", views.race_detail, name="race_detail"),
+    path("races/<slug:benchmark>/race/<int:number>/", race_views.race_detail, name="race_detail"),
     path(
         "races/<slug:benchmark>/agents/<slug:agent>/<str:version>/",
-        views.race_agent_version,
+        race_views.race_agent_version,
         name="race_agent_version",
     ),
 ]

@@ -2,14 +2,14 @@
 
 from django.urls import path
 
-from leaderboard.views import declarations, exports, health, pages
+from leaderboard.views import declarations, exports, health, paper_gap
 
 urlpatterns = [
-    path("", pages.home, name="home"),
-    path("healthz", pages.healthz, name="healthz"),
+    path("", paper_gap.home, name="home"),
+    path("healthz", paper_gap.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("benchmarks/<slug:benchmark>/", pages.benchmark_detail, name="benchmark_detail"),
-    path("benchmarks/<slug:benchmark>/<str:version>/", pages.release_board, name="release_board"),
+    path("benchmarks/<slug:benchmark>/", paper_gap.benchmark_detail, name="benchmark_detail"),
+    path("benchmarks/<slug:benchmark>/<str:version>/", paper_gap.release_board, name="release_board"),
     path("benchmarks/<slug:benchmark>/<str:version>/board.csv", exports.board_csv, name="board_csv"),
     path("benchmarks/<slug:benchmark>/<str:version>/board.json", exports.board_json, name="board_json"),
     path("benchmarks/<slug:benchmark>/<str:version>/chart.json", exports.chart_data, name="chart_data"),
@@ -18,10 +18,10 @@ urlpatterns = [
         declarations.cost_chart_data,
         name="cost_chart_data",
     ),
-    path("benchmarks/<slug:benchmark>/<str:version>/release/", pages.release_detail, name="release_detail"),
-    path("benchmarks/<slug:benchmark>/<str:version>/tasks/<slug:task>/", pages.task_detail, name="task_detail"),
-    path("runs/<int:run_id>/", pages.run_detail, name="run_detail"),
-    path("agents/<slug:agent>/", pages.agent_detail, name="agent_detail"),
+    path("benchmarks/<slug:benchmark>/<str:version>/release/", paper_gap.release_detail, name="release_detail"),
+    path("benchmarks/<slug:benchmark>/<str:version>/tasks/<slug:task>/", paper_gap.task_detail, name="task_detail"),
+    path("runs/<int:run_id>/", paper_gap.run_detail, name="run_detail"),
+    path("agents/<slug:agent>/", paper_gap.agent_detail, name="agent_detail"),
     path(
         "agents/<slug:agent>/versions/<str:version>/declare/",
         declarations.agent_version_declare,

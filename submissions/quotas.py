@@ -29,17 +29,11 @@ serialises writers anyway.
 
 The day is the UTC calendar day: every limit resets at 00:00 UTC.
 
-Usage from any upload path (API, website, the scorecard-open endpoint)::
-
-    try:
-        quota_consume(user=user, api_key=key, scope=quota_scope(benchmark), limit=benchmark.daily_submission_limit)
-    except QuotaExceeded as exc:
-        ...  # HTTP 429, Retry-After: exc.retry_after, body exc.message
-    try:
-        submission_create(...)
-    except SubmissionRejected:
-        quota_refund(user=user, api_key=key, scope=...)  # a refused upload does not count
-        raise
+Bundle uploads (website and API) count through ``submission_upload``
+(submissions.services.submissions), which consumes one unit before storing and
+refunds it if the upload is refused; the scorecard-open endpoint calls
+``quota_consume(user=..., api_key=..., scope=quota_scope(benchmark), limit=...)``
+itself and answers QuotaExceeded with HTTP 429, Retry-After ``exc.retry_after``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Website upload, live status and "my submissions" (signed-in submitters only).
 
-The upload view validates the form and delegates to the worker engineer's
-``submission_create``; the daily limit is counted like the API does (same
-scope), so the browser is not a way around it. Another user's submission is
+The upload view validates the form and delegates to ``submission_upload``, the
+service the API's upload calls too, so the size limit, the daily limit and their
+refusals are the same on both and the browser is not a way around either. Another user's submission is
 always a 404, never a 403, so ids are not confirmed to strangers.
 """
 
@@ -24,8 +24,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
-from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import paper_gap as selectors
+from submissions.api.uploads import declared_too_large
 from submissions.models import Submission
+from submissions.quotas import QuotaExceeded
+from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
 
 logger = logging.getLogger(__name__)
 
@@ -72,22 +75,16 @@ def _upload_error(request: HttpRequest, context: dict[str, Any], code: str, mess
     return render(request, "submissions/upload.html", context, status=status)
 
 
-# Room for the multipart envelope and the other fields around the bundle itself.
-MULTIPART_OVERHEAD_BYTES = 64 * 1024
-
-
-def _declared_size_error(request: HttpRequest) -> str | None:
-    """Why the declared body is too large to be a bundle, or None (checked before any byte is read)."""
+def _declared_size_error(request: HttpRequest) -> tuple[str, str] | None:
+    """(code, message) when the declared body cannot be a bundle within the limit, or None
+    (checked before any byte is read)."""
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
-        return "The request's Content-Length is not a number."
-    limit = settings.PODIUM_MAX_BUNDLE_BYTES
-    if declared > limit + MULTIPART_OVERHEAD_BYTES:
-        return (
-            f"the bundle is larger than the limit of {limit} bytes ({limit // (1024 * 1024)} MiB); "
-            "split the run or ask the site's maintainers"
-        )
+        return "content_length_invalid", "The request's Content-Length is not a number."
+    if declared_too_large(declared, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES):
+        refused = bundle_too_large()
+        return refused.code, refused.message
     return None
 
 
@@ -121,13 +118,10 @@ def upload(request: HttpRequest) -> HttpResponse:
         return render(request, "submissions/upload.html", context)
     size_error = _declared_size_error(request)
     if size_error is not None:
-        return _upload_error(request, context, "too_large", size_error, 413)
+        return _upload_error(request, context, *size_error, 413 if size_error[0] == "too_large" else 400)
     csrf_failure = _csrf_protected(request)
     if csrf_failure is not None:
         return csrf_failure
-
-    from submissions.quotas import QuotaExceeded, quota_consume, quota_refund, quota_scope
-    from submissions.services.submissions import SubmissionRejected, submission_create
 
     upload_file = request.FILES.get("bundle")
     if upload_file is None:
@@ -137,28 +131,20 @@ def upload(request: HttpRequest) -> HttpResponse:
     if benchmark is None:
         message = "Choose the benchmark this bundle is for." if not slug else f"No benchmark with slug {slug[:64]!r}."
         return _upload_error(request, context, "benchmark_unknown", message, 400)
-    scope = quota_scope(benchmark)
     try:
-        quota_consume(user=request.user, api_key=None, scope=scope, limit=benchmark.daily_submission_limit)
-    except QuotaExceeded as exc:
-        return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
-    try:
-        submission, created = submission_create(
-            declared_benchmark=benchmark,
+        result = submission_upload(
             user=request.user,
-            uploaded_file=upload_file,
+            api_key=None,
+            benchmark=benchmark,
+            file=upload_file,
             original_name=upload_file.name or "",
             is_private=request.POST.get("private") == "1",
         )
+    except QuotaExceeded as exc:
+        return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
     except SubmissionRejected as exc:
-        quota_refund(user=request.user, api_key=None, scope=scope)
-        status = 413 if exc.code == "too_large" else 400
-        return _upload_error(request, context, exc.code, exc.message, status)
-    except BaseException:
-        quota_refund(user=request.user, api_key=None, scope=scope)
-        raise
-    if not created:
-        quota_refund(user=request.user, api_key=None, scope=scope)
+        return _upload_error(request, context, exc.code, exc.message, exc.status)
+    submission, created = result.submission, result.created
     if _wants_json(request):
         payload = submission_status_payload(submission, user=request.user)
         payload["created"] = created
@@ -259,7 +245,9 @@ def race_entries(request: HttpRequest) -> HttpResponse:
     from submissions.bundle.errors import BundleError
     from submissions.services.races import race_entry_create
 
-    context: dict[str, Any] = {"benchmarks": list(Benchmark.objects.filter(scheme="race").order_by("name"))}
+    context: dict[str, Any] = {
+        "benchmarks": list(Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE).order_by("name"))
+    }
     status = 200
     if request.method == "POST":
         fields = {

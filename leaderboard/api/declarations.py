@@ -24,6 +24,7 @@ from leaderboard.api_errors import ApiError
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice
 from leaderboard.selectors.declarations import agent_version_get
+from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.services.declarations import (
     agent_meta_may_declare,
     agent_version_meta_declare,
@@ -180,7 +181,7 @@ class AgentVersionBaselineView(APIView):
 
     def _staff_version(self, request: Request, agent: str, version: str) -> AgentVersion:
         _require_user(request)
-        if not (request.user.is_staff and request.user.is_active):
+        if not viewer_is_staff(request.user):
             raise ApiError(code="permission_denied", message="Only staff mark baselines.", status_code=403)
         return _version(request, agent, version)
 

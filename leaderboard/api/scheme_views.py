@@ -19,8 +19,9 @@ from rest_framework.views import APIView
 
 from leaderboard.api_errors import ApiError
 from leaderboard.api_query import MAX_ID
+from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors import scheme_boards as boards
-from leaderboard.selectors import schemes as scheme_selectors
+from leaderboard.selectors import scorecard as scorecard_selectors
 from submissions.api.serializers import ErrorSerializer
 
 NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such benchmark, release or race")}
@@ -118,7 +119,7 @@ class ScorecardBoardView(_PublicView):
         responses={200: ScorecardBoardSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, benchmark: str, version: str) -> Response:
-        release = scheme_selectors.scorecard_release_get(benchmark_slug=benchmark, version=version)
+        release = scorecard_selectors.scorecard_release_get(benchmark_slug=benchmark, version=version)
         return Response(
             {
                 "benchmark": release.benchmark.slug,
@@ -135,7 +136,7 @@ class RaceOverallView(_PublicView):
         responses={200: RaceOverallSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, benchmark: str) -> Response:
-        race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
         anchor, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
         return Response(
             {
@@ -158,8 +159,8 @@ class RaceResultsView(_PublicView):
     def get(self, request: Request, benchmark: str, number: int) -> Response:
         if number > MAX_ID:  # beyond a bigint the database would raise instead of finding nothing
             raise ApiError(code="not_found", message="No such race.", status_code=404)
-        race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
-        race = scheme_selectors.race_get(benchmark=race_benchmark, number=number)
+        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+        race = race_selectors.race_get(benchmark=race_benchmark, number=number)
         try:
             rows = boards.race_result_records(race=race, user=request.user)
         except boards.RaceEmbargoed as error:
@@ -173,8 +174,8 @@ class RaceQualifyingView(_PublicView):
         responses={200: QualifyingSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, benchmark: str) -> Response:
-        race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
-        release = scheme_selectors.qualifying_release(benchmark=race_benchmark)
+        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+        release = race_selectors.qualifying_release(benchmark=race_benchmark)
         rows: list[dict[str, Any]] = boards.qualifying_records(release=release) if release is not None else []
         return Response(
             {"benchmark": race_benchmark.slug, "release": release.version if release else None, "rows": rows}

@@ -1,10 +1,8 @@
 """What each caller may read through the API, with the joins the serializers need.
 
-Visibility rules (the authorization matrix in tests/api/ checks each):
-- releases, their tasks, standings: published releases for everyone; staff also see drafts;
-- tasks: those in at least one visible release;
-- runs: public runs of visible releases; a run's submitter also sees their private
-  runs and runs on drafts; staff see every run.
+Visibility is leaderboard.selectors.visibility's one rule (the authorization matrix in
+tests/api/ checks each): releases, their tasks and standings as that module says; tasks
+are those in at least one visible release.
 Anchors never come from here: serializers read ReleaseTask.public_paper_value only.
 """
 
@@ -12,22 +10,19 @@ from __future__ import annotations
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Task
 from leaderboard.selectors.agents import agent_versions_public, agents_public
+from leaderboard.selectors.visibility import releases_visible as _releases_visible
+from leaderboard.selectors.visibility import runs_visible_to, viewer_is_staff
 from submissions.models import Run, TaskResult
 
 AnyUser = AbstractBaseUser | AnonymousUser
 
 
-def _is_staff(user: AnyUser) -> bool:
-    return bool(getattr(user, "is_staff", False) and user.is_active)
-
-
 def releases_visible(user: AnyUser) -> QuerySet[Release]:
-    queryset = Release.objects.select_related("benchmark")
-    return queryset if _is_staff(user) else queryset.filter(published=True)
+    return _releases_visible(staff=viewer_is_staff(user))
 
 
 def release_list(user: AnyUser) -> QuerySet[Release]:
@@ -46,7 +41,7 @@ def benchmark_list(user: AnyUser) -> QuerySet[Benchmark]:
 
 def task_list(user: AnyUser) -> QuerySet[Task]:
     queryset = Task.objects.select_related("benchmark", "simulator").order_by("benchmark__slug", "slug")
-    if _is_staff(user):
+    if viewer_is_staff(user):
         return queryset
     return queryset.filter(release_tasks__release__published=True).distinct()
 
@@ -74,9 +69,4 @@ def runs_visible(user: AnyUser, *, with_breakdown: bool = False) -> QuerySet[Run
     )
     if with_breakdown:
         queryset = queryset.prefetch_related("events", "reruns")
-    if _is_staff(user):
-        return queryset
-    public = Q(is_private=False, release__published=True)
-    if user.is_authenticated:
-        return queryset.filter(public | Q(submission__submitter=user))
-    return queryset.filter(public)
+    return runs_visible_to(queryset, user=user)

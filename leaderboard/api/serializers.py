@@ -20,6 +20,7 @@ from rest_framework import serializers
 
 from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
 from leaderboard.models import Agent, AgentVersion, Benchmark, Release, ReleaseTask, Standing, Task
+from leaderboard.selectors.visibility import viewer_is_staff
 from submissions.models import OfficialRerun, Run, TaskResult, VerificationEvent
 
 NULLABLE_NUMBER = {"type": "number", "format": "double", "nullable": True}
@@ -290,7 +291,7 @@ def rerun_comparison(rerun: OfficialRerun, *, disclosure: Disclosure, run: Run, 
       re-run's final is shown, and the re-run's measured value with it would give the anchor
       (measured / gap) to anyone, the submitter included, who did not produce it.
     """
-    staff = bool(getattr(user, "is_staff", False) and getattr(user, "is_active", True))
+    staff = viewer_is_staff(user)
     public_anchor = {
         row.release_task.task.slug
         for row in run.task_results.all()

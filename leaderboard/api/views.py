@@ -32,7 +32,7 @@ from leaderboard.api.serializers import (
 from leaderboard.api_errors import ApiError
 from leaderboard.api_query import MAX_ID, whole_number
 from leaderboard.models import Standing, Task
-from leaderboard.selectors.pages import SORTS, BoardQueryError, board_query_from_params, board_rows_all
+from leaderboard.selectors.paper_gap import SORTS, BoardQueryError, board_query_from_params, board_rows_all
 from submissions.api.serializers import ErrorSerializer
 
 ERRORS = {
@@ -220,7 +220,7 @@ class RunViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
 class LeaderboardView(generics.ListAPIView):
     """Precomputed standings of one release and tab: the columns, sorting and filtering of the page.
 
-    The query is parsed and ordered by the page's own selector (leaderboard.selectors.pages),
+    The query is parsed and ordered by the page's own selector (leaderboard.selectors.paper_gap),
     so the API and the page can never disagree on what a sort key or the complete filter means.
     """
 

@@ -16,13 +16,10 @@ from typing import Any
 from django.db.models import Exists, OuterRef, QuerySet
 
 from leaderboard.models import Agent, AgentVersion
+from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 
 # Run levels that are public (rejected and mismatched bundles write no run at all).
 PUBLIC_RUN_LEVELS = ("validated", "attested", "verified")
-
-
-def _is_staff(user: Any) -> bool:
-    return bool(getattr(user, "is_staff", False) and getattr(user, "is_active", True))
 
 
 def agent_versions_public(*, user: Any = None) -> QuerySet[AgentVersion]:

@@ -1,7 +1,7 @@
 """What a scheme board says about where its numbers come from (issue 13: scorecard and race
 boards showed no verification signal although validator runs are signed).
 
-Kept apart from leaderboard.selectors.schemes so the scheme pages only gain a context entry.
+Kept apart from leaderboard.selectors.scorecard and .race so the scheme pages only gain a context entry.
 Each function is one query, whatever the number of runs.
 """
 

@@ -88,9 +88,9 @@ def release_history(*, release: Release, n: int = HISTORY_DEFAULT_N) -> ReleaseH
 
 def released_race_prefix(races: list[Race]) -> list[Race]:
     """The started races, in number order, up to the race pages' public anchor
-    (leaderboard.selectors.schemes.pick_public_anchor: the latest released race before which
+    (leaderboard.selectors.race.pick_public_anchor: the latest released race before which
     every started race is released); empty when there is none."""
-    from leaderboard.selectors.schemes import pick_public_anchor
+    from leaderboard.selectors.race import pick_public_anchor
 
     anchor = pick_public_anchor(races)
     if anchor is None:

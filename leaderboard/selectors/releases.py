@@ -10,17 +10,28 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.http import Http404
+
 from leaderboard.models import Benchmark, Release, ReleaseTask
 from scoring.errors import ScoringError
 from scoring.gap import ReleaseSpec, TaskSpec
 
 __all__ = [
+    "benchmark_of_scheme",
     "release_list_for_benchmark",
     "release_previous",
     "release_spec",
     "unknown_release_message",
     "version_key",
 ]
+
+
+def benchmark_of_scheme(slug: str, scheme: str) -> Benchmark:
+    """The benchmark ``slug`` of ``scheme`` (a scorecard or race page's address), or 404."""
+    benchmark = Benchmark.objects.filter(slug=slug, scheme=scheme).first()
+    if benchmark is None:
+        raise Http404(f"No {scheme} benchmark {slug!r}")
+    return benchmark
 
 
 def unknown_release_message(benchmark_slug: str, version: str, *, where: str = "manifest") -> str:

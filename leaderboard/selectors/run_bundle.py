@@ -30,7 +30,8 @@ from typing import Any
 
 from django.core.cache import cache
 
-from leaderboard.disclosure import Disclosure, viewer_is_submitter
+from leaderboard.disclosure import Disclosure
+from leaderboard.selectors.visibility import viewer_is_submitter
 
 logger = logging.getLogger(__name__)
 

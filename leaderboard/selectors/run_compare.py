@@ -1,6 +1,6 @@
 """Two paper-gap runs side by side, per task and per aggregate.
 
-Both runs are read through the run page's own selector (leaderboard.selectors.pages.run_get:
+Both runs are read through the run page's own selector (leaderboard.selectors.paper_gap.run_get:
 a private run exists only for its submitter and staff) and shown through the run page's
 rule (leaderboard.disclosure), each for the same viewer. A difference is given only when
 both of its values are shown: a difference with one hidden side would give the hidden one
@@ -18,7 +18,7 @@ from typing import Any
 from django.http import Http404
 
 from leaderboard.disclosure import run_disclosure
-from leaderboard.selectors.pages import run_get
+from leaderboard.selectors.paper_gap import run_get
 from leaderboard.selectors.run_bundle import task_intervals
 from scoring.proportion import intervals_overlap, wilson_interval
 from submissions.models import Run

@@ -2,7 +2,7 @@
 
 Each board is read through one selector, the same rows its page shows:
 
-* scorecard board: ``leaderboard.selectors.schemes.scorecard_board`` (the ScorecardStanding
+* scorecard board: ``leaderboard.selectors.scorecard.scorecard_board`` (the ScorecardStanding
   rows: each entrant's best card on a published release, private submissions left off);
 * race Overall, race results and qualifying: the race pages' rows, behind the race
   embargo (seed 002: the raw race score "is the value shown in the race results after the
@@ -12,7 +12,7 @@ Each board is read through one selector, the same rows its page shows:
   gives that race's delta away by subtraction).
 
 ``race_values_visible`` and ``race_overall_anchor`` are the race pages' own functions
-(leaderboard.selectors.schemes), so the pages, the exports and the API cannot disagree.
+(leaderboard.selectors.race), so the pages, the exports and the API cannot disagree.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from leaderboard.models import Benchmark, Race, Release
-from leaderboard.selectors import schemes as scheme_selectors
+from leaderboard.selectors import race as race_selectors
+from leaderboard.selectors import scorecard as scorecard_selectors
 
 SCORECARD_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -73,9 +74,9 @@ class RaceEmbargoed(Exception):
         self.race = race
 
 
-# The embargo rule is the race pages' own (leaderboard.selectors.schemes): one rule, one place.
-race_values_visible = scheme_selectors.race_values_visible
-race_overall_anchor = scheme_selectors.race_overall_anchor
+# The embargo rule is the race pages' own (leaderboard.selectors.race): one rule, one place.
+race_values_visible = race_selectors.race_values_visible
+race_overall_anchor = race_selectors.race_overall_anchor
 
 
 def _interval(confidence: Any, key: str) -> tuple[float | None, float | None]:
@@ -90,7 +91,7 @@ def _interval(confidence: Any, key: str) -> tuple[float | None, float | None]:
 def scorecard_board_records(*, release: Release) -> list[dict[str, Any]]:
     """The scorecard board of ``release`` (one query: the page's own selector)."""
     records = []
-    for row in scheme_selectors.scorecard_board(release=release):
+    for row in scorecard_selectors.scorecard_board(release=release):
         card = row.card
         low, high = _interval(card.confidence, "success_rate")
         records.append(
@@ -132,7 +133,7 @@ def race_overall_records(*, benchmark: Benchmark, user: Any = None) -> tuple[Rac
             "window": row.window,
             "top_agent": row.is_top,
         }
-        for row in scheme_selectors.overall_board(race=anchor)
+        for row in race_selectors.overall_board(race=anchor)
     ]
     return anchor, rows
 
@@ -153,7 +154,7 @@ def race_result_records(*, race: Race, user: Any = None) -> list[dict[str, Any]]
             "runs_included": result.runs_included,
             "runs_excluded": result.runs_excluded,
         }
-        for result in scheme_selectors.race_results(race=race)
+        for result in race_selectors.race_results(race=race)
     ]
 
 
@@ -168,7 +169,7 @@ def qualifying_records(*, release: Release) -> list[dict[str, Any]]:
             "runs_included": row.runs_included,
             "runs_excluded": row.runs_excluded,
         }
-        for row in scheme_selectors.qualifying_board(release=release)
+        for row in race_selectors.qualifying_board(release=release)
     ]
 
 

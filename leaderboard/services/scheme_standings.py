@@ -24,12 +24,10 @@ from django.db.models import F
 
 from leaderboard.models import Benchmark, Race, Release
 from leaderboard.models.races import OverallStanding, RaceResult, ScorecardStanding
+from leaderboard.services.standings import LEADERBOARD_LEVELS
 from scoring import race as race_scoring
 from scoring import scorecard as scorecard_scoring
 from submissions.models import RaceRun, ScorecardRun
-
-# Verification levels that enter a leaderboard (mismatch and rejected never do).
-LEADERBOARD_LEVELS = ("validated", "attested", "verified")
 
 # Races that have started count; a scheduled race has no results yet.
 STARTED_STATUSES = (Race.Status.RUNNING, Race.Status.EMBARGOED, Race.Status.RELEASED)

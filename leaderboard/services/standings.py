@@ -30,6 +30,7 @@ from django.db.models import F, Q
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Baseline, Release, Standing
+from scoring.leaderboard import rank_key
 from submissions.models import Run
 
 # Verification levels that enter a leaderboard; mismatch and rejected never do.
@@ -60,21 +61,14 @@ def _tab_score(run: Run, tab: str) -> float | None:
 
 
 def standing_sort_key(run: Run, tab: str) -> tuple[Any, ...]:
-    """Best first: complete coverage, score desc, pass rate desc, earlier verified, then id.
-
-    Seed 000: "a run is not comparable to a full run unless coverage is
-    complete", so every complete run ranks above every partial one; within
-    each group the tab's score decides, then the pass rate (None last), then
-    who was verified first. The id only makes the order total.
-    """
-    score = _tab_score(run, tab)
-    return (
-        not run.complete,
-        -(score or 0.0),
-        run.pass_rate is None,
-        -(run.pass_rate or 0.0),
-        run.created_at,
-        run.pk,
+    """Best first, by the one ranking rule (scoring.leaderboard.rank_key): complete coverage,
+    score desc, pass rate desc (None last), earlier verified, then id."""
+    return rank_key(
+        complete=run.complete,
+        score=_tab_score(run, tab),
+        pass_rate=run.pass_rate,
+        verified_at=run.created_at,
+        run_id=run.pk,
     )
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from django import template
 
-register = template.Library()
+from leaderboard.templatetags.podium import EMPTY
 
-EMPTY = "—"
+register = template.Library()
 
 
 @register.filter

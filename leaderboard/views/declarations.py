@@ -1,6 +1,6 @@
 """Pages and data for agent declarations, costs and baselines (issue 13 features 1, 2, 11).
 
-``cost_cell`` and ``declared_line`` format the board's extra cells (leaderboard.views.pages);
+``cost_cell`` and ``declared_line`` format the board's extra cells (leaderboard.views.paper_gap);
 the declaration page is the owner's form; ``cost_chart_data`` feeds the cost-versus-score
 chart, cached per release generation like the top-N chart.
 """
@@ -24,8 +24,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import Standing
 from leaderboard.selectors import declarations as declared
-from leaderboard.selectors import pages as selectors
-from leaderboard.selectors.pages import TABS, BoardQueryError
+from leaderboard.selectors import paper_gap as selectors
+from leaderboard.selectors.paper_gap import TABS, BoardQueryError
+from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.services.declarations import agent_meta_may_declare, agent_version_meta_declare
 from scoring.pareto import pareto_frontier
 
@@ -101,10 +102,6 @@ def _json_error(message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": "invalid_query", "message": message}}, status=400)
 
 
-def _staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_authenticated and request.user.is_staff)
-
-
 def cost_chart_payload(*, release: Any, tab: str, filters: declared.BoardFilters) -> dict[str, Any]:
     """Cost-versus-score points of a tab, the Pareto frontier flagged, and the baselines apart."""
     points = declared.cost_points(release=release, tab=tab, filters=filters)
@@ -143,7 +140,7 @@ def cost_chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpR
         query = selectors.board_query_from_params(request.GET)
     except BoardQueryError as error:
         return _json_error(str(error))
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     digest = hashlib.sha256(json.dumps(query.filters.params(), sort_keys=True).encode()).hexdigest()[:24]
     key = f"podium:cost-chart:{release.pk}:{release.generation}:{query.tab}:{digest}"
     body = cache.get(key)

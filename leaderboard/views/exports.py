@@ -12,19 +12,16 @@ from django.views.decorators.http import require_GET
 from leaderboard import exports
 from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
-from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import FilterError, board_baselines, board_filters_from_params
-from leaderboard.selectors.pages import TABS, BoardQueryError
+from leaderboard.selectors.paper_gap import TABS, BoardQueryError
+from leaderboard.selectors.visibility import viewer_is_staff
 
 CHART_CACHE_SECONDS = 3600
 
 
 def _json_error(message: str, *, status: int = 400) -> JsonResponse:
     return JsonResponse({"error": {"code": "invalid_query", "message": message}}, status=status)
-
-
-def _staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_authenticated and request.user.is_staff)
 
 
 def _filename(release: object, tab: str, extension: str) -> str:
@@ -41,7 +38,7 @@ def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpRespons
         query = selectors.board_query_from_params(request.GET)
     except BoardQueryError as error:
         return HttpResponse(f"{error}\n", status=400, content_type="text/plain; charset=utf-8")
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     rows = selectors.board_rows_all(release=release, query=query).iterator(chunk_size=2000)
     response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{_filename(release, query.tab, "csv")}"'
@@ -55,7 +52,7 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
         query = selectors.board_query_from_params(request.GET)
     except BoardQueryError as error:
         return _json_error(str(error))
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     rows = [exports.standing_record(row) for row in selectors.board_rows_all(release=release, query=query)]
     payload = {
         "benchmark": release.benchmark.slug,
@@ -107,7 +104,7 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     by = request.GET.get("by") or "score"
     if by not in ("score", "pass_rate"):
         return _json_error(f"by={by[:24]!r}: expected 'score' (top N by rank) or 'pass_rate' (top N by pass rate)")
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     filtered = "&".join(f"{k}={v}" for k, v in sorted(filters.params().items()))
     digest = hashlib.sha256(filtered.encode()).hexdigest()[:24] if filtered else "all"
     key = f"podium:chart:{release.pk}:{release.generation}:{tab}:{n}:{by}:{digest}"

@@ -1,6 +1,6 @@
 """Readiness: can this process serve, with every service it depends on?
 
-``/healthz`` (leaderboard.views.pages) stays trivial: the process answers. A load
+``/healthz`` (leaderboard.views.paper_gap) stays trivial: the process answers. A load
 balancer or orchestrator takes a host out of rotation on ``/readyz`` instead:
 it checks the database, the cache's and the broker's Redis, and the bundle
 storage, each bounded by a short timeout, and answers 200 or 503 naming what

@@ -17,11 +17,12 @@ from leaderboard import run_exports
 from leaderboard.api_query import whole_number
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
 from leaderboard.selectors import history as history_selectors
-from leaderboard.selectors import pages as selectors
-from leaderboard.selectors import schemes as scheme_selectors
+from leaderboard.selectors import paper_gap as selectors
+from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors.run_compare import CompareQueryError, compare_ids_from_params, run_compare
 from leaderboard.selectors.task_ranking import task_ranking
-from leaderboard.views.pages import bad_request
+from leaderboard.selectors.visibility import viewer_is_staff
+from leaderboard.views.paper_gap import bad_request
 
 TASK_RANKING_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -43,10 +44,6 @@ TASK_RANKING_COLUMNS: tuple[str, ...] = (
     "verified_at",
     "withheld",
 )
-
-
-def _staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_authenticated and request.user.is_staff)
 
 
 def _safe(text: str) -> str:
@@ -78,7 +75,7 @@ def task_ranking_context(request: HttpRequest, release_task: Any) -> dict[str, A
 
 
 def _task_rows(request: HttpRequest, benchmark: str, version: str, task: str) -> tuple[Any, Any, list[Any]]:
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     release_task = selectors.release_task_get(release=release, task_slug=task)
     return release, release_task, task_ranking(release_task=release_task, user=request.user)
 
@@ -118,7 +115,7 @@ def _run_records(request: HttpRequest, run_id: int) -> tuple[Any, Any, list[dict
     run = selectors.run_get(run_id=run_id, user=request.user)
     results = list(run.task_results.all())
     disclosure = run_disclosure(run, user=request.user, task_results=results)
-    staff = _staff(request)
+    staff = viewer_is_staff(request.user)
     return (
         run,
         disclosure,
@@ -242,7 +239,7 @@ def release_history_page(request: HttpRequest, benchmark: str, version: str) -> 
     n = _history_n(request)
     if n is None:
         return bad_request(request, _bad_n(request))
-    staff = _staff(request)
+    staff = viewer_is_staff(request.user)
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
     history = history_selectors.release_history(release=release, n=n)
     return render(
@@ -264,7 +261,7 @@ def release_history_json(request: HttpRequest, benchmark: str, version: str) -> 
     n = _history_n(request)
     if n is None:
         return _json_error("invalid_query", _bad_n(request), 400)
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     history = history_selectors.release_history(release=release, n=n)
     payload = {"benchmark": release.benchmark.slug, "release": release.version, "n": n, **history.record()}
     return _json(payload, f"{benchmark}-{version}-history")
@@ -275,14 +272,14 @@ def race_history_page(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
         return bad_request(request, _bad_n(request))
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
     return render(
         request,
         "races/history.html",
         {
             "benchmark": race_benchmark,
-            "races": scheme_selectors.races_of(benchmark=race_benchmark),
+            "races": race_selectors.races_of(benchmark=race_benchmark),
             "history": history,
             "n": n,
             "n_choices": (3, 5, 10, 20),
@@ -295,6 +292,6 @@ def race_history_json(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
         return _json_error("invalid_query", _bad_n(request), 400)
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
     return _json({"benchmark": race_benchmark.slug, "n": n, **history.record()}, f"{benchmark}-overall-history")

@@ -10,11 +10,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from leaderboard.disclosure import run_disclosure
-from leaderboard.selectors import pages as selectors
+from leaderboard.run_exports import EPISODE_COLUMNS
+from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors import run_bundle
 from leaderboard.views.insights import _csv, _json
-
-EPISODE_COLUMNS: tuple[str, ...] = ("task", "episode", "seed", "metric", "aborted", "rates", "withheld")
 
 
 def _unavailable(message: str, *, as_json: bool) -> HttpResponse:

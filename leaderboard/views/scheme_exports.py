@@ -14,8 +14,9 @@ from django.views.decorators.http import require_GET
 
 from leaderboard import run_exports
 from leaderboard.api_query import MAX_ID
+from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors import scheme_boards as boards
-from leaderboard.selectors import schemes as scheme_selectors
+from leaderboard.selectors import scorecard as scorecard_selectors
 
 SCORECARD_NOTES = {
     "success_rate": "solved / the full hidden set (unplayed episodes count as unsolved): the ranking metric",
@@ -55,7 +56,7 @@ def _embargoed(error: boards.RaceEmbargoed, *, as_json: bool) -> HttpResponse:
 
 
 def _scorecard(benchmark: str, version: str) -> tuple[Any, list[dict[str, Any]]]:
-    release = scheme_selectors.scorecard_release_get(benchmark_slug=benchmark, version=version)
+    release = scorecard_selectors.scorecard_release_get(benchmark_slug=benchmark, version=version)
     return release, boards.scorecard_board_records(release=release)
 
 
@@ -83,14 +84,14 @@ def scorecard_board_json(request: HttpRequest, benchmark: str, version: str) -> 
 
 @require_GET
 def race_overall_csv(request: HttpRequest, benchmark: str) -> HttpResponse:
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     _, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
     return _csv(rows, boards.OVERALL_COLUMNS, f"{benchmark}-overall")
 
 
 @require_GET
 def race_overall_json(request: HttpRequest, benchmark: str) -> HttpResponse:
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     anchor, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
     payload = {
         "benchmark": race_benchmark.slug,
@@ -104,8 +105,8 @@ def race_overall_json(request: HttpRequest, benchmark: str) -> HttpResponse:
 def _race(request: HttpRequest, benchmark: str, number: int) -> tuple[Any, list[dict[str, Any]]]:
     if number > MAX_ID:  # beyond a bigint the database would raise instead of finding nothing
         raise Http404("No such race")
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
-    race = scheme_selectors.race_get(benchmark=race_benchmark, number=number)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race = race_selectors.race_get(benchmark=race_benchmark, number=number)
     return race, boards.race_result_records(race=race, user=request.user)
 
 
@@ -129,8 +130,8 @@ def race_results_json(request: HttpRequest, benchmark: str, number: int) -> Http
 
 
 def _qualifying(benchmark: str) -> tuple[Any, Any, list[dict[str, Any]]]:
-    race_benchmark = scheme_selectors.race_benchmark_get(benchmark_slug=benchmark)
-    release = scheme_selectors.qualifying_release(benchmark=race_benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    release = race_selectors.qualifying_release(benchmark=race_benchmark)
     return race_benchmark, release, boards.qualifying_records(release=release) if release is not None else []
 
 

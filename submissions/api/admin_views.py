@@ -25,6 +25,7 @@ from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import Run, SigningKey
 from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
 from submissions.services.signing_keys import SigningKeyError, signing_key_register
+from submissions.services.submissions import bundle_too_large
 
 STAFF_ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid key or owner"),
@@ -149,10 +150,9 @@ class RunRerunView(APIView):
         guard = getattr(self, "upload_guard", None)
         data = request.data
         if guard is not None and guard.too_large:
+            refused = bundle_too_large()
             raise ApiError(
-                code="too_large",
-                message=f"The re-run bundle is larger than the limit of {settings.PODIUM_MAX_BUNDLE_BYTES} bytes.",
-                status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                code=refused.code, message=refused.message, status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
             )
         run = get_object_or_404(Run, pk=run_id)
         upload = request.FILES.get("bundle")

@@ -3,12 +3,12 @@
 Upload order, and why:
 1. The size limit is installed before authentication reads anything (session
    auth's CSRF check parses the body), so an oversized body is cut off while it
-   streams and answered 413.
-2. An identical retry of one's own bundle (same SHA-256, computed while
-   streaming) is answered 200 with the existing submission and costs no quota.
-3. The daily quota is consumed atomically, then the worker engineer's
-   ``submission_create`` stores the file; if it refuses the bundle the unit is
-   given back, so only accepted uploads count.
+   streams and answered 413 with the upload service's own refusal.
+2. The view validates the form and delegates to ``submission_upload`` (the
+   website's upload calls it too): one loop limits and hashes the file, an
+   identical retry of one's own bundle is answered 200 with the existing
+   submission and costs no quota, and the daily quota is consumed once and given
+   back if the bundle is refused, so only accepted uploads count.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from rest_framework.views import APIView
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark
+from leaderboard.selectors.visibility import viewer_is_staff
 from submissions.api.serializers import (
     ErrorSerializer,
     SiteKeySerializer,
@@ -38,7 +39,8 @@ from submissions.api.serializers import (
 )
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import ApiKey, Submission
-from submissions.quotas import QuotaExceeded, quota_consume, quota_refund, quota_scope
+from submissions.quotas import QuotaExceeded
+from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
 
 logger = logging.getLogger("podium.api")
 
@@ -51,13 +53,8 @@ ERRORS = {
 }
 
 
-def too_large_error() -> ApiError:
-    limit = settings.PODIUM_MAX_BUNDLE_BYTES
-    return ApiError(
-        code="too_large",
-        message=f"The upload is larger than the limit of {limit} bytes.",
-        status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-    )
+def _rejection_error(exc: SubmissionRejected) -> ApiError:
+    return ApiError(code=exc.code, message=exc.message, status_code=exc.status)
 
 
 class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -70,7 +67,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         if request.method == "POST":
             self.upload_guard: SizeLimitUploadHandler | None = install_size_limit(
-                request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES, hashed_field="bundle"
+                request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES
             )
         return super().initialize_request(request, *args, **kwargs)
 
@@ -82,7 +79,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
     def get_queryset(self) -> QuerySet[Submission]:
         user = self.request.user
         queryset = Submission.objects.select_related("release__benchmark", "run")
-        if self.action == "retrieve" and user.is_staff:
+        if self.action == "retrieve" and viewer_is_staff(user):
             return queryset
         queryset = queryset.filter(submitter=user)
         if self.action == "list":
@@ -121,10 +118,10 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         guard = getattr(self, "upload_guard", None)
         if guard is not None and guard.too_large:
-            raise too_large_error()
+            raise _rejection_error(bundle_too_large())
         data = request.data  # parses the body through the guard
         if guard is not None and guard.too_large:
-            raise too_large_error()
+            raise _rejection_error(bundle_too_large())
         upload = request.FILES.get("bundle")
         if upload is None:
             raise ApiError(code="bundle_missing", message="bundle: expected a file field named 'bundle'.")
@@ -138,17 +135,11 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         if benchmark is None:
             raise ApiError(code="benchmark_unknown", message=f"benchmark: no benchmark with slug {slug[:64]!r}.")
 
-        user = request.user
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
-        sha256 = guard.sha256 if guard is not None else None
-        if sha256:
-            existing = Submission.objects.filter(sha256=sha256, submitter=user).first()
-            if existing is not None:
-                return Response(self.get_serializer(existing).data, status=status.HTTP_200_OK)
-
-        scope = quota_scope(benchmark)
         try:
-            quota = quota_consume(user=user, api_key=api_key, scope=scope, limit=benchmark.daily_submission_limit)
+            result = submission_upload(
+                user=request.user, api_key=api_key, benchmark=benchmark, file=upload, original_name=upload.name or ""
+            )
         except QuotaExceeded as exc:
             raise ApiError(
                 code="daily_limit_reached",
@@ -156,33 +147,12 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
                 status_code=status.HTTP_429_TOO_MANY_REQUESTS,
                 headers={"Retry-After": str(exc.retry_after)},
             ) from None
-
-        from submissions.services.submissions import SubmissionRejected, submission_create
-
-        # The client's file name is display text only: basename, bounded, never a path.
-        original_name = (upload.name or "").replace("\\", "/").rsplit("/", 1)[-1][:255]
-        try:
-            submission, created = submission_create(
-                declared_benchmark=benchmark,
-                user=user,
-                uploaded_file=upload,
-                api_key=api_key,
-                original_name=original_name,
-            )
         except SubmissionRejected as exc:
-            quota_refund(user=user, api_key=api_key, scope=scope)
-            code = str(getattr(exc, "code", "bundle_rejected"))
-            message = str(getattr(exc, "message", "") or exc)
-            http = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE if "too_large" in code else status.HTTP_400_BAD_REQUEST
-            raise ApiError(code=code, message=message, status_code=http) from None
-        except BaseException:
-            quota_refund(user=user, api_key=api_key, scope=scope)
-            raise
-        if not created:
-            quota_refund(user=user, api_key=api_key, scope=scope)
+            raise _rejection_error(exc) from None
+        submission, created, quota = result.submission, result.created, result.quota
         headers = {
             "X-RateLimit-Limit": str(quota.limit),
-            "X-RateLimit-Remaining": str(quota.remaining if created else quota.remaining + 1),
+            "X-RateLimit-Remaining": str(quota.remaining),
             "X-RateLimit-Reset": quota.resets_at.isoformat(),
         }
         return Response(

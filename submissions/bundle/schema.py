@@ -19,6 +19,8 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from scoring.gap import GENRES
+from scoring.race import VERDICT_STATUSES
 from submissions.bundle.errors import BundleError
 
 __all__ = [
@@ -50,8 +52,6 @@ PAPER_GAP = "paper_gap"
 RETIRED_SCORECARD = "scorecard"
 RACE_RUN = "race_run"
 KINDS = (PAPER_GAP, RACE_RUN)
-GENRES = ("reproduction", "open")
-VERDICT_STATUSES = ("accepted", "rejected")
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -12,7 +12,7 @@ Two halves of the verification contract (``submissions.services.verification``):
 
 The recomputation itself is ``submissions.bundle.evaluate_race.evaluate_race_run``.
 Failure categories are stored for every episode but shown only where
-leaderboard.selectors.schemes allows it (the embargo).
+leaderboard.selectors.race allows it (the embargo).
 """
 
 from __future__ import annotations

@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.core.files import File
 from django.db import transaction
@@ -45,6 +44,7 @@ from scoring import gap
 from scoring.errors import ScoringError
 from scoring.rerun import DEFAULT_RERUN_TOLERANCE, compare_finals
 from submissions.models import OfficialRerun, Run, VerificationEvent
+from submissions.services.submissions import SubmissionRejected, bundle_spool
 
 __all__ = [
     "RERUN_TOLERANCE",
@@ -59,7 +59,6 @@ RERUN_TOLERANCE = DEFAULT_RERUN_TOLERANCE
 
 # Order of levels, lowest first: a change by staff may only go down.
 LEVEL_ORDER = [Run.Level.REVOKED, Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED]
-READ_CHUNK_BYTES = 1024 * 1024
 
 
 class RerunError(Exception):
@@ -143,22 +142,16 @@ def _record(
 
 
 def _spool(uploaded: Any) -> tuple[Path, str]:
-    """Copy an uploaded bundle to a temporary file, hashing and size-limiting it in one loop."""
-    limit = settings.PODIUM_MAX_BUNDLE_BYTES
-    digest = hashlib.sha256()
-    size = 0
-    with tempfile.NamedTemporaryFile(prefix="podium-rerun-", suffix=".age", delete=False) as handle:
-        while chunk := uploaded.read(READ_CHUNK_BYTES):
-            size += len(chunk)
-            if size > limit:
-                Path(handle.name).unlink(missing_ok=True)
-                raise RerunError("too_large", f"the re-run bundle is larger than the limit of {limit} bytes")
-            digest.update(chunk)
-            handle.write(chunk)
-    if size == 0:
+    """Copy an uploaded bundle to a temporary file through the upload service's one loop
+    (size limit and SHA-256 per chunk), so a re-run is refused with the same codes and words."""
+    handle = tempfile.NamedTemporaryFile(prefix="podium-rerun-", suffix=".age", delete=False)  # noqa: SIM115 - kept past the block
+    try:
+        with handle:
+            sha256, _size = bundle_spool(uploaded, handle)
+    except SubmissionRejected as exc:
         Path(handle.name).unlink(missing_ok=True)
-        raise RerunError("bundle_empty", "the re-run bundle is empty")
-    return Path(handle.name), digest.hexdigest()
+        raise RerunError(exc.code, exc.message) from None
+    return Path(handle.name), sha256
 
 
 @transaction.atomic

@@ -27,7 +27,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.models import Release, ReleaseTask
+from leaderboard.models import Benchmark, Release, ReleaseTask
 from leaderboard.services.standings import standings_update_version
 from submissions.models import Rescore, RescoreItem, Run, TaskResult, VerificationEvent
 
@@ -89,7 +89,7 @@ def rescore_propose(*, release: Release, user: Any, reason: str = "") -> Rescore
     """Stage 1: a dry-run rescore of every paper-gap run of ``release`` (staff only)."""
     if not getattr(user, "is_staff", False):
         raise RescoreError("staff_only", "only staff can rescore a release")
-    if release.benchmark.scheme != "paper_gap":
+    if release.benchmark.scheme != Benchmark.Scheme.PAPER_GAP:
         raise RescoreError("not_paper_gap", f"release {release}: only paper-gap releases are rescored")
     open_rescore = Rescore.objects.filter(release=release).exclude(state=Rescore.State.APPLIED).first()
     if open_rescore is not None:

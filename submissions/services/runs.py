@@ -39,7 +39,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard.models import Release, ReleaseTask
+from leaderboard.models import Benchmark, Release, ReleaseTask
 from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_set_interval, standings_update_version
@@ -136,7 +136,9 @@ def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
     benchmark, version = str(bundle.manifest.benchmark), str(bundle.manifest.release)
     release = (
         Release.objects.select_related("benchmark")
-        .filter(benchmark__slug=benchmark, version=version, benchmark__scheme="paper_gap", published=True)
+        .filter(
+            benchmark__slug=benchmark, version=version, benchmark__scheme=Benchmark.Scheme.PAPER_GAP, published=True
+        )
         .first()
     )
     if release is None:

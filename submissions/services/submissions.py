@@ -1,4 +1,9 @@
-"""Receiving an uploaded bundle.
+"""Receiving an uploaded bundle: the one upload service of the website and the API.
+
+``submission_upload`` is what both upload views call (they validate the form and
+delegate): limit, hash, store, count the daily quota, write the row, enqueue.
+``submission_create`` is the same path without the daily quota, for the demo
+loaders, benches and tests that file bundles on an account's behalf.
 
 The upload is streamed once: each chunk is counted against the size limit and
 fed to SHA-256 in the same loop (the way forklift's upload handler does it), and
@@ -14,6 +19,7 @@ import hashlib
 import logging
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 from django.conf import settings
@@ -22,6 +28,7 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
 from submissions.models import ApiKey, Submission
+from submissions.quotas import QuotaResult, quota_consume, quota_peek, quota_refund, quota_scope
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +53,11 @@ class SubmissionRejected(Exception):
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
+    @property
+    def status(self) -> int:
+        """The HTTP status both upload views answer with: 413 for a bundle over the limit, else 400."""
+        return 413 if self.code == "too_large" else 400
+
 
 def _chunks(uploaded_file: Any) -> Iterator[bytes]:
     """Chunks of a Django UploadedFile, or of any binary file-like object."""
@@ -64,7 +76,18 @@ def bundle_storage_name(sha256: str) -> str:
     return f"bundles/{sha256[:2]}/{sha256}.age"
 
 
-def _spool(uploaded_file: Any, spool: IO[bytes]) -> tuple[str, int]:
+def bundle_too_large() -> SubmissionRejected:
+    """The one refusal of an oversized bundle, whoever notices first (the declared length, the
+    streaming guard in front of the API, or the hashing loop below): same code, same words."""
+    limit = settings.PODIUM_MAX_BUNDLE_BYTES
+    mib = f" ({limit / (1024 * 1024):g} MiB)" if limit >= 1024 * 1024 else ""
+    return SubmissionRejected(
+        "too_large",
+        f"the bundle is larger than the limit of {limit} bytes{mib}; split the run or ask the site's maintainers",
+    )
+
+
+def bundle_spool(uploaded_file: Any, spool: IO[bytes]) -> tuple[str, int]:
     """Copy the upload to ``spool``, returning (sha256 hex, size); enforce the size limit while reading."""
     limit = settings.PODIUM_MAX_BUNDLE_BYTES
     digest = hashlib.sha256()
@@ -73,12 +96,7 @@ def _spool(uploaded_file: Any, spool: IO[bytes]) -> tuple[str, int]:
         size += len(chunk)
         if size > limit:
             # Stop reading at once: an oversized upload costs at most limit + one chunk.
-            mib = f" ({limit / (1024 * 1024):g} MiB)" if limit >= 1024 * 1024 else ""
-            raise SubmissionRejected(
-                "too_large",
-                f"the bundle is larger than the limit of {limit} bytes{mib}; "
-                "split the run or ask the site's maintainers",
-            )
+            raise bundle_too_large()
         digest.update(chunk)
         spool.write(chunk)
     if size == 0:
@@ -136,7 +154,7 @@ def submission_create(
     is_private: bool = False,
     declared_benchmark: Any = None,
 ) -> tuple[Submission, bool]:
-    """Store an uploaded bundle and queue its verification.
+    """Store an uploaded bundle and queue its verification, without counting a daily quota.
 
     Returns (submission, created). The same bytes from the same user return the
     existing submission with created=False; from another user they are refused
@@ -148,29 +166,90 @@ def submission_create(
     never a row without its file.
     """
     with tempfile.TemporaryFile(prefix="podium-upload-") as spool:
-        sha256, size = _spool(uploaded_file, spool)
+        sha256, size = bundle_spool(uploaded_file, spool)
         existing = _existing(sha256=sha256, user=user)
         if existing is not None:
             return existing, False
         name = bundle_storage_name(sha256)
         _store(name, spool)
+    fields = {
+        "submitter": user,
+        "api_key": api_key,
+        "original_name": _display_name(original_name, uploaded_file),
+        "is_private": is_private,
+        "declared_benchmark": declared_benchmark,
+    }
+    return _record(name=name, sha256=sha256, size=size, fields=fields)
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    """What an upload view answers with: the submission, whether it is new, and the account's
+    daily quota after this upload (an identical retry counts nothing)."""
+
+    submission: Submission
+    created: bool
+    quota: QuotaResult
+
+
+def submission_upload(
+    *,
+    user: Any,
+    api_key: ApiKey | None,
+    benchmark: Any,
+    file: Any,
+    original_name: str = "",
+    is_private: bool = False,
+) -> UploadResult:
+    """Receive a bundle uploaded to ``benchmark`` from the website or the API.
+
+    One loop reads the upload: the size limit and SHA-256 are applied to each chunk
+    as it is spooled. An identical retry of one's own bundle returns the existing
+    submission and counts nothing. Otherwise one unit of the account's daily quota
+    for the benchmark is consumed before the file is stored and given back if
+    anything after it fails (or a concurrent identical upload won), so only
+    accepted uploads count. Raises SubmissionRejected (``too_large``, ``empty_file``,
+    ``duplicate_bundle``) and QuotaExceeded, both with nothing written.
+    """
+    scope = quota_scope(benchmark)
+    limit = benchmark.daily_submission_limit
+    with tempfile.TemporaryFile(prefix="podium-upload-") as spool:
+        sha256, size = bundle_spool(file, spool)
+        existing = _existing(sha256=sha256, user=user)
+        if existing is not None:
+            return UploadResult(existing, False, quota_peek(user=user, api_key=api_key, scope=scope, limit=limit))
+        quota = quota_consume(user=user, api_key=api_key, scope=scope, limit=limit)
+        name = bundle_storage_name(sha256)
+        fields = {
+            "submitter": user,
+            "api_key": api_key,
+            "original_name": _display_name(original_name, file),
+            "is_private": is_private,
+            "declared_benchmark": benchmark,
+        }
+        try:
+            _store(name, spool)
+            submission, created = _record(name=name, sha256=sha256, size=size, fields=fields)
+        except BaseException:
+            quota_refund(user=user, api_key=api_key, scope=scope)
+            raise
+    if not created:
+        quota_refund(user=user, api_key=api_key, scope=scope)
+        quota = quota_peek(user=user, api_key=api_key, scope=scope, limit=limit)
+    return UploadResult(submission, created, quota)
+
+
+def _record(*, name: str, sha256: str, size: int, fields: dict[str, Any]) -> tuple[Submission, bool]:
+    """Write the Submission row of a stored bundle and enqueue its verification on commit."""
     try:
         with transaction.atomic():
-            submission = Submission(
-                submitter=user,
-                api_key=api_key,
-                original_name=_display_name(original_name, uploaded_file),
-                sha256=sha256,
-                size=size,
-                is_private=is_private,
-                declared_benchmark=declared_benchmark,
-            )
+            submission = Submission(sha256=sha256, size=size, **fields)
             submission.file.name = name
             submission.save()
             transaction.on_commit(lambda: _enqueue(submission.pk))
     except IntegrityError:
         # The same bytes were committed by a concurrent request between our check and insert.
-        existing = _existing(sha256=sha256, user=user)
+        existing = _existing(sha256=sha256, user=fields["submitter"])
         if existing is None:
             raise
         return existing, False

@@ -21,6 +21,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard.api_query import MAX_ID
+from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.services.standings import standings_update_version
 from submissions.models import Run, RunVisibilityEvent
 
@@ -43,16 +45,8 @@ def run_is_delisted(*, submission_private: bool, withdrawn: bool, hidden: bool) 
     return submission_private or withdrawn or hidden
 
 
-def _is_staff(user: Any) -> bool:
-    return bool(getattr(user, "is_authenticated", False) and user.is_staff and user.is_active)
-
-
-# Largest primary key the database holds (bigint); a larger id from a URL is simply not a run.
-MAX_RUN_ID = 2**63 - 1
-
-
 def _lock(run_id: Any) -> Run:
-    if not isinstance(run_id, int) or not 0 < run_id <= MAX_RUN_ID:
+    if not isinstance(run_id, int) or not 0 < run_id <= MAX_ID:
         raise VisibilityError("not_found", f"run {str(run_id)[:30]}: no such run", status=404)
     run = Run.objects.select_for_update().select_related("submission", "release").filter(pk=run_id).first()
     if run is None:

@@ -98,7 +98,7 @@ def test_an_oversized_upload_is_stopped_while_streaming(
     assert response.status_code == 413
     assert response.json()["error"] == {
         "code": "too_large",
-        "message": "The upload is larger than the limit of 102400 bytes.",
+        "message": "the bundle is larger than the limit of 102400 bytes; split the run or ask the site's maintainers",
     }
     assert not Submission.objects.filter(size=120 * 1024).exists()
     assert not list(media.rglob("*.age"))

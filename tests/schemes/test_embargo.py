@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 from schemes_race_helpers import RACE_TASKS, accepted, env_error, members, scoring_outcomes
 
-from leaderboard.selectors.schemes import race_outcomes_visible
+from leaderboard.selectors.race import race_outcomes_visible
 from leaderboard.services import races as lifecycle
 from scoring.race import FAILURE_CATEGORIES, TaskOutcome
 from submissions.models import RaceRun

@@ -362,7 +362,7 @@ def test_outcomes_altered_after_signing_are_rejected(race_release, submitter, su
 
 
 def test_the_overall_view_anchors_to_the_running_race_else_the_latest_completed(run_race, race_benchmark, client):
-    from leaderboard.selectors.schemes import race_anchor
+    from leaderboard.selectors.race import race_anchor
 
     run_race(1, {("Alpha", "1"): 0.8, ("Bravo", "1"): 0.6}, is_launch=True)
     live = run_race(2, {("Alpha", "1"): 0.5}, release=False)
@@ -376,7 +376,7 @@ def test_the_overall_view_anchors_to_the_running_race_else_the_latest_completed(
 
 
 def test_between_races_the_overall_view_falls_back_to_the_last_completed_race(run_race, race_benchmark):
-    from leaderboard.selectors.schemes import race_anchor
+    from leaderboard.selectors.race import race_anchor
 
     run_race(1, {("Alpha", "1"): 0.8}, is_launch=True)
     race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)

@@ -120,7 +120,7 @@ def test_a_re_run_bundle_that_is_not_a_bundle_is_refused(run, maintainer):
     assert refused.value.code == "not_age_file"
     with pytest.raises(RerunError) as empty:
         run_rerun_record_bundle(run=run, actor=maintainer, bundle_file=io.BytesIO(b""))
-    assert empty.value.code == "bundle_empty"
+    assert empty.value.code == "empty_file"
     assert OfficialRerun.objects.count() == 0
 
 

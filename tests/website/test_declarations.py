@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from leaderboard.models import AgentVersionMeta, Baseline, Release, RunCost, Standing
-from leaderboard.selectors.pages import release_pointer_key
+from leaderboard.selectors.paper_gap import release_pointer_key
 from leaderboard.services.declarations import baseline_mark, baseline_unmark, release_prices_changed
 from leaderboard.services.standings import standings_refresh
 from tests.website.conftest import make_run, make_user

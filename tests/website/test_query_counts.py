@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from leaderboard.selectors.pages import release_pointer_key
+from leaderboard.selectors.paper_gap import release_pointer_key
 from tests.website.conftest import make_release, make_run, make_user
 
 # (name, url builder, pinned query count for an anonymous visitor)

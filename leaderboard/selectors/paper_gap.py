@@ -22,6 +22,7 @@ from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.agents import agents_public
 from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
+from leaderboard.selectors.visibility import releases_visible, run_is_visible
 from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
@@ -126,14 +127,9 @@ def board_query_from_params(params: QueryDict) -> BoardQuery:
     )
 
 
-def _visible_releases(*, staff: bool) -> QuerySet[Release]:
-    releases = Release.objects.select_related("benchmark")
-    return releases if staff else releases.filter(published=True)
-
-
 def release_get(*, benchmark_slug: str, version: str, staff: bool = False) -> Release:
     """A release visitors may see (published, or any for staff), or 404."""
-    release = _visible_releases(staff=staff).filter(benchmark__slug=benchmark_slug, version=version).first()
+    release = releases_visible(staff=staff).filter(benchmark__slug=benchmark_slug, version=version).first()
     if release is None:
         raise Http404("No such release")
     return release
@@ -178,7 +174,7 @@ def release_current(*, benchmark_slug: str, staff: bool = False) -> Release:
     verified public run, visitors keep landing on the standing board, which announces the
     newer release (release_newer_unranked). One query.
     """
-    releases = _newest_first(_visible_releases(staff=staff).filter(benchmark__slug=benchmark_slug)).annotate(
+    releases = _newest_first(releases_visible(staff=staff).filter(benchmark__slug=benchmark_slug)).annotate(
         ranked=Exists(Standing.objects.filter(release=OuterRef("pk"), tab=Standing.Tab.OVERALL))
     )
     release = releases.order_by(F("ranked").desc(), F("published_at").desc(nulls_last=True), "-id").first()
@@ -203,7 +199,7 @@ def release_siblings(*, release: Release, staff: bool = False) -> list[Release]:
     """Every visible release of the same benchmark, newest first (for the version switcher),
     each with ``ranked``: whether it has a ranked run (what release_current decides by)."""
     return list(
-        _newest_first(_visible_releases(staff=staff).filter(benchmark_id=release.benchmark_id)).annotate(
+        _newest_first(releases_visible(staff=staff).filter(benchmark_id=release.benchmark_id)).annotate(
             ranked=Exists(Standing.objects.filter(release=OuterRef("pk"), tab=Standing.Tab.OVERALL))
         )
     )
@@ -353,13 +349,13 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race boards the Overall standings of the race the race pages anchor to (the
     running race while one is live, else the most recent completed one)."""
     from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
-    from leaderboard.selectors.schemes import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
+    from leaderboard.selectors.race import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 
     benchmarks = list(
         Benchmark.objects.order_by("name").prefetch_related(
             Prefetch(
                 "releases",
-                queryset=_newest_first(_visible_releases(staff=staff)).annotate(
+                queryset=_newest_first(releases_visible(staff=staff)).annotate(
                     ranked=Exists(Standing.objects.filter(release=OuterRef("pk"), tab=Standing.Tab.OVERALL))
                 ),
                 to_attr="visible_releases",
@@ -465,10 +461,7 @@ def run_get(*, run_id: int, user: Any) -> Run:
     )
     if run is None:
         raise Http404("No such run")
-    visible = not run.is_private and (run.release.published or getattr(user, "is_staff", False))
-    if not visible and not (
-        getattr(user, "is_staff", False) or run.submission.submitter_id == getattr(user, "id", None)
-    ):
+    if not run_is_visible(run, user=user):
         raise Http404("No such run")
     return run
 
@@ -502,7 +495,7 @@ def release_tasks(*, release: Release) -> list[ReleaseTask]:
 
 def release_previous(*, release: Release, staff: bool = False) -> Release | None:
     """The release of the same benchmark published just before this one."""
-    older = _visible_releases(staff=staff).filter(benchmark_id=release.benchmark_id).exclude(pk=release.pk)
+    older = releases_visible(staff=staff).filter(benchmark_id=release.benchmark_id).exclude(pk=release.pk)
     if release.published_at is not None:
         older = older.filter(
             Q(published_at__lt=release.published_at) | Q(published_at=release.published_at, id__lt=release.id)

@@ -21,10 +21,11 @@ from leaderboard.api.serializers import rerun_comparison
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclosure
 from leaderboard.markdown import render_markdown
 from leaderboard.models import Benchmark, ReleaseTask, Standing
-from leaderboard.selectors import pages as selectors
+from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
-from leaderboard.selectors.pages import TABS, BoardQueryError, BoardRow
+from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
 from leaderboard.selectors.release_diff import release_diff_rows
+from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
 from leaderboard.views.declarations import cost_cell, declared_line
 
@@ -177,10 +178,6 @@ def _board_cache_key(request: HttpRequest, benchmark: str, version: str) -> str 
     return f"podium:board:{release_id}:{generation}:{path}"
 
 
-def _staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_authenticated and request.user.is_staff)
-
-
 def bad_request(request: HttpRequest, message: str) -> HttpResponse:
     """A 400 page stating what was wrong with the request."""
     body = render_to_string("leaderboard/bad_request.html", {"message": message}, request=request)
@@ -195,7 +192,9 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "leaderboard/home.html", {"entries": selectors.home_entries(staff=_staff(request))})
+    return render(
+        request, "leaderboard/home.html", {"entries": selectors.home_entries(staff=viewer_is_staff(request.user))}
+    )
 
 
 @require_GET
@@ -209,7 +208,7 @@ def benchmark_detail(request: HttpRequest, benchmark: str) -> HttpResponse:
                 return redirect(reverse(name, kwargs={"benchmark": benchmark}))
             except NoReverseMatch:
                 continue
-    release = selectors.release_current(benchmark_slug=benchmark, staff=_staff(request))
+    release = selectors.release_current(benchmark_slug=benchmark, staff=viewer_is_staff(request.user))
     return redirect("release_board", benchmark=benchmark, version=release.version)
 
 
@@ -225,7 +224,7 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
         cached = cache.get(cache_key)
         if cached is not None:
             return HttpResponse(cached)
-    staff = _staff(request)
+    staff = viewer_is_staff(request.user)
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
     page = selectors.board_page(release=release, query=query)
     run_url_prefix = reverse("run_detail", args=[0])[:-2]  # "/runs/": one reverse() per page, not per row
@@ -306,7 +305,7 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
 @require_GET
 def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     """Required tasks, the task-set hash and what changed since the previous release."""
-    staff = _staff(request)
+    staff = viewer_is_staff(request.user)
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
     tasks = selectors.release_tasks(release=release)
     previous = selectors.release_previous(release=release, staff=staff)
@@ -349,7 +348,7 @@ def _public_contract(release_task: ReleaseTask) -> str:
 def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
     from leaderboard.views.insights import task_ranking_context
 
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=_staff(request))
+    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     release_task = selectors.release_task_get(release=release, task_slug=task)
     return render(
         request,
@@ -457,7 +456,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     agent_row = selectors.agent_get(slug=agent, user=request.user)
-    runs = selectors.agent_runs(agent=agent_row, staff=_staff(request))
+    runs = selectors.agent_runs(agent=agent_row, staff=viewer_is_staff(request.user))
     for run in runs:
         # The same rule as the run page: an aggregate that would reveal a withheld anchor is not shown.
         disclosure = run_disclosure(run, user=request.user)
