@@ -162,6 +162,8 @@ class AgentSerializer(serializers.ModelSerializer):
 
 
 class StandingSerializer(serializers.ModelSerializer):
+    # Computed when read (leaderboard.selectors.standing_ranks), not a column.
+    rank = serializers.IntegerField(read_only=True)
     run = serializers.IntegerField(source="run_id")
     # Issue 13: the precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
     cost_usd = serializers.FloatField(read_only=True, allow_null=True, default=None)

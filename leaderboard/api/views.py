@@ -283,9 +283,8 @@ class LeaderboardView(generics.ListAPIView):
         return response
 
     def get_queryset(self) -> QuerySet[Any]:
-        rows = board_rows_all(release=self.release, query=self.board_query)
         # Private runs never rank publicly, whatever the rewrite that produced the rows did.
-        rows = rows.exclude(run__is_private=True)
-        if self.verification:
-            rows = rows.filter(verification=self.verification)
-        return rows
+        # The narrowing happens inside board_rows_all, before the ranks are computed.
+        return board_rows_all(
+            release=self.release, query=self.board_query, exclude_private=True, verification=self.verification or ""
+        )

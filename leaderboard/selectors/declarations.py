@@ -17,6 +17,7 @@ from django.http import Http404, QueryDict
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Standing
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
+from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
 from submissions.models import Run, TaskResult
 
 LEVELS = PUBLIC_RUN_LEVELS
@@ -197,7 +198,10 @@ def cost_points(*, release: Release, tab: str, filters: BoardFilters) -> list[di
     rows = filters.apply(
         Standing.objects.filter(release=release, tab=tab, run__cost__isnull=False, score__isnull=False)
     )
-    rows = rows.annotate(cost_usd=F("run__cost__usd"), cost_basis=F("run__cost__basis")).order_by("cost_usd", "rank")
+    rows = with_rank(rows, whole_tab=False)  # the filters and the cost narrow the rows: ranks by count
+    rows = rows.annotate(cost_usd=F("run__cost__usd"), cost_basis=F("run__cost__basis")).order_by(
+        "cost_usd", *RANK_ORDER
+    )
     return [
         {
             "rank": row.rank,
@@ -207,5 +211,7 @@ def cost_points(*, release: Release, tab: str, filters: BoardFilters) -> list[di
             "cost_basis": row.cost_basis,
             "run_id": row.run_id,
         }
-        for row in rows.only("rank", "agent_name", "version", "score", "run_id")
+        for row in rows.only(
+            "release_id", "tab", "complete", "pass_rate", "verified_at", "agent_name", "version", "score", "run_id"
+        )
     ]

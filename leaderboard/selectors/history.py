@@ -23,6 +23,7 @@ from typing import Any
 
 from leaderboard.models import Benchmark, Race, Release, Standing
 from leaderboard.models.races import OverallStanding
+from leaderboard.selectors.standing_ranks import with_rank
 
 HISTORY_DEFAULT_N = 5
 HISTORY_MAX_N = 20
@@ -66,9 +67,13 @@ class ReleaseHistory:
 def release_history(*, release: Release, n: int = HISTORY_DEFAULT_N) -> ReleaseHistory:
     """The leader of ``release``'s Overall board over time, and today's top ``n`` with the
     times they were verified (one query)."""
+    # Private runs never have a row (standings_refresh), so excluding them leaves the whole tab
+    # and the window numbers it as the board does.
     rows = list(
-        Standing.objects.filter(release=release, tab=Standing.Tab.OVERALL)
-        .exclude(run__is_private=True)
+        with_rank(
+            Standing.objects.filter(release=release, tab=Standing.Tab.OVERALL).exclude(run__is_private=True),
+            whole_tab=True,
+        )
         .order_by("verified_at", "rank", "id")
         .values_list("rank", "verified_at", "score", "agent_name", "version", "run_id")
     )

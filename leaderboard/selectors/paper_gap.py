@@ -22,6 +22,7 @@ from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.agents import agents_public
 from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
+from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
 from leaderboard.selectors.visibility import releases_visible, run_is_visible
 from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
@@ -36,8 +37,9 @@ TABS: dict[str, str] = {
 }
 
 # Sort key -> (Standing fields, natural direction is descending?). Ties break on rank.
+# "rank" has no field: it is the rank order itself (leaderboard.selectors.standing_ranks).
 SORTS: dict[str, tuple[tuple[str, ...], bool]] = {
-    "rank": (("rank",), False),
+    "rank": ((), False),
     "agent": (("agent_name", "version"), False),
     "score": (("score",), True),
     "pass_rate": (("pass_rate",), True),
@@ -206,13 +208,26 @@ def release_siblings(*, release: Release, staff: bool = False) -> list[Release]:
 
 
 def _board_rows(release: Release, query: BoardQuery) -> QuerySet[Standing]:
+    """The view's rows, filtered and in its order, without their rank (``_ranked`` adds it last)."""
     rows = Standing.objects.filter(release=release, tab=query.tab)
     if query.complete_only:
         rows = rows.filter(complete=True)
     rows = with_declarations(query.filters.apply(rows))
     fields, _ = SORTS[query.sort]
+    if query.sort == "rank":
+        order = [expression.copy() for expression in RANK_ORDER]
+        if query.descending:
+            for expression in order:
+                expression.reverse_ordering()
+        return rows.order_by(*order, "id")
     ordering = [F(name).desc(nulls_last=True) if query.descending else F(name).asc(nulls_last=True) for name in fields]
-    return rows.order_by(*ordering, "rank", "id")
+    return rows.order_by(*ordering, *RANK_ORDER, "id")
+
+
+def _ranked(rows: QuerySet[Standing], query: BoardQuery, *, extra_filters: bool = False) -> QuerySet[Standing]:
+    """``rows`` (``_board_rows``) with each row's rank in its tab: by window when only the tab and
+    ``complete`` filter them, else by count (leaderboard.selectors.standing_ranks)."""
+    return with_rank(rows, whole_tab=not (query.filters.active or extra_filters))
 
 
 @dataclass
@@ -256,7 +271,7 @@ def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
     page = min(query.page, pages)
     start = (page - 1) * BOARD_PAGE_SIZE
     # One row before the page so the first row's "≈" compares with the row above it.
-    fetched = list(rows[max(0, start - 1) : start + BOARD_PAGE_SIZE])
+    fetched = list(_ranked(rows, query)[max(0, start - 1) : start + BOARD_PAGE_SIZE])
     previous = fetched.pop(0) if start > 0 and fetched else None
     out: list[BoardRow] = []
     for standing in fetched:
@@ -267,9 +282,20 @@ def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
     return BoardPage(rows=out, total=total, page=page, pages=pages, updated_at=summary["updated_at"])
 
 
-def board_rows_all(*, release: Release, query: BoardQuery) -> QuerySet[Standing]:
-    """Every row of a leaderboard view (for CSV/JSON exports), in the view's order."""
-    return _board_rows(release, query)
+def board_rows_all(
+    *, release: Release, query: BoardQuery, exclude_private: bool = False, verification: str = ""
+) -> QuerySet[Standing]:
+    """Every row of a leaderboard view (for CSV/JSON exports and the API), in the view's order,
+    each with its rank; the API narrows them further (private runs, one verification level)
+    here, before the ranks are computed, so the ranks stay those of the whole tab."""
+    rows = _board_rows(release, query)
+    if exclude_private:
+        # Private runs never have a row (standings_refresh); excluding them removes nothing
+        # from the tab, so the window still numbers the whole tab.
+        rows = rows.exclude(run__is_private=True)
+    if verification:
+        rows = rows.filter(verification=verification)
+    return _ranked(rows, query, extra_filters=bool(verification))
 
 
 def chart_top(
@@ -281,16 +307,18 @@ def chart_top(
     rows = Standing.objects.filter(release=release, tab=tab)
     if filters is not None:
         rows = filters.apply(rows)
+    rows = with_rank(rows, whole_tab=filters is None or not filters.active)
     if by == "pass_rate":
-        rows = rows.order_by(F("pass_rate").desc(nulls_last=True), "rank", "id")
+        rows = rows.order_by(F("pass_rate").desc(nulls_last=True), *RANK_ORDER, "id")
     else:
-        rows = rows.order_by("rank", "id")
+        rows = rows.order_by(*RANK_ORDER, "id")
     return list(
         rows.only(
+            "release_id",
+            "tab",
             "agent_name",
             "version",
             "agent_slug",
-            "rank",
             "score",
             "pass_rate",
             "ci_low",
@@ -371,9 +399,12 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
 
     leaders: dict[int, HomeLeader] = {}
     counts: dict[int, int] = {}
-    for row in Standing.objects.filter(release_id__in=release_ids, tab=Standing.Tab.OVERALL).order_by("rank", "id"):
+    # In rank order within each release: a release's first row is its leader.
+    for row in Standing.objects.filter(release_id__in=release_ids, tab=Standing.Tab.OVERALL).order_by(
+        "release_id", *RANK_ORDER
+    ):
         counts[row.release_id] = counts.get(row.release_id, 0) + 1
-        if row.rank == 1 and row.release_id not in leaders:
+        if row.release_id not in leaders:
             leaders[row.release_id] = HomeLeader(
                 name=f"{row.agent_name} {row.version}",
                 url=reverse("run_detail", args=[row.run_id]),
@@ -468,7 +499,7 @@ def run_get(*, run_id: int, user: Any) -> Run:
 
 def run_rank(*, run: Run) -> dict[str, int]:
     """The run's rank on each tab it appears on."""
-    return dict(Standing.objects.filter(run=run).values_list("tab", "rank"))
+    return dict(with_rank(Standing.objects.filter(run=run), whole_tab=False).values_list("tab", "rank"))
 
 
 # --- task, release and agent pages --------------------------------------------------------------
@@ -526,9 +557,9 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
         runs = runs.filter(release__published=True)
     listed = list(runs.order_by("-created_at", "-id"))
     ranks = dict(
-        Standing.objects.filter(run_id__in=[r.id for r in listed], tab=Standing.Tab.OVERALL).values_list(
-            "run_id", "rank"
-        )
+        with_rank(
+            Standing.objects.filter(run_id__in=[r.id for r in listed], tab=Standing.Tab.OVERALL), whole_tab=False
+        ).values_list("run_id", "rank")
     )
     for run in listed:
         run.overall_rank = ranks.get(run.id)  # type: ignore[attr-defined]
@@ -538,8 +569,10 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
 def agent_best_standing(*, release: Release, agent_slug: str) -> Standing | None:
     """The agent's best Overall row on a release (for its badge)."""
     return (
-        Standing.objects.filter(release=release, tab=Standing.Tab.OVERALL, agent_slug=agent_slug)
-        .order_by("rank", "id")
+        with_rank(
+            Standing.objects.filter(release=release, tab=Standing.Tab.OVERALL, agent_slug=agent_slug), whole_tab=False
+        )
+        .order_by(*RANK_ORDER, "id")
         .first()
     )
 

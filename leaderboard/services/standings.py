@@ -4,9 +4,11 @@ Two writers, one result:
 
 * ``standings_update_version`` -- the one verification, attestation and the
   confidence follow-up call: it brings one agent version's rows of a release
-  up to date and moves only the ranks that change (one UPDATE over the rows
-  between the old and the new position), so its cost follows what changed,
-  not how many runs the release holds. It runs inside the caller's
+  up to date and writes only those rows (at most one per tab), so its cost
+  follows what changed, not how many runs the release holds. No rank is
+  stored: readers compute it from the row's columns
+  (leaderboard.selectors.standing_ranks), so a new best run moves the ranks
+  below it without a write to any of their rows. It runs inside the caller's
   transaction: a verdict and its board row commit together, so the board
   never shows a run whose verification rolled back nor misses one that
   committed; the release row lock it takes is held only for the last few
@@ -14,8 +16,9 @@ Two writers, one result:
 * ``standings_refresh`` -- the full rebuild, for repairs (``manage.py
   rebuild_standings``): rewrites every row of a release from its Run rows.
 
-Both take the release row's lock first, so writers of one release serialize
-and a board read (one SELECT, one snapshot) never sees half-moved ranks. Both
+Both take the release row's lock first, so writers of one release serialize;
+a board read computes its ranks in the same SELECT as its rows (one snapshot),
+so it never sees half-moved ranks. Both
 land on the same rows (tests/submissions/test_standings.py checks the
 incremental path against the rebuild after every step). Pages read these
 rows and never aggregate.
@@ -26,7 +29,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import F, Q
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Baseline, Release, Standing
@@ -184,8 +186,8 @@ def standings_refresh(*, release: Release) -> int:
     """Rewrite the release's Standing rows; returns the number of rows written.
 
     Rows: for each tab, each agent version's best public run (validated,
-    attested or verified, not private) with a score in that tab, ranked 1..n by
-    ``standing_sort_key``. A version shows once per tab, with its best run,
+    attested or verified, not private) with a score in that tab (readers rank them
+    by ``standing_sort_key``'s order). A version shows once per tab, with its best run,
     so resubmitting cannot crowd the board. Bumps Release.generation (cache
     keys include it). A constant number of queries whatever the run count (four);
     the release row is locked first (by the bump) so concurrent refreshes serialize.
@@ -194,8 +196,7 @@ def standings_refresh(*, release: Release) -> int:
     best_by_tab = _best_runs_by_tab(release)
     rows: list[Standing] = []
     for tab in TABS:
-        for rank, run in enumerate(best_by_tab[tab], start=1):
-            rows.append(Standing(release=release, tab=tab, rank=rank, **_standing_fields(run, tab)))
+        rows.extend(Standing(release=release, tab=tab, **_standing_fields(run, tab)) for run in best_by_tab[tab])
     Standing.objects.filter(release=release).delete()
     Standing.objects.bulk_create(rows)
     release.generation = generation
@@ -203,7 +204,7 @@ def standings_refresh(*, release: Release) -> int:
 
 
 def _standing_fields(run: Run, tab: str) -> dict[str, Any]:
-    """Every column of a run's Standing row in ``tab`` except release, tab and rank.
+    """Every column of a run's Standing row in ``tab`` except release and tab.
 
     ``run`` carries ``standing_agent_name``, ``standing_agent_slug`` and ``standing_version``
     (the raw query's columns, or set by ``_version_runs``)."""
@@ -258,30 +259,14 @@ def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
     return list(Run.objects.raw(sql, params))
 
 
-def _ranked_before(tab_rows: Any, fields: dict[str, Any]) -> int:
-    """How many of ``tab_rows`` sort before a row with ``fields`` (standing_sort_key's order:
-    complete first, score desc, pass rate desc with None last, verified earlier, run id)."""
-    pass_rate = fields["pass_rate"]
-    if pass_rate is None:
-        pass_better, pass_equal = Q(pass_rate__isnull=False), Q(pass_rate__isnull=True)
-    else:
-        pass_better, pass_equal = Q(pass_rate__gt=pass_rate), Q(pass_rate=pass_rate)
-    later = Q(verified_at__lt=fields["verified_at"]) | Q(verified_at=fields["verified_at"], run_id__lt=fields["run_id"])
-    same_score = Q(score=fields["score"]) & (pass_better | (pass_equal & later))
-    same_coverage = Q(complete=fields["complete"]) & (Q(score__gt=fields["score"]) | same_score)
-    before = (Q(complete=True) if not fields["complete"] else Q(pk__in=[])) | same_coverage
-    return int(tab_rows.filter(before).count())
-
-
 def standings_update_version(*, release: Release, agent_version_id: int) -> int:
     """Bring one agent version's Standing rows of a release up to date (after one of its runs was
     recorded, attested, given its interval, or hidden); returns how many rows changed.
 
     For each tab: the version's best public run (as ``standings_refresh`` picks it) replaces its
-    row, or its row leaves the board when it has none; the rows between the old and the new
-    position shift by one in a single UPDATE, and nothing else is written. A row whose run and
-    order are unchanged is only updated in place (its interval or verification level), and a
-    row identical to what it would be is not written at all. Release.generation is bumped only
+    row, or its row leaves the board when it has none, and nothing else is written (ranks are
+    computed when read, so the rows a new place moves are not touched). A row identical to what
+    it would be is not written at all. Release.generation is bumped only
     when something changed, so a run that changes nothing shown leaves every cached page valid.
     A constant number of queries per tab whatever the number of runs in the release.
     """
@@ -346,31 +331,20 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
 
 
 def _move_row(release: Release, tab: str, row: Standing | None, fields: dict[str, Any] | None) -> int:
-    """Put a version's row of one tab where ``fields`` rank it (None: off the board); returns 0 or 1."""
-    tab_rows = Standing.objects.filter(release=release, tab=tab)
+    """Make a version's row of one tab show ``fields`` (None: off the board); returns 0 or 1.
+
+    One statement at most: no other row changes, since no rank is stored."""
     if fields is None:
         if row is None:
             return 0
         row.delete()
-        tab_rows.filter(rank__gt=row.rank).update(rank=F("rank") - 1)
         return 1
-    if row is not None:
-        if all(getattr(row, name) == value for name, value in fields.items()):
-            return 0  # nothing shown changes
-        if all(getattr(row, name) == fields[name] for name in _ORDER_FIELDS):
-            Standing.objects.filter(pk=row.pk).update(**fields)  # same place: interval or level changed
-            return 1
-    others = tab_rows.exclude(pk=row.pk) if row is not None else tab_rows
-    rank = _ranked_before(others, fields) + 1
     if row is None:
-        tab_rows.filter(rank__gte=rank).update(rank=F("rank") + 1)
-        Standing.objects.create(release=release, tab=tab, rank=rank, **fields)
+        Standing.objects.create(release=release, tab=tab, **fields)
         return 1
-    if rank < row.rank:
-        others.filter(rank__gte=rank, rank__lt=row.rank).update(rank=F("rank") + 1)
-    elif rank > row.rank:
-        others.filter(rank__gt=row.rank, rank__lte=rank).update(rank=F("rank") - 1)
-    Standing.objects.filter(pk=row.pk).update(rank=rank, **fields)
+    if all(getattr(row, name) == value for name, value in fields.items()):
+        return 0  # nothing shown changes
+    Standing.objects.filter(pk=row.pk).update(**fields)
     return 1
 
 

@@ -7,7 +7,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from leaderboard.models import AgentVersionMeta, Baseline, Standing
+from leaderboard.models import AgentVersionMeta, Baseline
+from leaderboard.selectors.standing_ranks import standings_ranked
 from leaderboard.services.standings import standings_refresh
 from tests.website.conftest import make_benchmark, make_release, make_run, make_user
 from tests.website.declarations_factories import declare, own
@@ -151,11 +152,11 @@ def test_staff_mark_and_unmark_a_baseline_and_the_ranks_follow(world):
     assert response.status_code == 200
     assert response.json()["kind"] == "paper"
     assert Baseline.objects.get().marked_by == world["staff"]
-    assert list(Standing.objects.filter(tab="overall").values_list("agent_name", "rank")) == [("Bravo", 1)]
+    assert list(standings_ranked().filter(tab="overall").values_list("agent_name", "rank")) == [("Bravo", 1)]
 
     assert staff.delete(baseline_url("alpha")).status_code == 204
     assert not Baseline.objects.exists()
-    ranks = dict(Standing.objects.filter(tab="overall").values_list("agent_name", "rank"))
+    ranks = dict(standings_ranked().filter(tab="overall").values_list("agent_name", "rank"))
     assert ranks == {"Alpha": 1, "Bravo": 2}
     response = staff.delete(baseline_url("alpha"))
     assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")

@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
 from leaderboard.models import Agent, Release, Standing
+from leaderboard.selectors.standing_ranks import standings_ranked
 from submissions.bundle.signatures import public_key_b64
 from submissions.models import Run, Submission, TaskResult, VerificationEvent
 from submissions.services.signing_keys import signing_key_register
@@ -75,7 +76,7 @@ def test_a_complete_consistent_bundle_is_validated_with_one_run_and_a_standing(d
     assert list(VerificationEvent.objects.filter(run=run).values_list("level", "actor", "evidence_sha256")) == [
         ("validated", None, submission.sha256)
     ]
-    assert Standing.objects.filter(release=demo_release, tab="overall", run=run, rank=1).exists()
+    assert standings_ranked().filter(release=demo_release, tab="overall", run=run, rank=1).exists()
     # Two refreshes: one when the run is recorded, one when its confidence intervals arrive.
     assert Release.objects.get(pk=demo_release.pk).generation == 2
 

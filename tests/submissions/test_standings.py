@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from leaderboard.models import Agent, AgentVersion, Release, Standing
+from leaderboard.selectors.standing_ranks import with_rank
 from leaderboard.services.standings import standings_refresh
 from submissions.models import Run, Submission
 
@@ -49,12 +50,13 @@ def make_run(owner, release):
     return make
 
 
+def ranked(release, **filters):
+    """The release's Standing rows with their rank, as every reader computes it."""
+    return with_rank(Standing.objects.filter(release=release, **filters), whole_tab=True)
+
+
 def rows(release, tab="overall"):
-    return list(
-        Standing.objects.filter(release=release, tab=tab)
-        .order_by("rank")
-        .values_list("rank", "agent_slug", "version", "score")
-    )
+    return list(ranked(release, tab=tab).order_by("rank").values_list("rank", "agent_slug", "version", "score"))
 
 
 @pytest.mark.django_db
@@ -79,7 +81,7 @@ def test_each_agent_version_shows_once_with_its_best_run(release, make_run):
     make_run("alpha", "2", overall=0.6)
     standings_refresh(release=release)
     assert rows(release) == [(1, "alpha", "1", 0.9), (2, "alpha", "2", 0.6)]
-    assert Standing.objects.get(release=release, tab="overall", rank=1).run_id == best.pk
+    assert ranked(release, tab="overall").get(rank=1).run_id == best.pk
 
 
 @pytest.mark.django_db
@@ -177,7 +179,7 @@ def test_a_refresh_costs_four_queries(release, make_run):
 def board(release) -> list[tuple]:
     """Every row of every tab, as a page would show it (rank, run and every displayed column)."""
     return list(
-        Standing.objects.filter(release=release)
+        ranked(release)
         .order_by("tab", "rank")
         .values_list(
             "tab", "rank", "run_id", "agent_version_id", "score", "ci_low", "ci_high", "pass_rate", "complete",
@@ -237,23 +239,35 @@ def test_a_run_that_changes_nothing_shown_writes_nothing_and_keeps_cached_pages(
 
 
 @pytest.mark.django_db
-def test_a_new_best_moves_only_the_rows_between_its_old_and_new_place(release, make_run):
+def test_a_new_best_writes_only_its_own_row_and_the_ranks_below_it_move(release, make_run):
     from leaderboard.services.standings import standings_update_version
 
     runs = [make_run(f"a{i}", overall=1.0 - i / 10) for i in range(6)]  # ranks 1..6 in order
     standings_refresh(release=release)
-    before = dict(Standing.objects.filter(release=release, tab="overall").values_list("run_id", "rank"))
+    stored_before = {row.pk: row for row in Standing.objects.filter(release=release)}
     better = make_run("a4", overall=0.95)  # a4 moves from 5th to 2nd
     with CaptureQueriesContext(connection) as queries:
         standings_update_version(release=release, agent_version_id=better.agent_version_id)
-    after = dict(Standing.objects.filter(release=release, tab="overall").values_list("run_id", "rank"))
+    after = dict(ranked(release, tab="overall").values_list("run_id", "rank"))
     assert after[better.pk] == 2
     assert [after[run.pk] for run in runs if run.pk != runs[4].pk] == [1, 3, 4, 5, 6]
-    moved = {run_id for run_id, rank in after.items() if before.get(run_id) != rank}
-    assert moved == {better.pk, runs[1].pk, runs[2].pk, runs[3].pk}
+    # No rank is stored: the rows whose rank moved are not written; only a4's own rows are.
+    changed = {
+        row.pk
+        for row in Standing.objects.filter(release=release)
+        if row.pk not in stored_before
+        or any(
+            getattr(row, f.attname) != getattr(stored_before[row.pk], f.attname) for f in Standing._meta.concrete_fields
+        )
+    }
+    assert changed == set(Standing.objects.filter(run=better).values_list("pk", flat=True))
+    writes = [
+        q["sql"] for q in queries if q["sql"].startswith(("UPDATE", "INSERT", "DELETE")) and "standing" in q["sql"]
+    ]
+    assert len(writes) <= 3  # at most one statement per tab
     # A constant number of statements: lock, the version's runs, its rows, then per tab at most
-    # a count, a shift and a write, and the generation bump.
-    assert len(queries) <= 3 + 3 * 3 + 1
+    # one write, and the generation bump.
+    assert len(queries) <= 3 + 3 + 1
 
 
 @pytest.mark.django_db
@@ -269,11 +283,44 @@ def test_the_rebuild_command_repairs_a_damaged_board(release, make_run):
         run = make_run(f"agent-{i}", overall=score)
         standings_update_version(release=release, agent_version_id=run.agent_version_id)
     good = board(release)
-    Standing.objects.filter(release=release, tab="overall", rank=1).delete()  # a damaged board
-    Standing.objects.filter(release=release, tab="open").update(rank=7)
+    ranked(release, tab="overall").get(rank=1).delete()  # a damaged board
+    Standing.objects.filter(release=release, tab="open").update(score=7)
     out = StringIO()
     call_command("rebuild_standings", "--benchmark", release.benchmark.slug, stdout=out)
     assert board(release) == good
     assert out.getvalue() == f"{release.benchmark.slug} {release.version}: {len(good)} standing rows\n"
     with pytest.raises(CommandError, match="no benchmark has this slug"):
         call_command("rebuild_standings", "--benchmark", "no-such-benchmark")
+
+
+@pytest.mark.django_db
+def test_a_rank_counted_for_a_filtered_view_is_the_rank_the_whole_tab_gives(release, make_run):
+    import random
+
+    from leaderboard.selectors.standing_ranks import rank_by_count
+
+    rng = random.Random(3)
+    for i in range(24):  # ties on score and pass rate, missing pass rates, partial runs
+        make_run(
+            f"agent-{i}",
+            overall=rng.choice([0.5, 0.7, 0.9]),
+            pass_rate=rng.choice([None, 0.5, 0.8]),
+            complete=rng.random() < 0.7,
+        )
+    standings_refresh(release=release)
+    for tab in ("overall", "reproduction", "open"):
+        by_window = dict(ranked(release, tab=tab).values_list("run_id", "rank"))
+        by_count = dict(
+            Standing.objects.filter(release=release, tab=tab)
+            .annotate(rank=rank_by_count())
+            .values_list("run_id", "rank")
+        )
+        assert sorted(by_window.values()) == list(range(1, 25))
+        assert by_count == by_window
+    # Filtered: each kept row still shows its rank in the whole tab.
+    kept = with_rank(Standing.objects.filter(release=release, tab="overall", agent_slug__endswith="3"), whole_tab=False)
+    assert dict(kept.values_list("run_id", "rank")) == {
+        run_id: rank
+        for run_id, rank in ranked(release, tab="overall").values_list("run_id", "rank")
+        if Standing.objects.get(release=release, tab="overall", run_id=run_id).agent_slug.endswith("3")
+    }

@@ -191,7 +191,6 @@ def make_run(
                 tab=tab,
                 run=run,
                 agent_version=agent_version,
-                rank=Standing.objects.filter(release=release, tab=tab).count() + 1,
                 score=score,
                 ci_low=score - ci,
                 ci_high=score + ci,

@@ -32,8 +32,6 @@ def _world(benchmark: Any) -> tuple[Any, Any]:
     # Each better run arrives later, so the lead changes four times.
     for days, run in enumerate(sorted(runs, key=lambda r: r.overall, reverse=True)):
         Standing.objects.filter(run=run).update(verified_at=timezone.now() - dt.timedelta(days=2 + days * 7))
-    for rank, run in enumerate(sorted(runs, key=lambda r: -r.overall), start=1):
-        Standing.objects.filter(run=run, tab="overall").update(rank=rank)
     return release, runs
 
 

@@ -95,7 +95,7 @@ def test_the_chart_data_is_cached_until_the_release_generation_changes(client, b
     release.generation += 1
     release.save()
     rows = client.get(url).json()["rows"]
-    assert [row["label"] for row in rows] == ["Alpha 1.0", "Bravo 1.0"]
+    assert [row["label"] for row in rows] == ["Bravo 1.0", "Alpha 1.0"]  # ranked by score
 
 
 def test_an_anonymous_board_page_is_served_from_the_cache_without_a_query(client, benchmark, django_assert_num_queries):

@@ -73,7 +73,7 @@ def test_the_pass_rate_chart_picks_its_top_n_by_pass_rate(client, benchmark):
     make_run(release, agent_name="Middle", score=0.9, pass_rate=0.8)
     by_score = client.get(CHART, {"n": "2"}).json()
     by_pass = client.get(CHART, {"n": "2", "by": "pass_rate"}).json()
-    assert [r["label"] for r in by_score["rows"]] == ["High Score 1.0", "Steady 1.0"]  # factory ranks by creation
+    assert [r["label"] for r in by_score["rows"]] == ["High Score 1.0", "Middle 1.0"]  # ranked by score
     assert [r["label"] for r in by_pass["rows"]] == ["Steady 1.0", "Middle 1.0"]
     assert by_pass["by"] == "pass_rate"
 
