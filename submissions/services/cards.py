@@ -36,7 +36,8 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, models, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, ScorecardLevel
@@ -186,15 +187,21 @@ def card_for_player(*, card_id: int, user: Any) -> Card:
     return card
 
 
-def _open_card_for_play(card_id: int, user: Any, now: dt.datetime) -> Card:
-    """The card, locked, if ``user`` may play it now."""
-    card = _locked_card(card_id)
+def _check_playable(card: Card, user: Any, now: dt.datetime) -> None:
+    """Refuse play on a locked card ``user`` may not play now (closing it first when it
+    has idled out): the one rule for reset, actions and close."""
     _check_player(card, user)
     if _is_expired(card, now):
         _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
     if card.status != Card.Status.OPEN:
         how = "after its idle time" if card.closed_by == Card.ClosedBy.EXPIRY else "by its player"
         raise CardError(409, "card_closed", f"Scorecard {card.pk} was closed {how}; open a new card to play again.")
+
+
+def _open_card_for_play(card_id: int, user: Any, now: dt.datetime) -> Card:
+    """The card, locked, if ``user`` may play it now."""
+    card = _locked_card(card_id)
+    _check_playable(card, user, now)
     return card
 
 
@@ -335,28 +342,165 @@ def card_episode_act(*, card_id: int, user: Any, level_id: str, action: Any) -> 
     return card_episode_play(card_id=card_id, user=user, level_id=level_id, actions=[action])
 
 
+_Columns = list[tuple[Field, Any, list[Any]]]
+
+
+def _columns(model: type[models.Model], alias: str) -> _Columns:
+    """Each concrete field of ``model`` read under table ``alias``, with the converters the
+    ORM applies to that column (JSON text to a list, SQLite's text to a datetime, ...)."""
+    out = []
+    for field in model._meta.concrete_fields:
+        col = field.get_col(alias)
+        out.append((field, col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
+    return out
+
+
+def _instance(model: type[models.Model], columns: _Columns, values: Sequence[Any]) -> Any:
+    """A model instance from one row's ``values``, as the ORM would have built it."""
+    converted = []
+    for (_, col, converters), value in zip(columns, values, strict=True):
+        for converter in converters:
+            value = converter(value, col, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [field.attname for field, _, _ in columns], converted)
+
+
+@lru_cache(maxsize=4)
+def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, _Columns, _Columns, _Columns]:
+    """The statement of :func:`_locked_episode` for a database ``vendor`` (built once)."""
+    quote = connection.ops.quote_name
+    episode, card, level = _columns(CardEpisode, "e"), _columns(Card, "c"), _columns(ScorecardLevel, "l")
+
+    def table(model: type[models.Model], alias: str) -> str:
+        return f"{quote(model._meta.db_table)} {alias}"
+
+    def column(alias: str, model: type[models.Model], name: str) -> str:
+        return f"{alias}.{quote(model._meta.get_field(name).column)}"
+
+    select = ", ".join(
+        f"{col.alias}.{quote(field.column)}" for cols in (episode, card, level) for field, col, _ in cols
+    )
+    joins = (
+        f"JOIN {table(Card, 'c')} ON {column('c', Card, 'id')} = {column('e', CardEpisode, 'card')} "
+        f"JOIN {table(ScorecardLevel, 'l')} "
+        f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')}"
+    )
+    where = (
+        f"{column('e', CardEpisode, 'card')} = %s AND {column('l', ScorecardLevel, 'level_id')} = %s "
+        f"AND {column('l', ScorecardLevel, 'release')} = {column('c', Card, 'release')}"
+    )
+    # Without row locks (the embedded SQLite) the database's single writer serialises instead.
+    locking = " FOR UPDATE OF c, e" if lock else ""
+    sql = f"SELECT {select} FROM {table(CardEpisode, 'e')} {joins} WHERE {where}{locking}"  # noqa: S608 -- identifiers
+    return sql, episode, card, level
+
+
+def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
+    """The card's started episode on ``level_id`` with its card and level, the card row
+    and the episode row both locked, in one statement; None when there is none (or no card).
+
+    The card is named first in ``FOR UPDATE OF`` and PostgreSQL locks in that order, so
+    the card is locked before the episode, as in every other service here (no deadlock
+    with a reset or close, which lock the card and then write episodes). Locking the
+    episode row too is what makes the episode read fresh: a request that waited for the
+    card gets the episode as the request before it left it (PostgreSQL re-reads a locked
+    row that changed while it waited, never a row it only joined).
+
+    Written out rather than built by the ORM: compiling this three-table
+    select_for_update cost more than the whole /healthz request (bench/play_bench.py)."""
+    sql, episode_cols, card_cols, level_cols = _locked_episode_sql(
+        connection.vendor, connection.features.has_select_for_update_of
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [card_id, level_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    split, split2 = len(episode_cols), len(episode_cols) + len(card_cols)
+    episode = _instance(CardEpisode, episode_cols, row[:split])
+    episode.card = _instance(Card, card_cols, row[split:split2])
+    episode.level = _instance(ScorecardLevel, level_cols, row[split2:])
+    return episode
+
+
+def _episode_of(card: Card, level_id: str) -> CardEpisode:
+    """The started episode on ``level_id`` of a locked card, or the reason there is none."""
+    episode = CardEpisode.objects.filter(card=card, level__level_id=level_id).select_related("level").first()
+    if episode is None:
+        _level_of(card, level_id)  # an unknown level answers level_unknown
+        raise CardError(409, "episode_not_started", f"level {level_id!r}: reset it first to start its episode.")
+    return episode
+
+
+# The episode's columns an action writes (all but its identity, restarts and start).
+_PLAYED_FIELDS = ("player", "crates", "steps", "solved", "deadlocked", "out_of_budget", "done", "ended_at")
+
+
+def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.datetime) -> None:
+    """Write what the actions did: the episode's new state, one CardMove per action, and
+    the card's activity time (at most once per ACTIVITY_RESOLUTION_SECONDS).
+
+    On PostgreSQL this is one statement (data-modifying CTEs run once each, in the
+    caller's transaction), so an action costs one write round trip; elsewhere (the
+    embedded SQLite) the same rows are written by three ORM statements."""
+    if connection.vendor != "postgresql":
+        episode.save(update_fields=list(_PLAYED_FIELDS))
+        CardMove.objects.bulk_create(log)
+        _touch(card, now)
+        return
+    quote = connection.ops.quote_name
+    episode_fields = [CardEpisode._meta.get_field(name) for name in _PLAYED_FIELDS]
+    move_fields = [field for field in CardMove._meta.concrete_fields if not field.primary_key]
+    card_activity = Card._meta.get_field("last_activity_at")
+    params: list[Any] = [
+        field.get_db_prep_save(getattr(episode, field.attname), connection) for field in episode_fields
+    ]
+    params.append(episode.pk)
+    rows = []
+    for move in log:
+        rows.append("(" + ", ".join(["%s"] * len(move_fields)) + ")")
+        params.extend(field.get_db_prep_save(getattr(move, field.attname), connection) for field in move_fields)
+    params += [card_activity.get_db_prep_save(now, connection), card.pk]
+    params.append(card_activity.get_db_prep_save(now - dt.timedelta(seconds=ACTIVITY_RESOLUTION_SECONDS), connection))
+    # Identifiers from the models only; every value is a parameter.
+    episodes, moves, cards = (quote(model._meta.db_table) for model in (CardEpisode, CardMove, Card))
+    episode_pk, card_pk, activity = (
+        quote(CardEpisode._meta.pk.column),
+        quote(Card._meta.pk.column),
+        quote(card_activity.column),
+    )
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in episode_fields)
+    columns = ", ".join(quote(field.column) for field in move_fields)
+    played = f"UPDATE {episodes} SET {assignments} WHERE {episode_pk} = %s"  # noqa: S608
+    logged = f"INSERT INTO {moves} ({columns}) VALUES {', '.join(rows)}"  # noqa: S608
+    touched = f"UPDATE {cards} SET {activity} = %s WHERE {card_pk} = %s AND {activity} <= %s"  # noqa: S608
+    sql = f"WITH played AS ({played}), logged AS ({logged}) {touched}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
 @transaction.atomic
 def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequence[Any]) -> EpisodeView:
     """Apply ``actions`` in order under one lock, stopping when the episode ends (the rest
     are not applied and not counted). The API sends one action per request; the demo
-    loader plays whole scripted episodes through here, so both take the same path."""
+    loader plays whole scripted episodes through here, so both take the same path.
+
+    An action is two statements besides its transaction: the locked read of card,
+    episode and level (the episode row holds the live state, so no move is replayed),
+    and the write of :func:`_record_play` (tests/schemes/test_play_api.py pins the count)."""
     for action in actions:
         if not isinstance(action, str) or action not in ACTIONS:
             shown = action[:20] if isinstance(action, str) else type(action).__name__
             raise CardError(400, "invalid_action", f"action: expected one of {', '.join(ACTIONS)}, got {shown!r}.")
     now = timezone.now()
-    # The card row is locked first and alone, as in every service; the episode is read after
-    # the lock is held. (Locking "OF card" in a join would read the episode from the snapshot
-    # taken before waiting: two racing actions would both see the same step.)
-    card = _open_card_for_play(card_id, user, now)
-    episode = (
-        CardEpisode.objects.filter(card=card, level__level_id=level_id, level__release_id=card.release_id)
-        .select_related("level")
-        .first()
-    )
-    if episode is None:
-        _level_of(card, level_id)  # an unknown level answers level_unknown
-        raise CardError(409, "episode_not_started", f"level {level_id!r}: reset it first to start its episode.")
+    found = _locked_episode(card_id, level_id)
+    if found is None:
+        # No card, not the player's, or no episode on that level: the plain path says which.
+        card = _open_card_for_play(card_id, user, now)
+        episode = _episode_of(card, level_id)
+    else:
+        episode, card = found, found.card
+        _check_playable(card, user, now)
     if episode.done:
         raise CardError(
             409, "episode_done", f"level {level_id!r} is finished on this card; further actions are refused."
@@ -382,11 +526,8 @@ def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequen
     episode.player, episode.crates = state.player, list(state.crates)
     if episode.done:
         episode.ended_at = now
-    episode.save(
-        update_fields=["player", "crates", "steps", "solved", "deadlocked", "out_of_budget", "done", "ended_at"]
-    )
-    CardMove.objects.bulk_create(log)
-    _touch(card, now)
+    if log:
+        _record_play(card, episode, log, now)
     return episode_view(episode, last=last)
 
 
