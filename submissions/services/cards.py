@@ -36,13 +36,13 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, models, transaction
-from django.db.models import Field
+from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, ScorecardLevel
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
+from submissions import rows
 from submissions.bundle.errors import BundleError
 from submissions.models import ApiKey, Card, CardEpisode, CardMove, Run, ScorecardRun
 from submissions.quotas import QuotaExceeded, quota_consume, quota_scope
@@ -342,47 +342,14 @@ def card_episode_act(*, card_id: int, user: Any, level_id: str, action: Any) -> 
     return card_episode_play(card_id=card_id, user=user, level_id=level_id, actions=[action])
 
 
-_Columns = list[tuple[Field, Any, list[Any]]]
-
-
-def _columns(model: type[models.Model], alias: str) -> _Columns:
-    """Each concrete field of ``model`` read under table ``alias``, with the converters the
-    ORM applies to that column (JSON text to a list, SQLite's text to a datetime, ...)."""
-    out = []
-    for field in model._meta.concrete_fields:
-        col = field.get_col(alias)
-        out.append((field, col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
-    return out
-
-
-def _instance(model: type[models.Model], columns: _Columns, values: Sequence[Any]) -> Any:
-    """A model instance from one row's ``values``, as the ORM would have built it."""
-    converted = []
-    for (_, col, converters), value in zip(columns, values, strict=True):
-        for converter in converters:
-            value = converter(value, col, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [field.attname for field, _, _ in columns], converted)
-
-
 @lru_cache(maxsize=4)
-def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, _Columns, _Columns, _Columns]:
+def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, rows.Columns, rows.Columns, rows.Columns]:
     """The statement of :func:`_locked_episode` for a database ``vendor`` (built once)."""
-    quote = connection.ops.quote_name
-    episode, card, level = _columns(CardEpisode, "e"), _columns(Card, "c"), _columns(ScorecardLevel, "l")
-
-    def table(model: type[models.Model], alias: str) -> str:
-        return f"{quote(model._meta.db_table)} {alias}"
-
-    def column(alias: str, model: type[models.Model], name: str) -> str:
-        return f"{alias}.{quote(model._meta.get_field(name).column)}"
-
-    select = ", ".join(
-        f"{col.alias}.{quote(field.column)}" for cols in (episode, card, level) for field, col, _ in cols
-    )
+    episode, card, level = rows.columns(CardEpisode, "e"), rows.columns(Card, "c"), rows.columns(ScorecardLevel, "l")
+    column = rows.column
     joins = (
-        f"JOIN {table(Card, 'c')} ON {column('c', Card, 'id')} = {column('e', CardEpisode, 'card')} "
-        f"JOIN {table(ScorecardLevel, 'l')} "
+        f"JOIN {rows.table(Card, 'c')} ON {column('c', Card, 'id')} = {column('e', CardEpisode, 'card')} "
+        f"JOIN {rows.table(ScorecardLevel, 'l')} "
         f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')}"
     )
     where = (
@@ -391,7 +358,8 @@ def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, _Columns, _Column
     )
     # Without row locks (the embedded SQLite) the database's single writer serialises instead.
     locking = " FOR UPDATE OF c, e" if lock else ""
-    sql = f"SELECT {select} FROM {table(CardEpisode, 'e')} {joins} WHERE {where}{locking}"  # noqa: S608 -- identifiers
+    select = rows.select_list(episode, card, level)
+    sql = f"SELECT {select} FROM {rows.table(CardEpisode, 'e')} {joins} WHERE {where}{locking}"  # noqa: S608
     return sql, episode, card, level
 
 
@@ -406,8 +374,8 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
     card gets the episode as the request before it left it (PostgreSQL re-reads a locked
     row that changed while it waited, never a row it only joined).
 
-    Written out rather than built by the ORM: compiling this three-table
-    select_for_update cost more than the whole /healthz request (bench/play_bench.py)."""
+    Written out (submissions.rows) rather than built by the ORM: compiling this
+    three-table select_for_update cost more than the whole /healthz request."""
     sql, episode_cols, card_cols, level_cols = _locked_episode_sql(
         connection.vendor, connection.features.has_select_for_update_of
     )
@@ -416,10 +384,10 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    split, split2 = len(episode_cols), len(episode_cols) + len(card_cols)
-    episode = _instance(CardEpisode, episode_cols, row[:split])
-    episode.card = _instance(Card, card_cols, row[split:split2])
-    episode.level = _instance(ScorecardLevel, level_cols, row[split2:])
+    episode, card, level = rows.instances(
+        row, (CardEpisode, episode_cols), (Card, card_cols), (ScorecardLevel, level_cols)
+    )
+    episode.card, episode.level = card, level
     return episode
 
 
@@ -443,10 +411,11 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
     On PostgreSQL this is one statement (data-modifying CTEs run once each, in the
     caller's transaction), so an action costs one write round trip; elsewhere (the
     embedded SQLite) the same rows are written by three ORM statements."""
+    quiet_since = now - dt.timedelta(seconds=ACTIVITY_RESOLUTION_SECONDS)
     if connection.vendor != "postgresql":
         episode.save(update_fields=list(_PLAYED_FIELDS))
         CardMove.objects.bulk_create(log)
-        _touch(card, now)
+        Card.objects.filter(pk=card.pk, last_activity_at__lte=quiet_since).update(last_activity_at=now)
         return
     quote = connection.ops.quote_name
     episode_fields = [CardEpisode._meta.get_field(name) for name in _PLAYED_FIELDS]
@@ -456,12 +425,12 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
         field.get_db_prep_save(getattr(episode, field.attname), connection) for field in episode_fields
     ]
     params.append(episode.pk)
-    rows = []
+    tuples = []
     for move in log:
-        rows.append("(" + ", ".join(["%s"] * len(move_fields)) + ")")
+        tuples.append("(" + ", ".join(["%s"] * len(move_fields)) + ")")
         params.extend(field.get_db_prep_save(getattr(move, field.attname), connection) for field in move_fields)
     params += [card_activity.get_db_prep_save(now, connection), card.pk]
-    params.append(card_activity.get_db_prep_save(now - dt.timedelta(seconds=ACTIVITY_RESOLUTION_SECONDS), connection))
+    params.append(card_activity.get_db_prep_save(quiet_since, connection))
     # Identifiers from the models only; every value is a parameter.
     episodes, moves, cards = (quote(model._meta.db_table) for model in (CardEpisode, CardMove, Card))
     episode_pk, card_pk, activity = (
@@ -472,7 +441,7 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in episode_fields)
     columns = ", ".join(quote(field.column) for field in move_fields)
     played = f"UPDATE {episodes} SET {assignments} WHERE {episode_pk} = %s"  # noqa: S608
-    logged = f"INSERT INTO {moves} ({columns}) VALUES {', '.join(rows)}"  # noqa: S608
+    logged = f"INSERT INTO {moves} ({columns}) VALUES {', '.join(tuples)}"  # noqa: S608
     touched = f"UPDATE {cards} SET {activity} = %s WHERE {card_pk} = %s AND {activity} <= %s"  # noqa: S608
     sql = f"WITH played AS ({played}), logged AS ({logged}) {touched}"
     with connection.cursor() as cursor:
