@@ -291,8 +291,8 @@ def _move(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -
 
 def _touch(card: Card, now: dt.datetime) -> None:
     """Record activity for the idle expiry, at most once per ACTIVITY_RESOLUTION_SECONDS:
-    the expiry is measured in minutes, and skipping the write keeps an action to one
-    UPDATE and one INSERT."""
+    the expiry is measured in minutes, so most requests skip the write. (An action does
+    the same inside its one write statement, :func:`_record_play`.)"""
     if (now - card.last_activity_at).total_seconds() >= ACTIVITY_RESOLUTION_SECONDS:
         card.last_activity_at = now
         card.save(update_fields=["last_activity_at"])
