@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -105,7 +106,7 @@ def api_key_revoke(*, user: AbstractBaseUser, key_id: int) -> ApiKey:
 @lru_cache(maxsize=4)
 def _key_with_user_sql(vendor: str) -> tuple[str, rows.Columns, rows.Columns]:
     """The statement of :func:`_key_with_user` for a database ``vendor`` (built once)."""
-    user_model = ApiKey._meta.get_field("user").related_model
+    user_model = get_user_model()
     key, user = rows.columns(ApiKey, "k"), rows.columns(user_model, "u")
     join = f"{rows.table(user_model, 'u')} ON {rows.column('u', user_model, 'id')} = {rows.column('k', ApiKey, 'user')}"
     where = f"{rows.column('k', ApiKey, 'prefix')} = %s"
@@ -123,10 +124,10 @@ def _key_with_user(prefix: str) -> ApiKey | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    user_model = ApiKey._meta.get_field("user").related_model
-    api_key, user = rows.instances(row, (ApiKey, key_cols), (user_model, user_cols))
+    api_key, user = rows.instances(row, (ApiKey, key_cols), (get_user_model(), user_cols))
     api_key.user = user
-    return api_key
+    found: ApiKey = api_key
+    return found
 
 
 def api_key_authenticate(raw: str) -> ApiKey | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import connection, models
 
-Columns = list[tuple[models.Field, Any, list[Any]]]
+Columns = list[tuple["models.Field[Any, Any]", Any, list[Any]]]
 
 
 def columns(model: type[models.Model], alias: str) -> Columns:
@@ -33,9 +33,17 @@ def select_list(*groups: Columns) -> str:
     return ", ".join(f"{col.alias}.{quote(field.column)}" for group in groups for field, col, _ in group)
 
 
+def field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    """``model``'s concrete field ``name`` (a column, not a reverse relation)."""
+    found = model._meta.get_field(name)
+    if not isinstance(found, models.Field):
+        raise TypeError(f"{model.__name__}.{name} is not a column")
+    return found
+
+
 def column(alias: str, model: type[models.Model], name: str) -> str:
     """``alias."column"`` of ``model``'s field ``name``."""
-    return f"{alias}.{connection.ops.quote_name(model._meta.get_field(name).column)}"
+    return f"{alias}.{connection.ops.quote_name(field(model, name).column)}"
 
 
 def table(model: type[models.Model], alias: str) -> str:

@@ -388,7 +388,8 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
         row, (CardEpisode, episode_cols), (Card, card_cols), (ScorecardLevel, level_cols)
     )
     episode.card, episode.level = card, level
-    return episode
+    found: CardEpisode = episode
+    return found
 
 
 def _episode_of(card: Card, level_id: str) -> CardEpisode:
@@ -418,9 +419,9 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
         Card.objects.filter(pk=card.pk, last_activity_at__lte=quiet_since).update(last_activity_at=now)
         return
     quote = connection.ops.quote_name
-    episode_fields = [CardEpisode._meta.get_field(name) for name in _PLAYED_FIELDS]
+    episode_fields = [rows.field(CardEpisode, name) for name in _PLAYED_FIELDS]
     move_fields = [field for field in CardMove._meta.concrete_fields if not field.primary_key]
-    card_activity = Card._meta.get_field("last_activity_at")
+    card_activity = rows.field(Card, "last_activity_at")
     params: list[Any] = [
         field.get_db_prep_save(getattr(episode, field.attname), connection) for field in episode_fields
     ]
@@ -434,8 +435,8 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
     # Identifiers from the models only; every value is a parameter.
     episodes, moves, cards = (quote(model._meta.db_table) for model in (CardEpisode, CardMove, Card))
     episode_pk, card_pk, activity = (
-        quote(CardEpisode._meta.pk.column),
-        quote(Card._meta.pk.column),
+        quote(rows.field(CardEpisode, "id").column),
+        quote(rows.field(Card, "id").column),
         quote(card_activity.column),
     )
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in episode_fields)
