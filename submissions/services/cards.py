@@ -36,12 +36,13 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, ScorecardLevel
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
+from submissions import rows
 from submissions.bundle.errors import BundleError
 from submissions.models import ApiKey, Card, CardEpisode, CardMove, Run, ScorecardRun
 from submissions.quotas import QuotaExceeded, quota_consume, quota_scope
@@ -186,15 +187,21 @@ def card_for_player(*, card_id: int, user: Any) -> Card:
     return card
 
 
-def _open_card_for_play(card_id: int, user: Any, now: dt.datetime) -> Card:
-    """The card, locked, if ``user`` may play it now."""
-    card = _locked_card(card_id)
+def _check_playable(card: Card, user: Any, now: dt.datetime) -> None:
+    """Refuse play on a locked card ``user`` may not play now (closing it first when it
+    has idled out): the one rule for reset, actions and close."""
     _check_player(card, user)
     if _is_expired(card, now):
         _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
     if card.status != Card.Status.OPEN:
         how = "after its idle time" if card.closed_by == Card.ClosedBy.EXPIRY else "by its player"
         raise CardError(409, "card_closed", f"Scorecard {card.pk} was closed {how}; open a new card to play again.")
+
+
+def _open_card_for_play(card_id: int, user: Any, now: dt.datetime) -> Card:
+    """The card, locked, if ``user`` may play it now."""
+    card = _locked_card(card_id)
+    _check_playable(card, user, now)
     return card
 
 
@@ -284,8 +291,8 @@ def _move(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -
 
 def _touch(card: Card, now: dt.datetime) -> None:
     """Record activity for the idle expiry, at most once per ACTIVITY_RESOLUTION_SECONDS:
-    the expiry is measured in minutes, and skipping the write keeps an action to one
-    UPDATE and one INSERT."""
+    the expiry is measured in minutes, so most requests skip the write. (An action does
+    the same inside its one write statement, :func:`_record_play`.)"""
     if (now - card.last_activity_at).total_seconds() >= ACTIVITY_RESOLUTION_SECONDS:
         card.last_activity_at = now
         card.save(update_fields=["last_activity_at"])
@@ -335,28 +342,135 @@ def card_episode_act(*, card_id: int, user: Any, level_id: str, action: Any) -> 
     return card_episode_play(card_id=card_id, user=user, level_id=level_id, actions=[action])
 
 
+@lru_cache(maxsize=4)
+def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, rows.Columns, rows.Columns, rows.Columns]:
+    """The statement of :func:`_locked_episode` for a database ``vendor`` (built once)."""
+    episode, card, level = rows.columns(CardEpisode, "e"), rows.columns(Card, "c"), rows.columns(ScorecardLevel, "l")
+    column = rows.column
+    joins = (
+        f"JOIN {rows.table(Card, 'c')} ON {column('c', Card, 'id')} = {column('e', CardEpisode, 'card')} "
+        f"JOIN {rows.table(ScorecardLevel, 'l')} "
+        f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')}"
+    )
+    where = (
+        f"{column('e', CardEpisode, 'card')} = %s AND {column('l', ScorecardLevel, 'level_id')} = %s "
+        f"AND {column('l', ScorecardLevel, 'release')} = {column('c', Card, 'release')}"
+    )
+    # Without row locks (the embedded SQLite) the database's single writer serialises instead.
+    locking = " FOR UPDATE OF c, e" if lock else ""
+    select = rows.select_list(episode, card, level)
+    sql = f"SELECT {select} FROM {rows.table(CardEpisode, 'e')} {joins} WHERE {where}{locking}"  # noqa: S608
+    return sql, episode, card, level
+
+
+def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
+    """The card's started episode on ``level_id`` with its card and level, the card row
+    and the episode row both locked, in one statement; None when there is none (or no card).
+
+    The card is named first in ``FOR UPDATE OF`` and PostgreSQL locks in that order, so
+    the card is locked before the episode, as in every other service here (no deadlock
+    with a reset or close, which lock the card and then write episodes). Locking the
+    episode row too is what makes the episode read fresh: a request that waited for the
+    card gets the episode as the request before it left it (PostgreSQL re-reads a locked
+    row that changed while it waited, never a row it only joined).
+
+    Written out (submissions.rows) rather than built by the ORM: compiling this
+    three-table select_for_update cost more than the whole /healthz request."""
+    sql, episode_cols, card_cols, level_cols = _locked_episode_sql(
+        connection.vendor, connection.features.has_select_for_update_of
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [card_id, level_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    episode, card, level = rows.instances(
+        row, (CardEpisode, episode_cols), (Card, card_cols), (ScorecardLevel, level_cols)
+    )
+    episode.card, episode.level = card, level
+    found: CardEpisode = episode
+    return found
+
+
+def _episode_of(card: Card, level_id: str) -> CardEpisode:
+    """The started episode on ``level_id`` of a locked card, or the reason there is none."""
+    episode = CardEpisode.objects.filter(card=card, level__level_id=level_id).select_related("level").first()
+    if episode is None:
+        _level_of(card, level_id)  # an unknown level answers level_unknown
+        raise CardError(409, "episode_not_started", f"level {level_id!r}: reset it first to start its episode.")
+    return episode
+
+
+# The episode's columns an action writes (all but its identity, restarts and start).
+_PLAYED_FIELDS = ("player", "crates", "steps", "solved", "deadlocked", "out_of_budget", "done", "ended_at")
+
+
+def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.datetime) -> None:
+    """Write what the actions did: the episode's new state, one CardMove per action, and
+    the card's activity time (at most once per ACTIVITY_RESOLUTION_SECONDS).
+
+    On PostgreSQL this is one statement (data-modifying CTEs run once each, in the
+    caller's transaction), so an action costs one write round trip; elsewhere (the
+    embedded SQLite) the same rows are written by three ORM statements."""
+    quiet_since = now - dt.timedelta(seconds=ACTIVITY_RESOLUTION_SECONDS)
+    if connection.vendor != "postgresql":
+        episode.save(update_fields=list(_PLAYED_FIELDS))
+        CardMove.objects.bulk_create(log)
+        Card.objects.filter(pk=card.pk, last_activity_at__lte=quiet_since).update(last_activity_at=now)
+        return
+    quote = connection.ops.quote_name
+    episode_fields = [rows.field(CardEpisode, name) for name in _PLAYED_FIELDS]
+    move_fields = [field for field in CardMove._meta.concrete_fields if not field.primary_key]
+    card_activity = rows.field(Card, "last_activity_at")
+    params: list[Any] = [
+        field.get_db_prep_save(getattr(episode, field.attname), connection) for field in episode_fields
+    ]
+    params.append(episode.pk)
+    tuples = []
+    for move in log:
+        tuples.append("(" + ", ".join(["%s"] * len(move_fields)) + ")")
+        params.extend(field.get_db_prep_save(getattr(move, field.attname), connection) for field in move_fields)
+    params += [card_activity.get_db_prep_save(now, connection), card.pk]
+    params.append(card_activity.get_db_prep_save(quiet_since, connection))
+    # Identifiers from the models only; every value is a parameter.
+    episodes, moves, cards = (quote(model._meta.db_table) for model in (CardEpisode, CardMove, Card))
+    episode_pk, card_pk, activity = (
+        quote(rows.field(CardEpisode, "id").column),
+        quote(rows.field(Card, "id").column),
+        quote(card_activity.column),
+    )
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in episode_fields)
+    columns = ", ".join(quote(field.column) for field in move_fields)
+    played = f"UPDATE {episodes} SET {assignments} WHERE {episode_pk} = %s"  # noqa: S608
+    logged = f"INSERT INTO {moves} ({columns}) VALUES {', '.join(tuples)}"  # noqa: S608
+    touched = f"UPDATE {cards} SET {activity} = %s WHERE {card_pk} = %s AND {activity} <= %s"  # noqa: S608
+    sql = f"WITH played AS ({played}), logged AS ({logged}) {touched}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
 @transaction.atomic
 def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequence[Any]) -> EpisodeView:
     """Apply ``actions`` in order under one lock, stopping when the episode ends (the rest
     are not applied and not counted). The API sends one action per request; the demo
-    loader plays whole scripted episodes through here, so both take the same path."""
+    loader plays whole scripted episodes through here, so both take the same path.
+
+    An action is two statements besides its transaction: the locked read of card,
+    episode and level (the episode row holds the live state, so no move is replayed),
+    and the write of :func:`_record_play` (tests/schemes/test_play_api.py pins the count)."""
     for action in actions:
         if not isinstance(action, str) or action not in ACTIONS:
             shown = action[:20] if isinstance(action, str) else type(action).__name__
             raise CardError(400, "invalid_action", f"action: expected one of {', '.join(ACTIONS)}, got {shown!r}.")
     now = timezone.now()
-    # The card row is locked first and alone, as in every service; the episode is read after
-    # the lock is held. (Locking "OF card" in a join would read the episode from the snapshot
-    # taken before waiting: two racing actions would both see the same step.)
-    card = _open_card_for_play(card_id, user, now)
-    episode = (
-        CardEpisode.objects.filter(card=card, level__level_id=level_id, level__release_id=card.release_id)
-        .select_related("level")
-        .first()
-    )
-    if episode is None:
-        _level_of(card, level_id)  # an unknown level answers level_unknown
-        raise CardError(409, "episode_not_started", f"level {level_id!r}: reset it first to start its episode.")
+    found = _locked_episode(card_id, level_id)
+    if found is None:
+        # No card, not the player's, or no episode on that level: the plain path says which.
+        card = _open_card_for_play(card_id, user, now)
+        episode = _episode_of(card, level_id)
+    else:
+        episode, card = found, found.card
+        _check_playable(card, user, now)
     if episode.done:
         raise CardError(
             409, "episode_done", f"level {level_id!r} is finished on this card; further actions are refused."
@@ -382,11 +496,8 @@ def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequen
     episode.player, episode.crates = state.player, list(state.crates)
     if episode.done:
         episode.ended_at = now
-    episode.save(
-        update_fields=["player", "crates", "steps", "solved", "deadlocked", "out_of_budget", "done", "ended_at"]
-    )
-    CardMove.objects.bulk_create(log)
-    _touch(card, now)
+    if log:
+        _record_play(card, episode, log, now)
     return episode_view(episode, last=last)
 
 

@@ -195,6 +195,22 @@ def test_opening_another_level_ends_the_unfinished_one_unsolved(api):
     assert error(act(api, card_id, "corridor", "right")) == (409, "episode_done")
 
 
+def test_an_action_costs_five_queries_on_postgresql_with_no_replay_of_earlier_moves(api, django_assert_num_queries):
+    from django.db import connection
+
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "room")
+    act(api, card_id, "room", "up")  # the key's first use writes its last-used time (then once a minute)
+    # The key and its user; the savepoint (a transaction outside tests); card and episode
+    # locked and read; episode, move and card activity written; its release. SQLite, with
+    # no data-modifying CTE, writes the three rows in three statements.
+    with django_assert_num_queries(5 if connection.vendor == "postgresql" else 7) as captured:
+        body = act(api, card_id, "room", "up").json()
+    assert body["steps"] == 2 and body["last"] == {"action": "up", "result": "blocked"}
+    assert CardEpisode.objects.get(card_id=card_id).moves.count() == 3
+    assert not any("cardmove" in query["sql"] and query["sql"].startswith("SELECT") for query in captured)
+
+
 @pytest.mark.parametrize(
     ("payload", "expected"),
     [({"action": "jump"}, (400, "invalid")), ({}, (400, "invalid")), ({"action": 3}, (400, "invalid"))],
