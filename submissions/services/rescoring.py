@@ -331,7 +331,7 @@ def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
         raise RescoreError("staff_only", "only staff can apply a rescore")
     with transaction.atomic():
         rescore = (
-            Rescore.objects.select_for_update()
+            Rescore.objects.select_for_update(of=("self",))
             .select_related("release", "target_release")
             .filter(pk=rescore_id)
             .first()
