@@ -84,6 +84,11 @@ def propose_carry(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Rele
 ReleaseAdmin.actions = [*ReleaseAdmin.actions, propose_rescore, propose_carry]
 
 
+def _shown(value: Any) -> Any:
+    """A score as the boards show it (4 decimals): the stored diff keeps the full floats."""
+    return f"{value:.4f}" if isinstance(value, float) else ("—" if value is None else value)
+
+
 class RescoreItemInline(admin.TabularInline):
     model = RescoreItem
     extra = 0
@@ -101,7 +106,9 @@ class RescoreItemInline(admin.TabularInline):
         return format_html(
             "<ul>{}</ul>",
             format_html_join(
-                "", "<li><code>{}</code>: {} → {}</li>", ((r["path"], r["before"], r["after"]) for r in obj.diff)
+                "",
+                "<li><code>{}</code>: {} → {}</li>",
+                ((r["path"], _shown(r["before"]), _shown(r["after"])) for r in obj.diff),
             ),
         )
 
@@ -110,6 +117,7 @@ class RescoreItemInline(admin.TabularInline):
 class RescoreAdmin(admin.ModelAdmin):
     list_display = ["id", "release", "target_release", "state", "counts", "created_by", "created_at", "applied_at"]
     list_filter = ["state"]
+    list_select_related = ["release__benchmark", "target_release"]
     inlines = [RescoreItemInline]
     actions = ["apply"]
     readonly_fields = [

@@ -40,8 +40,8 @@ class Rescore(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        onto = f" onto release {self.target_release_id}" if self.target_release_id else ""
-        return f"rescore {self.pk} of release {self.release_id}{onto} ({self.state})"
+        onto = f" onto {self.target_release.version}" if self.target_release is not None else ""
+        return f"rescore {self.pk} of {self.release}{onto} ({self.state})"
 
 
 class RescoreItem(models.Model):
