@@ -244,6 +244,7 @@ class LeaderboardView(generics.ListAPIView):
             OpenApiParameter("verification", OpenApiTypes.STR, enum=list(VERIFICATION_LEVELS)),
             OpenApiParameter("q", OpenApiTypes.STR, description="Agent name contains"),
             OpenApiParameter("org", OpenApiTypes.STR, description="Declared organisation contains"),
+            OpenApiParameter("model", OpenApiTypes.STR, description="One of the declared base models contains"),
             OpenApiParameter("weights", OpenApiTypes.STR, enum=["open", "closed"], description="Declared weights"),
             OpenApiParameter("since", OpenApiTypes.DATE, description="Verified on or after (YYYY-MM-DD)"),
             OpenApiParameter("until", OpenApiTypes.DATE, description="Verified on or before (YYYY-MM-DD)"),
@@ -263,7 +264,7 @@ class LeaderboardView(generics.ListAPIView):
         complete = request.query_params.get("complete", "")
         params["complete"] = {"true": "1", "false": "0"}.get(complete.lower(), complete)
         # Issue 13's search and filters, with the page's names and rules.
-        for name in ("q", "org", "weights", "since", "until"):
+        for name in ("q", "org", "model", "weights", "since", "until"):
             params[name] = request.query_params.get(name, "")
         try:
             self.board_query = board_query_from_params(QueryDict(urlencode(params)))

@@ -8,9 +8,11 @@ cost-annotated page costs the same number of queries as a plain one.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import Exists, F, OuterRef, QuerySet
 from django.http import Http404, QueryDict
 
@@ -33,6 +35,7 @@ class FilterError(ValueError):
 class BoardFilters:
     q: str = ""  # agent name contains
     org: str = ""  # declared organisation contains
+    model: str = ""  # one of the declared base models contains
     weights: str = ""  # "open" | "closed"
     level: str = ""  # verification level
     since: dt.date | None = None  # verified on or after
@@ -40,12 +43,13 @@ class BoardFilters:
 
     @property
     def active(self) -> bool:
-        return any((self.q, self.org, self.weights, self.level, self.since, self.until))
+        return any((self.q, self.org, self.model, self.weights, self.level, self.since, self.until))
 
     def params(self) -> dict[str, str]:
         values = {
             "q": self.q,
             "org": self.org,
+            "model": self.model,
             "weights": self.weights,
             "level": self.level,
             "since": self.since.isoformat() if self.since else "",
@@ -61,6 +65,8 @@ class BoardFilters:
             rows = rows.filter(**{f"{name}__icontains": self.q})
         if self.org:
             rows = rows.filter(agent_version__meta__organisation__icontains=self.org)
+        if self.model:
+            rows = rows.filter(agent_version__meta__base_models__icontains=_json_text(self.model))
         if self.weights:
             rows = rows.filter(agent_version__meta__weights=self.weights)
         if self.level:
@@ -70,6 +76,16 @@ class BoardFilters:
         if self.until:
             rows = rows.filter(**{f"{when}__date__lte": self.until})
         return rows
+
+
+def _json_text(value: str) -> str:
+    """``value`` as it appears inside a string in the JSON text of a list of names.
+
+    The base-model filter matches the text of the declared JSON list (one condition on the join
+    the other filters use). Escaped like a JSON string, a value cannot match across two names
+    (its quotes become \\"), and non-ASCII matches as each database writes it back as text:
+    PostgreSQL's jsonb as the characters, SQLite as the \\u escapes Django stored."""
+    return json.dumps(value, ensure_ascii=connection.vendor != "postgresql")[1:-1]
 
 
 def _date(params: QueryDict, name: str) -> dt.date | None:
@@ -83,15 +99,20 @@ def _date(params: QueryDict, name: str) -> dt.date | None:
 
 
 def board_filters_from_params(params: QueryDict) -> BoardFilters:
-    """Parse q, org, weights, level, since and until; raise FilterError naming the bad one."""
+    """Parse q, org, model, weights, level, since and until; raise FilterError naming the bad one."""
     text = {}
-    for name in ("q", "org"):
+    for name in ("q", "org", "model"):
         value = (params.get(name) or "").strip()
         if len(value) > MAX_TEXT_FILTER:
             raise FilterError(f"{name}: at most {MAX_TEXT_FILTER} characters")
         if "\x00" in value:
             raise FilterError(f"{name}: contains a NUL character")
         text[name] = value
+    model = text["model"]
+    # Matched inside the JSON text of the declared list (_json_text): a comma (never in a name:
+    # the declaration refuses it) or only brackets would match the list's own punctuation.
+    if "," in model or (model and not model.strip("[] ")):
+        raise FilterError(f"model={model[:24]!r}: expected part of a base model name (no commas)")
     weights = params.get("weights") or ""
     if weights and weights not in WEIGHTS:
         raise FilterError(f"weights={weights[:24]!r}: expected one of {', '.join(WEIGHTS)}")
@@ -101,7 +122,9 @@ def board_filters_from_params(params: QueryDict) -> BoardFilters:
     since, until = _date(params, "since"), _date(params, "until")
     if since and until and since > until:
         raise FilterError(f"since={since} is after until={until}")
-    return BoardFilters(q=text["q"], org=text["org"], weights=weights, level=level, since=since, until=until)
+    return BoardFilters(
+        q=text["q"], org=text["org"], model=text["model"], weights=weights, level=level, since=since, until=until
+    )
 
 
 def with_declarations(rows: QuerySet[Standing]) -> QuerySet[Standing]:

@@ -475,7 +475,11 @@ def run_get(*, run_id: int, user: Any) -> Run:
     """A run with everything its page shows; private runs only for their submitter and staff."""
     run = (
         Run.objects.select_related(
-            "release__benchmark", "agent_version__agent", "submission__submitter", "submission__api_key"
+            "release__benchmark",
+            "agent_version__agent",
+            "submission__submitter",
+            "submission__api_key",
+            "carried_from__release",  # a run a rescore carried onto this release names its source
         )
         .prefetch_related(
             Prefetch(

@@ -414,7 +414,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         slug = result.release_task.task.slug
         result.measured_withheld = slug in disclosure.measured_hidden
         result.scores_withheld = disclosure.task_scores_hidden(slug)
-    diff = comparison_rows(run.breakdown, run.submission.diff or [], disclosure=disclosure)
+    # A carried run's claims were made for (and compared on) its source release, not this one.
+    diff = (
+        [] if run.carried_from_id else comparison_rows(run.breakdown, run.submission.diff or [], disclosure=disclosure)
+    )
     confidence = disclosure.confidence(run.confidence)
     aggregates = [
         {

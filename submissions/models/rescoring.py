@@ -20,6 +20,12 @@ class Rescore(models.Model):
         APPLIED = "applied"
 
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="rescores")
+    # Null: re-verify the release's runs in place. Set: carry them onto this newer release of
+    # the same benchmark (corrected inputs are published as a new version); apply creates one
+    # run per source run there and leaves the source runs as they are.
+    target_release = models.ForeignKey(
+        "leaderboard.Release", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.PROPOSING)
     reason = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
@@ -34,15 +40,19 @@ class Rescore(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"rescore {self.pk} of release {self.release_id} ({self.state})"
+        onto = f" onto {self.target_release.version}" if self.target_release is not None else ""
+        return f"rescore {self.pk} of {self.release}{onto} ({self.state})"
 
 
 class RescoreItem(models.Model):
     class State(models.TextChoices):
         PENDING = "pending"  # not recomputed yet
-        UNCHANGED = "unchanged"  # recomputation equals what the run shows
-        CHANGED = "changed"  # apply would write ``after``
-        FAILED = "failed"  # the stored bundle no longer opens or scores (error says why)
+        # Recomputation equals what the run shows (carrying: apply still creates the run).
+        UNCHANGED = "unchanged"
+        CHANGED = "changed"  # apply would write ``after`` (carrying: create the run with it)
+        # The stored bundle no longer opens or scores, or (carrying) the run cannot be carried
+        # onto the target release; ``error`` starts with the code and says why.
+        FAILED = "failed"
         APPLIED = "applied"
 
     rescore = models.ForeignKey(Rescore, on_delete=models.CASCADE, related_name="items")
@@ -54,6 +64,10 @@ class RescoreItem(models.Model):
     breakdown = models.JSONField(default=dict)  # the full recomputed breakdown apply writes
     diff = models.JSONField(default=list)  # [{"path", "before", "after"}]
     error = models.CharField(max_length=300, blank=True)
+    # A carrying rescore: the run apply created on the target release.
+    carried_run = models.ForeignKey(
+        "submissions.Run", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["rescore", "run"]

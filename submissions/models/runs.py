@@ -45,9 +45,17 @@ class Run(models.Model):
     withdrawn_at = models.DateTimeField(null=True, blank=True)
     hidden_at = models.DateTimeField(null=True, blank=True)
     hidden_reason = models.CharField(max_length=500, blank=True)
+    # Provenance of a run a rescore carried onto a newer release (submissions.services.rescoring):
+    # the run on the older release it was re-verified from. Who carried it and when is its
+    # first VerificationEvent (actor, created_at) and the RescoreItem that names it.
+    carried_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="carried_to")
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # Exactly one carried run per source run and target release, however often applied.
+            models.UniqueConstraint(fields=["carried_from", "release"], name="run_carried_once_per_release")
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.level})"

@@ -53,7 +53,9 @@ class Submission(models.Model):
     )
     file = models.FileField(upload_to="bundles/%Y/%m/")
     original_name = models.CharField(max_length=255, blank=True)  # display only; never a path
-    sha256 = models.CharField(max_length=64, unique=True)
+    # Unique among uploads (the upload service's same-bytes check relies on it); a submission
+    # carried onto another release by a rescore (``carried_from``) shares its source's file and hash.
+    sha256 = models.CharField(max_length=64, db_index=True)
     size = models.BigIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)
     verdict = models.CharField(max_length=16, choices=Verdict.choices, default="", blank=True)
@@ -78,10 +80,19 @@ class Submission(models.Model):
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set on the row a rescore onto a newer release wrote (submissions.services.rescoring): the
+    # uploaded submission whose stored bundle it re-verified. Never set on an upload.
+    carried_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="carried_to")
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "updated_at"]), models.Index(fields=["submitter", "-created_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["sha256"], condition=models.Q(carried_from__isnull=True), name="submission_sha256_uploaded_once"
+            ),
+            models.UniqueConstraint(fields=["carried_from", "release"], name="submission_carried_once_per_release"),
+        ]
 
     def __str__(self) -> str:
         return f"submission {self.id} ({self.status} {self.verdict})"

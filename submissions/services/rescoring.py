@@ -15,6 +15,17 @@
    after commit, and each changed agent version's board rows are updated. An item whose run changed since the
    proposal (another rescore, an attestation) is skipped as stale, never overwritten.
 
+Carrying onto a newer release (``target_release``): corrected inputs are published as a new
+version of the benchmark (0.5 -> 0.6), so the proposal re-verifies each stored bundle of the source
+release against the *target's* spec instead: ``before`` is the run's score on the source release,
+``after`` its recomputation on the target. A run that cannot be carried is marked failed with a
+per-run reason (``carry_refusal``: a different required task set, a task the target dropped, a genre
+the target changed, a revoked, withdrawn or hidden run, a run already carried there). Applying
+creates exactly one run on the target per source run (its own submission row naming the same stored
+bundle; the database's unique constraints make a second apply create nothing), records where it was
+carried from, by whom and when (``Run.carried_from``, its first verification event, the item), and
+updates the target's standings. The source runs and their board do not change.
+
 Each stage is safe to run twice: the Rescore row's state and each item's state say what is left.
 """
 
@@ -28,8 +39,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, ReleaseTask
+from leaderboard.selectors.releases import version_key
+from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_update_version
-from submissions.models import Rescore, RescoreItem, Run, TaskResult, VerificationEvent
+from scoring import gap
+from submissions.models import Rescore, RescoreItem, Run, Submission, TaskResult, VerificationEvent
 
 logger = logging.getLogger(__name__)
 
@@ -84,20 +98,45 @@ def snapshot_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[st
     return rows
 
 
+def _check_target(release: Release, target: Release) -> None:
+    """A run is carried only forward, within its benchmark."""
+    if target.benchmark_id != release.benchmark_id:
+        raise RescoreError(
+            "other_benchmark", f"release {target.version} belongs to another benchmark than release {release.version}"
+        )
+    if version_key(target.version) <= version_key(release.version):
+        raise RescoreError(
+            "target_not_newer",
+            f"release {target.version} is not newer than release {release.version}; runs are carried forward only",
+        )
+
+
 @transaction.atomic
-def rescore_propose(*, release: Release, user: Any, reason: str = "") -> Rescore:
-    """Stage 1: a dry-run rescore of every paper-gap run of ``release`` (staff only)."""
+def rescore_propose(*, release: Release, user: Any, reason: str = "", target_release: Release | None = None) -> Rescore:
+    """Stage 1: a dry-run rescore of every paper-gap run of ``release`` (staff only), in place or,
+    with ``target_release`` (a newer version of the same benchmark), onto that release."""
     if not getattr(user, "is_staff", False):
         raise RescoreError("staff_only", "only staff can rescore a release")
     if release.benchmark.scheme != Benchmark.Scheme.PAPER_GAP:
         raise RescoreError("not_paper_gap", f"release {release}: only paper-gap releases are rescored")
-    open_rescore = Rescore.objects.filter(release=release).exclude(state=Rescore.State.APPLIED).first()
+    if target_release is not None and target_release.pk == release.pk:
+        target_release = None  # onto itself is the in-place rescore
+    if target_release is not None:
+        _check_target(release, target_release)
+    open_rescore = (
+        Rescore.objects.filter(release=release, target_release=target_release)
+        .exclude(state=Rescore.State.APPLIED)
+        .first()
+    )
     if open_rescore is not None:
+        onto = f" onto release {target_release.version}" if target_release is not None else ""
         raise RescoreError(
             "rescore_open",
-            f"rescore {open_rescore.pk} of this release is still {open_rescore.state}; apply or delete it first",
+            f"rescore {open_rescore.pk} of this release{onto} is still {open_rescore.state}; apply or delete it first",
         )
-    rescore = Rescore.objects.create(release=release, created_by=user, reason=reason.strip()[:2000])
+    rescore = Rescore.objects.create(
+        release=release, target_release=target_release, created_by=user, reason=reason.strip()[:2000]
+    )
     RescoreItem.objects.bulk_create(
         RescoreItem(rescore=rescore, run_id=run_id)
         for run_id in Run.objects.filter(release=release).order_by("pk").values_list("pk", flat=True)
@@ -113,13 +152,59 @@ def _enqueue(task_name: str, rescore_id: int) -> None:
 
 
 def _recompute(run: Run, spec: Any) -> dict[str, Any]:
-    from scoring import gap
     from submissions.bundle.evaluate import scoring_results
     from submissions.services.verification import bundle_local_path, open_stored_bundle
 
     with bundle_local_path(run.submission.file.name) as path:
         bundle = open_stored_bundle(path)
     return gap.score_run(spec, scoring_results(bundle)).to_dict()
+
+
+def _short(digest: str) -> str:
+    return digest[:12] + "…"
+
+
+def carry_refusal(
+    *, run: Run, source: Release, target: Release, source_spec: gap.ReleaseSpec, target_spec: gap.ReleaseSpec
+) -> str:
+    """Why ``run`` (of ``source``) cannot be carried onto ``target`` ("code: reason"), or "".
+
+    The stored bundle was made against the source's required task set: only a target that requires
+    the same set, still holds each task the run has results for, and gives each the same genre can
+    re-verify it without reinterpreting the evidence. Runs off the public record stay off it."""
+    if run.level == Run.Level.REVOKED:
+        return "revoked: the run was revoked by staff; a revoked run is not carried"
+    if run.withdrawn_at is not None:
+        return "withdrawn: the submitter withdrew the run"
+    if run.hidden_at is not None:
+        return f"hidden: hidden by staff ({run.hidden_reason or 'no reason given'})"[:300]
+    carried = Run.objects.filter(carried_from=run, release=target).values_list("pk", flat=True).first()
+    if carried is not None:
+        return f"already_carried: run {carried} on release {target.version} was carried from it"
+    slugs = sorted(run.breakdown.get("tasks", {})) or sorted(
+        run.task_results.values_list("release_task__task__slug", flat=True)
+    )
+    missing = [slug for slug in slugs if slug not in target_spec.tasks]
+    if missing:
+        return (
+            f"tasks_missing: release {target.version} has no task {', '.join(missing[:5])}"
+            + (" …" if len(missing) > 5 else "")
+            + " that the run has results for"
+        )[:300]
+    if source.required_task_set_hash != target.required_task_set_hash:
+        return (
+            f"task_set_mismatch: release {target.version} requires another task set (required_task_set_hash "
+            f"{_short(target.required_task_set_hash)}, the run was made against {source.version}'s "
+            f"{_short(source.required_task_set_hash)})"
+        )
+    changed = [
+        slug
+        for slug in slugs
+        if slug in source_spec.tasks and source_spec.tasks[slug].genre != target_spec.tasks[slug].genre
+    ]
+    if changed:
+        return f"genre_changed: release {target.version} changed the genre of {', '.join(changed[:5])}"[:300]
+    return ""
 
 
 def rescore_compute(*, rescore_id: Any) -> Rescore | None:
@@ -132,11 +217,16 @@ def rescore_compute(*, rescore_id: Any) -> Rescore | None:
     from scoring.errors import ScoringError
     from submissions.bundle.errors import BundleError
 
-    rescore = Rescore.objects.select_related("release").filter(pk=rescore_id).first()
+    rescore = Rescore.objects.select_related("release", "target_release").filter(pk=rescore_id).first()
     if rescore is None or rescore.state != Rescore.State.PROPOSING:
         return rescore
+    target = rescore.target_release
+    source_spec: gap.ReleaseSpec | None = None
     try:
-        spec = release_spec(rescore.release)
+        # Carrying: the target's spec scores; the source's says what the run was made against.
+        spec = release_spec(target or rescore.release)
+        if target is not None:
+            source_spec = release_spec(rescore.release)
     except ScoringError as exc:
         spec, spec_error = None, str(exc)[:300]
     pending = RescoreItem.objects.filter(rescore=rescore, state=RescoreItem.State.PENDING).select_related(
@@ -145,8 +235,15 @@ def rescore_compute(*, rescore_id: Any) -> Rescore | None:
     for item in pending:
         run = item.run
         item.before = _snapshot_run(run)
+        refusal = ""
+        if spec is not None and target is not None and source_spec is not None:
+            refusal = carry_refusal(
+                run=run, source=rescore.release, target=target, source_spec=source_spec, target_spec=spec
+            )
         if spec is None:
             item.state, item.error = RescoreItem.State.FAILED, spec_error
+        elif refusal:
+            item.state, item.error = RescoreItem.State.FAILED, refusal
         else:
             try:
                 breakdown = _recompute(run, spec)
@@ -233,7 +330,12 @@ def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
     if not getattr(user, "is_staff", False):
         raise RescoreError("staff_only", "only staff can apply a rescore")
     with transaction.atomic():
-        rescore = Rescore.objects.select_for_update().select_related("release").filter(pk=rescore_id).first()
+        rescore = (
+            Rescore.objects.select_for_update(of=("self",))
+            .select_related("release", "target_release")
+            .filter(pk=rescore_id)
+            .first()
+        )
         if rescore is None:
             raise RescoreError("not_found", f"rescore {rescore_id}: no such rescore")
         if rescore.state == Rescore.State.APPLIED:
@@ -241,6 +343,9 @@ def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
         if rescore.state != Rescore.State.PROPOSED:
             raise RescoreError("not_proposed", f"rescore {rescore.pk} is {rescore.state}; wait for its proposal")
         rescore.applied_by = user
+        if rescore.target_release is not None:
+            _apply_carry(rescore)
+            return rescore
         items = RescoreItem.objects.filter(rescore=rescore, state=RescoreItem.State.CHANGED).select_related(
             "run__submission", "run__release"
         )
@@ -264,6 +369,136 @@ def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
         for agent_version_id in sorted(moved_versions):
             standings_update_version(release=rescore.release, agent_version_id=agent_version_id)
     return rescore
+
+
+# A carried run keeps its source's level, except "verified": that official re-run was compared
+# with the source release's scores, so the carried run is attested until re-run on the target.
+CARRIED_LEVEL = {Run.Level.VERIFIED: Run.Level.ATTESTED}
+
+
+def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
+    """Create the run (and its submission row) on the target release; the caller holds the locks."""
+    target = rescore.target_release
+    assert target is not None
+    origin = source.submission
+    now = timezone.now()
+    submission = Submission(
+        submitter_id=origin.submitter_id,
+        kind=origin.kind,
+        release=target,
+        declared_benchmark_id=origin.declared_benchmark_id,
+        original_name=origin.original_name,
+        sha256=origin.sha256,
+        size=origin.size,
+        status=Submission.Status.DONE,
+        verdict=origin.verdict,
+        results_digest=origin.results_digest,
+        bundle_format=origin.bundle_format,
+        is_private=origin.is_private,
+        finished_at=now,
+        carried_from=origin,
+    )
+    submission.file.name = origin.file.name  # the same stored bundle: never copied, never deleted
+    submission.save()
+    aggregates = breakdown["aggregates"]
+    coverage = aggregates["coverage"]
+    level = CARRIED_LEVEL.get(Run.Level(source.level), source.level)
+    run = Run.objects.create(
+        submission=submission,
+        release=target,
+        agent_version_id=source.agent_version_id,
+        level=level,
+        overall=aggregates["overall"],
+        reproduction=aggregates["reproduction"],
+        open=aggregates["open"],
+        pass_rate=aggregates["pass_rate"],
+        confidence={},  # computed after commit from the stored bundle against the target's inputs
+        covered=coverage["covered"],
+        required=coverage["required"],
+        complete=coverage["complete"],
+        runtime_seconds=source.runtime_seconds,
+        tokens_in=source.tokens_in,
+        tokens_out=source.tokens_out,
+        effort_tier=source.effort_tier,
+        breakdown=breakdown,
+        is_private=source.is_private,
+        carried_from=source,
+    )
+    release_tasks = dict(ReleaseTask.objects.filter(release=target).values_list("task__slug", "pk"))
+    # What verification established per task (episodes, signatures, faithfulness) is the same
+    # evidence: copied from the source run; the scores are the target's recomputation.
+    evidence = {
+        result.release_task.task.slug: result
+        for result in TaskResult.objects.filter(run=source).select_related("release_task__task")
+    }
+    rows = []
+    for slug, entry in breakdown["tasks"].items():
+        seen = evidence.get(slug)
+        rows.append(
+            TaskResult(
+                run=run,
+                release_task_id=release_tasks[slug],
+                measured=entry["measured"],
+                gap=entry["gap"],
+                factors=entry["penalties"],
+                factor=entry["factor"],
+                score=entry["score"],
+                final=entry["final"],
+                pass_rate=entry["pass_rate"],
+                episodes=seen.episodes if seen else 0,
+                faithful=seen.faithful if seen else None,
+                signature=seen.signature if seen else "unsigned",
+                signing_key_id=seen.signing_key_id if seen else None,
+                faithfulness_source=seen.faithfulness_source if seen else "",
+                judge=seen.judge if seen else "",
+                rubric_version=seen.rubric_version if seen else "",
+                judge_key_id=seen.judge_key_id if seen else None,
+            )
+        )
+    TaskResult.objects.bulk_create(rows)
+    VerificationEvent.objects.create(
+        run=run,
+        level=level,
+        actor=rescore.applied_by,
+        method=(
+            f"carried over from run {source.pk} of release {rescore.release.version} (rescore {rescore.pk}): "
+            f"its stored bundle recomputed with release {target.version}'s inputs"
+        )[:200],
+        evidence_sha256=origin.sha256,
+        note=rescore.reason,
+    )
+    run_cost_refresh(run=run)
+    return run
+
+
+def _apply_carry(rescore: Rescore) -> None:
+    """Apply a carrying rescore (inside rescore_apply's transaction, the rescore row locked)."""
+    from submissions.services.runs import _enqueue_confidence
+
+    target = rescore.target_release
+    assert target is not None
+    items = RescoreItem.objects.filter(
+        rescore=rescore, state__in=[RescoreItem.State.CHANGED, RescoreItem.State.UNCHANGED]
+    ).select_related("run__submission")
+    moved_versions: set[int] = set()
+    for item in items:
+        source = Run.objects.select_for_update().select_related("submission").get(pk=item.run_id)
+        if snapshot_diff(_snapshot_run(source), item.before):
+            item.state, item.error = RescoreItem.State.FAILED, "stale: the run changed since the proposal"
+            item.save(update_fields=["state", "error"])
+            continue
+        carried = Run.objects.filter(carried_from=source, release=target).first()
+        if carried is None:
+            carried = _carry_run(source, item.breakdown, rescore)
+            moved_versions.add(carried.agent_version_id)
+            _enqueue_confidence(carried.pk)
+        item.state, item.carried_run = RescoreItem.State.APPLIED, carried
+        item.save(update_fields=["state", "carried_run"])
+    rescore.state = Rescore.State.APPLIED
+    rescore.applied_at = timezone.now()
+    rescore.save(update_fields=["state", "applied_by", "applied_at"])
+    for agent_version_id in sorted(moved_versions):
+        standings_update_version(release=target, agent_version_id=agent_version_id)
 
 
 def rescore_summary(rescore: Rescore) -> dict[str, int]:

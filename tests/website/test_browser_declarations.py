@@ -118,6 +118,19 @@ def test_declarations_costs_baselines_and_filters_in_the_browser(
     assert sorted(page.locator("table.board th.agent a").all_inner_texts()) == ["Alpha", "Charlie", "Echo"]
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     shoot(page, f"h8-board-filtered-{size}")
+
+    # The declared base model narrows it further (Alpha declared "unpriced, helper"); the baseline
+    # on "big" leaves the view with the agents.
+    page.get_by_label("Base model").fill("SMA")
+    page.get_by_role("button", name="Search").click()
+    page.wait_for_url("**model=SMA**")
+    assert "weights=open" in page.url
+    assert sorted(page.locator("table.board th.agent a").all_inner_texts()) == ["Charlie", "Echo"]
+    assert page.locator(".baselines", has_text="Paper Method").count() == 0
+    page.goto(page.url)
+    assert page.locator("#filter-model").input_value() == "SMA"
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shoot(page, f"h8-board-filtered-by-model-{size}")
     assert errors == []
     context.close()
 

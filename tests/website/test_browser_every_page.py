@@ -73,6 +73,37 @@ def visitor_pages(page: Any, base: str) -> list[str]:
     return urls
 
 
+def insight_pages(base: str) -> list[str]:
+    """The pages of leaderboard/insight_urls.py and the task ranking, named outright: the compare
+    page is reached through a form, not a link, and a crawl that stops reaching one of them
+    must not silently drop it from the check. A task page, the release history, the comparison
+    (empty and with two runs), a public run's artifact list, and the race history."""
+    from django.urls import reverse
+
+    from leaderboard.models import Benchmark, ReleaseTask
+    from submissions.models import Run
+
+    runs = list(
+        Run.objects.filter(is_private=False, release__published=True)
+        .select_related("release__benchmark")
+        .order_by("release_id", "-overall")[:2]
+    )
+    assert len(runs) == 2, "the demo site has two public paper-gap runs on one release"
+    release = runs[0].release
+    task = ReleaseTask.objects.filter(release=release).select_related("task").order_by("position").first()
+    race = Benchmark.objects.filter(scheme="race").first()
+    assert task is not None and race is not None
+    bench, version = release.benchmark.slug, release.version
+    return [
+        base + reverse("task_detail", args=[bench, version, task.task.slug]),
+        base + reverse("release_history", args=[bench, version]),
+        base + reverse("run_compare"),
+        base + reverse("run_compare") + f"?a={runs[0].pk}&b={runs[1].pk}",
+        base + reverse("run_artifacts", args=[runs[0].pk]),
+        base + reverse("race_history", args=[race.slug]),
+    ]
+
+
 def sign_in(page: Any, base: str, username: str) -> None:
     page.goto(f"{base}/accounts/login/")
     page.get_by_label("Username").fill(username)
@@ -96,7 +127,8 @@ def check(page: Any, url: str, label: str, problems: list[str]) -> None:
             problems.append(f"{label} {url}: no table row is visible before scrolling ({box})")
     for violation in axe_violations(page):
         problems.append(f"{label} {url}: axe {violation}")
-    name = urlsplit(url).path.strip("/").replace("/", "_") or "home"
+    parts = urlsplit(url)
+    name = (parts.path.strip("/").replace("/", "_") or "home") + ("-query" if parts.query else "")
     shoot(page, f"every-page/{label}-{name}")
 
 
@@ -109,7 +141,11 @@ def test_no_main_page_scrolls_sideways_or_fails_axe(
     page = context.new_page()
     problems: list[str] = []
     label = "desktop" if size == DESKTOP else "phone"
-    for url in visitor_pages(page, base):
+    crawled = visitor_pages(page, base)
+    seen = {urlsplit(url).path for url in crawled}
+    # Named pages the crawl already reached are not visited twice (the compare page with two runs is).
+    named = [url for url in insight_pages(base) if urlsplit(url).path not in seen or urlsplit(url).query]
+    for url in crawled + named:
         check(page, url, label, problems)
 
     submitter = make_user("axe-submitter")
@@ -127,8 +163,26 @@ def test_no_main_page_scrolls_sideways_or_fails_axe(
     if box["x"] + box["width"] > size["width"]:
         problems.append(f"{label} api keys: the Revoke button is off-screen ({box})")
     shoot(page, f"every-page/{label}-api-keys")
-    for path in ("/submit/", "/submissions/"):
+    for path in ("/submit/", "/submissions/", "/submit/race-entries/"):
         check(page, f"{base}{path}", label, problems)
+
+    # The owner of a demo run: its submission, the run with its owner's controls, the declaration form.
+    from django.urls import reverse
+
+    submission = demo["submission"]
+    owner = submission.submitter
+    owner.set_password("a-long-test-password-1")
+    owner.save()
+    page.context.clear_cookies()
+    sign_in(page, base, owner.get_username())
+    run = submission.run
+    version = run.agent_version
+    for path in (
+        reverse("submission_detail", args=[submission.pk]),
+        reverse("run_detail", args=[run.pk]),
+        reverse("agent_version_declare", args=[version.agent.slug, version.version]),
+    ):
+        check(page, f"{base}{path}", f"{label}-owner", problems)
     context.close()
     assert submitter
     assert not problems, "\n".join(problems)

@@ -268,8 +268,8 @@ def filtered_board(release):
     a = make_run(release, agent_name="Alpha", level="attested")
     b = make_run(release, agent_name="Bravo")
     make_run(release, agent_name="Charlie")
-    declare(a, organisation="Acme Labs", weights="open")
-    declare(b, organisation="Beta Corp", weights="closed")
+    declare(a, organisation="Acme Labs", weights="open", base_models=["Llama-3.1-70B", "Qwen2.5-Coder"])
+    declare(b, organisation="Beta Corp", weights="closed", base_models=["gpt-4o", "Mistral-Größe"])
     Standing.objects.filter(agent_name="Charlie").update(verified_at="2020-01-02T00:00:00Z")
     return release
 
@@ -289,10 +289,26 @@ def board_agents(client, query: str) -> list[str]:
         ("?until=2020-01-31", ["Charlie"]),
         ("?since=2021-01-01", ["Alpha", "Bravo"]),
         ("?weights=open&q=bra", []),
+        ("?model=llama", ["Alpha"]),
+        ("?model=QWEN2.5", ["Alpha"]),
+        ("?model=gpt-4o", ["Bravo"]),
+        ("?model=Größe", ["Bravo"]),
+        ("?model=gpt&weights=open", []),
     ],
 )
 def test_the_board_filters_by_agent_organisation_weights_level_and_date(client, filtered_board, query, expected):
     assert board_agents(client, query) == expected
+
+
+@pytest.mark.parametrize("query", ['?model=70B" "Qwen', '?model=B"', '?model="', "?model=B%5C"])
+def test_the_base_model_filter_matches_inside_one_name_never_across_two(client, filtered_board, query):
+    assert board_agents(client, query) == []
+
+
+def test_the_base_model_filter_is_in_the_form_and_every_link_of_the_view(client, filtered_board):
+    body = client.get(reverse("release_board", args=["ale-robotics", "v0.5"]) + "?model=llama").content.decode()
+    assert 'name="model" value="llama"' in body
+    assert body.count("model=llama") >= 10  # sort headers, tabs, exports, the charts' data URLs
 
 
 @pytest.mark.parametrize(
@@ -303,6 +319,9 @@ def test_the_board_filters_by_agent_organisation_weights_level_and_date(client, 
         ("?since=yesterday", "since='yesterday'"),
         ("?since=2021-02-01&until=2021-01-01", "is after until"),
         ("?q=" + "x" * 101, "q: at most 100"),
+        ("?model=" + "x" * 101, "model: at most 100"),
+        ("?model=gpt,llama", "model='gpt,llama'"),
+        ("?model=%5B%5D", "model='[]'"),
     ],
 )
 def test_a_bad_filter_is_a_400_naming_it(client, release, query, fragment):
@@ -331,6 +350,14 @@ def test_the_exports_and_the_api_apply_the_filters(client, filtered_board):
     ).json()
     assert [row["agent_name"] for row in api["results"]] == ["Bravo"]
     assert api["results"][0]["organisation_declared"] == "Beta Corp"
+    api = client.get(reverse("api-leaderboard", args=[filtered_board.pk, "overall"]) + "?model=LLAMA").json()
+    assert [row["agent_name"] for row in api["results"]] == ["Alpha"]
+    csv = b"".join(client.get(reverse("board_csv", args=["ale-robotics", "v0.5"]) + "?model=gpt-4").streaming_content)
+    assert b"Bravo" in csv and b"Alpha" not in csv
+    data = client.get(reverse("board_json", args=["ale-robotics", "v0.5"]) + "?model=qwen").json()
+    assert [row["agent"] for row in data["rows"]] == ["Alpha"] and data["filters"] == {"model": "qwen"}
+    response = client.get(reverse("api-leaderboard", args=[filtered_board.pk, "overall"]) + "?model=" + "x" * 101)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_query")
 
 
 def test_the_top_n_chart_follows_the_filters(client, filtered_board):

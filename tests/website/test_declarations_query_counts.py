@@ -14,7 +14,7 @@ from tests.website.declarations_factories import declare, own, price
 BOARD = reverse("release_board", args=["ale-robotics", "v0.5"])
 PAGES = [
     # release pointer, release, count, rows (cost, declarations joined), siblings, chart rows, baselines
-    ("board-filtered", BOARD + "?org=acme&weights=open&level=validated&since=2020-01-01&q=a", 7),
+    ("board-filtered", BOARD + "?org=acme&model=gpt&weights=open&level=validated&since=2020-01-01&q=a", 7),
     ("board-by-cost", BOARD + "?sort=cost&dir=desc", 7),
     # release, cost points, baselines (with their cost and declarations joined)
     ("cost-chart", reverse("cost_chart_data", args=["ale-robotics", "v0.5"]) + "?org=acme", 3),

@@ -1,0 +1,266 @@
+"""Rescoring onto a newer release (issue 13 feature 9): corrected inputs published as a new
+version; each stored bundle of the old release is re-verified against the new one, the proposal
+shows before (old release) and after (new release) per run, and applying carries the runs over."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.core.management import CommandError, call_command
+
+from leaderboard.models import ReleaseTask, Standing
+from submissions.bundle.demo import DEMO_BENCHMARK, demo_release_spec
+from submissions.models import Rescore, RescoreItem, Run, Submission, TaskResult, VerificationEvent
+from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose
+from submissions.services.submissions import submission_create
+from submissions.services.verification import submission_verify
+
+
+@pytest.fixture
+def staff(make_user):
+    user = make_user("staffer")
+    user.is_staff = True
+    user.save()
+    return user
+
+
+@pytest.fixture
+def run(owner, demo_release, seal, django_capture_on_commit_callbacks):
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    with django_capture_on_commit_callbacks(execute=True):
+        verified = submission_verify(submission_id=submission.pk)
+    assert verified.verdict == "validated"
+    return Run.objects.get(submission=submission)
+
+
+@pytest.fixture
+def corrected(release_from_spec, demo_release):
+    """Release 0.6: the demo release with one task's anchor corrected (same task set)."""
+    spec, _ = demo_release_spec()
+    release = release_from_spec(spec, benchmark=DEMO_BENCHMARK, version="0.6")
+    release_task = ReleaseTask.objects.filter(release=release).order_by("position").first()
+    release_task.paper_value = release_task.paper_value * 1.5
+    release_task.save(update_fields=["paper_value"])
+    return release
+
+
+@pytest.fixture
+def fewer_tasks(release_from_spec, demo_release):
+    """Release 0.7: one task dropped, so another required task set."""
+    spec, _ = demo_release_spec()
+    dropped = sorted(spec.tasks)[0]
+    smaller = dataclasses.replace(spec, tasks={slug: task for slug, task in spec.tasks.items() if slug != dropped})
+    return release_from_spec(smaller, benchmark=DEMO_BENCHMARK, version="0.7"), dropped
+
+
+def propose(release, user, capture, target) -> Rescore:
+    with capture(execute=True):
+        rescore = rescore_propose(release=release, user=user, reason="anchor corrected in 0.6", target_release=target)
+    rescore.refresh_from_db()
+    return rescore
+
+
+@pytest.mark.django_db
+class TestCarryingOntoANewerRelease:
+    def test_the_proposal_shows_the_old_and_the_new_release_score_and_creates_nothing(
+        self, run, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        assert (rescore.state, rescore.target_release_id) == ("proposed", corrected.pk)
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert item.state == "changed"
+        assert item.before["overall"] == pytest.approx(run.overall)
+        assert item.after["overall"] != pytest.approx(run.overall)
+        assert "overall" in [row["path"] for row in item.diff]
+        assert not Run.objects.filter(release=corrected).exists()
+        assert Submission.objects.count() == 1
+
+    def test_applying_creates_one_run_on_the_new_release_with_its_provenance_and_standing(
+        self, run, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        item = RescoreItem.objects.get(rescore=rescore)
+        with django_capture_on_commit_callbacks(execute=True):
+            rescore_apply(rescore_id=rescore.pk, user=staff)
+        carried = Run.objects.get(release=corrected)
+        assert carried.carried_from_id == run.pk
+        assert carried.overall == pytest.approx(item.after["overall"])
+        assert (carried.level, carried.agent_version_id) == (run.level, run.agent_version_id)
+        assert carried.submission.carried_from_id == run.submission_id
+        assert carried.submission.sha256 == run.submission.sha256
+        assert carried.submission.file.name == run.submission.file.name
+        assert carried.submission.submitter_id == run.submission.submitter_id
+        assert TaskResult.objects.filter(run=carried).count() == TaskResult.objects.filter(run=run).count()
+        assert set(TaskResult.objects.filter(run=carried).values_list("release_task__release", flat=True)) == {
+            corrected.pk
+        }
+        event = VerificationEvent.objects.get(run=carried)
+        assert event.actor == staff and f"carried over from run {run.pk}" in event.method
+        assert RescoreItem.objects.get(pk=item.pk).carried_run_id == carried.pk
+        assert Standing.objects.get(run=carried, tab="overall").score == pytest.approx(item.after["overall"])
+        run.refresh_from_db()
+        assert run.overall == pytest.approx(item.before["overall"])  # the old release's run is untouched
+        assert Standing.objects.get(run=run, tab="overall").release_id == demo_release.pk
+
+    def test_applying_twice_or_carrying_again_creates_no_second_run(
+        self, run, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+        assert Run.objects.filter(release=corrected).count() == 1
+        again = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        item = RescoreItem.objects.get(rescore=again)
+        assert item.state == "failed" and item.error.startswith("already_carried:")
+        rescore_apply(rescore_id=again.pk, user=staff)
+        assert Run.objects.filter(release=corrected).count() == 1
+        assert Submission.objects.filter(carried_from=run.submission).count() == 1
+
+    def test_a_run_made_against_another_task_set_is_not_carried_and_says_why(
+        self, run, staff, demo_release, fewer_tasks, django_capture_on_commit_callbacks
+    ):
+        target, dropped = fewer_tasks
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, target)
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert item.state == "failed"
+        assert item.error.startswith("tasks_missing:") and dropped in item.error
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+        assert not Run.objects.filter(release=target).exists()
+
+    def test_a_different_required_task_set_hash_is_refused_per_run(
+        self, run, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        type(corrected).objects.filter(pk=corrected.pk).update(required_task_set_hash="f" * 64)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert item.state == "failed" and item.error.startswith("task_set_mismatch:")
+        assert "ffffffffffff" in item.error
+
+    def test_a_withdrawn_run_is_not_carried(
+        self, run, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        from django.utils import timezone
+
+        Run.objects.filter(pk=run.pk).update(withdrawn_at=timezone.now(), is_private=True)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        assert RescoreItem.objects.get(rescore=rescore).error.startswith("withdrawn:")
+
+    def test_only_a_newer_release_of_the_same_benchmark_is_a_target(
+        self, run, staff, demo_release, corrected, make_release
+    ):
+        with pytest.raises(RescoreError) as refused:
+            rescore_propose(release=corrected, user=staff, target_release=demo_release)
+        assert refused.value.code == "target_not_newer"
+        other = make_release(["pick:reproduction"], version="9.0", slug="another-benchmark")
+        with pytest.raises(RescoreError) as refused:
+            rescore_propose(release=demo_release, user=staff, target_release=other)
+        assert refused.value.code == "other_benchmark"
+        assert not Rescore.objects.exists()
+
+    @pytest.mark.parametrize("who", ["owner", "stranger", "anonymous"])
+    def test_only_staff_carry_runs(
+        self, run, who, request, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        user = AnonymousUser() if who == "anonymous" else request.getfixturevalue(who)
+        with pytest.raises(RescoreError) as refused:
+            rescore_propose(release=demo_release, user=user, target_release=corrected)
+        assert refused.value.code == "staff_only"
+        assert not Rescore.objects.exists()
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        with pytest.raises(RescoreError) as refused:
+            rescore_apply(rescore_id=rescore.pk, user=user)
+        assert refused.value.code == "staff_only"
+        assert Rescore.objects.get(pk=rescore.pk).state == "proposed"
+        assert not Run.objects.filter(release=corrected).exists()
+
+
+@pytest.mark.django_db
+class TestCarryingFromTheCommandAndTheAdmin:
+    def test_the_command_carries_onto_the_named_release(
+        self, run, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        out = io.StringIO()
+        with django_capture_on_commit_callbacks(execute=True):
+            call_command(
+                "rescore",
+                "--as",
+                staff.username,
+                "propose",
+                DEMO_BENCHMARK,
+                demo_release.version,
+                "--onto",
+                "0.6",
+                stdout=out,
+            )
+        rescore = Rescore.objects.get()
+        assert rescore.target_release_id == corrected.pk
+        out = io.StringIO()
+        call_command("rescore", "--as", staff.username, "show", str(rescore.pk), stdout=out)
+        assert "onto release 0.6" in out.getvalue() and f"run {run.pk}: changed" in out.getvalue()
+        out = io.StringIO()
+        call_command("rescore", "--as", staff.username, "apply", str(rescore.pk), stdout=out)
+        assert "1 run(s) carried" in out.getvalue()
+        assert Run.objects.filter(release=corrected, carried_from=run).count() == 1
+
+    def test_the_command_names_an_unknown_target(self, run, staff, demo_release):
+        with pytest.raises(CommandError, match=r"--onto: no release '0\.9'"):
+            call_command(
+                "rescore", "--as", staff.username, "propose", DEMO_BENCHMARK, demo_release.version, "--onto", "0.9"
+            )
+        assert not Rescore.objects.exists()
+
+    def test_the_admin_asks_for_the_target_then_proposes_and_applies(
+        self, run, staff, demo_release, corrected, client, django_capture_on_commit_callbacks
+    ):
+        staff.is_superuser = True
+        staff.save()
+        client.force_login(staff)
+        form = client.post(
+            "/admin/leaderboard/release/", {"action": "propose_carry", "_selected_action": [demo_release.pk]}
+        )
+        assert form.status_code == 200
+        assert f'<option value="{corrected.pk}" selected>0.6</option>' in form.content.decode()
+        assert not Rescore.objects.exists()
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(
+                "/admin/leaderboard/release/",
+                {
+                    "action": "propose_carry",
+                    "_selected_action": [demo_release.pk],
+                    "target": corrected.pk,
+                    "reason": "anchor corrected",
+                    "confirm": "Propose",
+                },
+            )
+        assert response.status_code == 302
+        rescore = Rescore.objects.get()
+        assert (rescore.state, rescore.target_release_id, rescore.reason) == (
+            "proposed",
+            corrected.pk,
+            "anchor corrected",
+        )
+        page = client.get(f"/admin/submissions/rescore/{rescore.pk}/change/").content.decode()
+        assert "<code>overall</code>" in page
+        client.post("/admin/submissions/rescore/", {"action": "apply", "_selected_action": [rescore.pk]})
+        assert Rescore.objects.get().state == "applied"
+        assert Run.objects.filter(release=corrected, carried_from=run).count() == 1
+
+    @pytest.mark.parametrize("who", ["owner", "stranger", "anonymous"])
+    def test_the_admin_action_refuses_everyone_but_staff(self, run, who, request, demo_release, corrected, client):
+        if who != "anonymous":
+            client.force_login(request.getfixturevalue(who))
+        response = client.post(
+            "/admin/leaderboard/release/",
+            {
+                "action": "propose_carry",
+                "_selected_action": [demo_release.pk],
+                "target": corrected.pk,
+                "confirm": "Propose",
+            },
+        )
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+        assert not Rescore.objects.exists()
+        assert not Run.objects.filter(release=corrected).exists()
