@@ -148,7 +148,7 @@ class ReleaseTaskInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = [
+    fields = readonly_fields = (
         "task",
         "genre",
         "metric_direction",
@@ -166,8 +166,7 @@ class ReleaseTaskInline(admin.TabularInline):
         "faithfulness_dry_run_outcome",
         "faithfulness_calibrated_by",
         "faithfulness_calibrated_at",
-    ]
-    readonly_fields = fields
+    )
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -177,8 +176,7 @@ class ScorecardLevelInline(admin.TabularInline):
     model = ScorecardLevel
     extra = 0
     can_delete = False
-    fields = ["level_id", "optimal_len"]
-    readonly_fields = fields
+    fields = readonly_fields = ("level_id", "optimal_len")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -90,8 +90,8 @@ class FailSoftRedisCache(RedisCache):
     def delete_many(self, keys: Any, version: int | None = None) -> None:
         self._soft(lambda: super(FailSoftRedisCache, self).delete_many(keys, version), None)
 
-    def clear(self) -> bool:
-        return self._soft(lambda: super(FailSoftRedisCache, self).clear(), False)
+    def clear(self) -> None:
+        self._soft(lambda: super(FailSoftRedisCache, self).clear(), None)
 
     def incr(self, key: Any, delta: int = 1, version: int | None = None) -> int:
         missing = object()

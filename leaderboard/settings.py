@@ -177,7 +177,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "podium.sqlite3",
+            "NAME": str(VAR_DIR / "podium.sqlite3"),
             # Several threads of the dev server and the in-process worker share one file.
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
@@ -226,7 +226,7 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "podium")
 PODIUM_FOLLOWUP_QUEUE = env_str("CELERY_FOLLOWUP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-followups")
 CELERY_TASK_ROUTES = ("leaderboard.celery.route_task",)
 # What a worker started without -Q consumes: both queues, verdicts first (the order above).
-CELERY_TASK_QUEUES = {CELERY_TASK_DEFAULT_QUEUE: {}, PODIUM_FOLLOWUP_QUEUE: {}}
+CELERY_TASK_QUEUES: dict[str, dict[str, str]] = {CELERY_TASK_DEFAULT_QUEUE: {}, PODIUM_FOLLOWUP_QUEUE: {}}
 # A verifying worker holds a lease on its submission for this long, renewed by a heartbeat
 # every third of it; a submission whose lease ran out (its worker was killed, lost its
 # database or hangs) is taken over by the next claim or the sweeper within seconds.

@@ -175,7 +175,7 @@ def pack_run_columns(columns: Mapping[str, TaskColumns]) -> bytes:
     return b"".join([json.dumps(header).encode(), b"\n", *bodies])
 
 
-def unpack_run_columns(blob: bytes) -> dict[str, TaskColumns] | None:
+def unpack_run_columns(blob: bytes | memoryview) -> dict[str, TaskColumns] | None:
     """:func:`pack_run_columns`' bytes back to :class:`TaskColumns` by slug; None for bytes that
     are not such a packing (so the caller falls back to the episodes' source)."""
     head, sep, body = bytes(blob).partition(b"\n")

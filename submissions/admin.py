@@ -77,8 +77,17 @@ class TaskResultInline(admin.TabularInline):
     model = TaskResult
     extra = 0
     can_delete = False
-    fields = ["release_task", "measured", "gap", "factor", "score", "final", "pass_rate", "faithful", "signature"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "release_task",
+        "measured",
+        "gap",
+        "factor",
+        "score",
+        "final",
+        "pass_rate",
+        "faithful",
+        "signature",
+    )
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -88,8 +97,7 @@ class VerificationEventInline(admin.TabularInline):
     model = VerificationEvent
     extra = 0
     can_delete = False
-    fields = ["created_at", "level", "actor", "method", "evidence_sha256", "note"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "level", "actor", "method", "evidence_sha256", "note")
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -111,7 +119,8 @@ class RerunForm(forms.Form):
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Shown on the run page.")
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if bool(cleaned.get("bundle")) == bool((cleaned.get("results") or "").strip()):
             raise forms.ValidationError("Give either the re-run bundle or its results, not both and not neither.")
         text = (cleaned.get("results") or "").strip()
@@ -135,8 +144,7 @@ class OfficialRerunInline(admin.TabularInline):
     model = OfficialRerun
     extra = 0
     can_delete = False
-    fields = ["created_at", "source", "outcome", "tolerance", "actor", "evidence_sha256", "note"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "source", "outcome", "tolerance", "actor", "evidence_sha256", "note")
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -282,7 +290,8 @@ class SigningKeyForm(forms.ModelForm):
         fields: list[str] = []
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if sum(bool(cleaned.get(name)) for name in ("evaluator", "validator", "judge_name")) != 1:
             raise forms.ValidationError("Choose exactly one owner: an evaluator, a validator or a judge.")
         if cleaned.get("public_key_b64"):
@@ -358,8 +367,17 @@ class CardEpisodeInline(admin.TabularInline):
     model = CardEpisode
     extra = 0
     can_delete = False
-    fields = ["level", "steps", "restarts", "solved", "deadlocked", "out_of_budget", "abandoned", "done", "started_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "level",
+        "steps",
+        "restarts",
+        "solved",
+        "deadlocked",
+        "out_of_budget",
+        "abandoned",
+        "done",
+        "started_at",
+    )
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False

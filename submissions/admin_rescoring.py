@@ -36,8 +36,7 @@ class RescoreItemInline(admin.TabularInline):
     model = RescoreItem
     extra = 0
     can_delete = False
-    fields = ["run", "state", "changes", "error"]
-    readonly_fields = fields
+    fields = readonly_fields = ("run", "state", "changes", "error")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
+from leaderboard.users import signed_in_user
 from leaderboard.selectors import pages as selectors
 from submissions.models import Submission
 
@@ -109,12 +110,13 @@ def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
     from submissions.quotas import quota_overview, validator_quota_overview
 
+    user = signed_in_user(request)
     benchmarks = list(Benchmark.objects.order_by("name"))
     context: dict[str, Any] = {
         "site_key": _site_key(),
         "benchmarks": benchmarks,
-        "limits": quota_overview(user=request.user, benchmarks=benchmarks),
-        "validator_limits": validator_quota_overview(user=request.user),
+        "limits": quota_overview(user=user, benchmarks=benchmarks),
+        "validator_limits": validator_quota_overview(user=user),
         "open_challenges": _open_challenges(request.user),
     }
     if request.method == "GET":
@@ -139,7 +141,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         return _upload_error(request, context, "benchmark_unknown", message, 400)
     scope = quota_scope(benchmark)
     try:
-        quota_consume(user=request.user, api_key=None, scope=scope, limit=benchmark.daily_submission_limit)
+        quota_consume(user=user, api_key=None, scope=scope, limit=benchmark.daily_submission_limit)
     except QuotaExceeded as exc:
         return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
     try:
@@ -151,14 +153,14 @@ def upload(request: HttpRequest) -> HttpResponse:
             is_private=request.POST.get("private") == "1",
         )
     except SubmissionRejected as exc:
-        quota_refund(user=request.user, api_key=None, scope=scope)
+        quota_refund(user=user, api_key=None, scope=scope)
         status = 413 if exc.code == "too_large" else 400
         return _upload_error(request, context, exc.code, exc.message, status)
     except BaseException:
-        quota_refund(user=request.user, api_key=None, scope=scope)
+        quota_refund(user=user, api_key=None, scope=scope)
         raise
     if not created:
-        quota_refund(user=request.user, api_key=None, scope=scope)
+        quota_refund(user=user, api_key=None, scope=scope)
     if _wants_json(request):
         payload = submission_status_payload(submission, user=request.user)
         payload["created"] = created
@@ -284,7 +286,7 @@ def race_entries(request: HttpRequest) -> HttpResponse:
             context["error"] = {"code": exc.code, "message": exc.message}
             status = 403 if exc.code == "agent_not_yours" else 400
     context["entries"] = list(
-        RaceEntry.objects.filter(entered_by=request.user)
+        RaceEntry.objects.filter(entered_by=signed_in_user(request))
         .select_related("race__benchmark", "agent_version__agent")
         .order_by("-created_at")[:50]
     )
@@ -297,9 +299,10 @@ def owed_runs(request: HttpRequest) -> HttpResponse:
     """The runs this account's validators owe after an infrastructure failure (staff: all)."""
     from submissions.api.trust_views import owed_run_rows
 
-    if not request.user.is_staff and not request.user.validators.exists():
+    user = signed_in_user(request)
+    if not user.is_staff and not user.validators.exists():
         raise Http404("No such page")
-    return render(request, "submissions/owed_runs.html", {"rows": owed_run_rows(request.user)})
+    return render(request, "submissions/owed_runs.html", {"rows": owed_run_rows(user)})
 
 
 @login_required

@@ -19,7 +19,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
-from leaderboard.models import Agent, AgentVersion, Benchmark, Release, ReleaseTask, Standing, Task
+from leaderboard.models import Agent, AgentVersion, Benchmark, Evaluator, Release, ReleaseTask, Standing, Task
 from submissions.models import OfficialRerun, Run, TaskResult, VerificationEvent
 
 NULLABLE_NUMBER = {"type": "number", "format": "double", "nullable": True}
@@ -42,7 +42,7 @@ def contract_without_anchor(value: Any) -> Any:
 
 
 class ReleaseRefSerializer(serializers.ModelSerializer):
-    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
 
     class Meta:
         model = Release
@@ -58,7 +58,7 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(ReleaseRefSerializer(many=True))
     def get_releases(self, obj: Benchmark) -> list[dict[str, Any]]:
-        return ReleaseRefSerializer(getattr(obj, "visible", []), many=True).data
+        return ReleaseRefSerializer(getattr(obj, "visible", []), many=True).data  # type: ignore[return-value]  # many=True builds a ListSerializer: its data is a list
 
 
 class ReleaseTaskSerializer(serializers.ModelSerializer):
@@ -85,7 +85,7 @@ class ReleaseTaskSerializer(serializers.ModelSerializer):
 
 
 class ReleaseSerializer(serializers.ModelSerializer):
-    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     required_tasks = serializers.SerializerMethodField()
     tasks = ReleaseTaskSerializer(source="release_tasks", many=True, read_only=True)
 
@@ -114,8 +114,10 @@ class ReleaseSerializer(serializers.ModelSerializer):
 
 
 class TaskSerializer(serializers.ModelSerializer):
-    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    simulator = serializers.SlugRelatedField(slug_field="simulator", read_only=True)
+    benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    simulator: serializers.SlugRelatedField[Evaluator] = serializers.SlugRelatedField(
+        slug_field="simulator", read_only=True
+    )
     contract = serializers.SerializerMethodField()
 
     class Meta:
@@ -265,7 +267,7 @@ class TaskResultSerializer(serializers.ModelSerializer):
 
     @extend_schema_field({"type": "string", "nullable": True})
     def get_signing_key(self, obj: TaskResult) -> str | None:
-        return obj.signing_key.key_id if obj.signing_key_id else None
+        return obj.signing_key.key_id if obj.signing_key is not None else None
 
     @extend_schema_field(WITHHELD_LIST)
     def get_withheld(self, obj: TaskResult) -> list[str]:
@@ -273,7 +275,9 @@ class TaskResultSerializer(serializers.ModelSerializer):
 
 
 class VerificationEventSerializer(serializers.ModelSerializer):
-    rerun = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    rerun: serializers.PrimaryKeyRelatedField[OfficialRerun] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True
+    )
 
     class Meta:
         model = VerificationEvent
@@ -410,10 +414,10 @@ class RunDetailSerializer(RunSerializer):
     def get_reruns(self, obj: Run) -> list[dict[str, Any]]:
         request = self.context.get("request")
         context = {"run": obj, "disclosure": self.disclosure(obj), "user": getattr(request, "user", None)}
-        return OfficialRerunSerializer(obj.reruns.all(), many=True, context=context).data
+        return OfficialRerunSerializer(obj.reruns.all(), many=True, context=context).data  # type: ignore[return-value]  # many=True builds a ListSerializer: its data is a list
 
     @extend_schema_field(TaskResultSerializer(many=True))
     def get_tasks(self, obj: Run) -> list[dict[str, Any]]:
-        return TaskResultSerializer(
+        return TaskResultSerializer(  # type: ignore[return-value]  # many=True: a ListSerializer, data is a list
             obj.task_results.all(), many=True, context={"disclosure": self.disclosure(obj)}
         ).data

@@ -10,6 +10,7 @@ and related rows come through select_related/prefetch_related. Anchors
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,7 +188,7 @@ def release_current(*, benchmark_slug: str, staff: bool = False) -> Release:
     return release
 
 
-def release_newer_unranked(*, release: Release, releases: list[Release]) -> list[Release]:
+def release_newer_unranked(*, release: Release, releases: Sequence[Release]) -> list[Release]:
     """The visible releases newer than ``release`` (from the version switcher's list, newest
     first, so no query): the board announces them while ``release`` stays the default."""
     newer: list[Release] = []
@@ -411,21 +412,21 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race_counts: dict[int, int] = {}
     benchmark_of_race = {race.id: benchmark_id for benchmark_id, race in anchors.items()}
     slugs = {b.id: b.slug for b in benchmarks}
-    for row in (
+    for overall in (
         OverallStanding.objects.filter(race_id__in=benchmark_of_race)
         .select_related("agent_version__agent")
         .order_by("rank")
     ):
-        benchmark_id = benchmark_of_race[row.race_id]
+        benchmark_id = benchmark_of_race[overall.race_id]
         race_counts[benchmark_id] = race_counts.get(benchmark_id, 0) + 1
-        if row.is_top or benchmark_id not in race_leaders:
+        if overall.is_top or benchmark_id not in race_leaders:
             race_leaders[benchmark_id] = HomeLeader(
-                name=f"{row.agent_version.agent.name} {row.agent_version.version}",
+                name=f"{overall.agent_version.agent.name} {overall.agent_version.version}",
                 url=reverse(
                     "race_agent_version",
-                    args=[slugs[benchmark_id], row.agent_version.agent.slug, row.agent_version.version],
+                    args=[slugs[benchmark_id], overall.agent_version.agent.slug, overall.agent_version.version],
                 ),
-                figure=f"Overall {row.overall:+.3f}",
+                figure=f"Overall {overall.overall:+.3f}",
             )
 
     entries = []

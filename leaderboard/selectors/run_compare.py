@@ -197,6 +197,7 @@ def run_compare(*, a_id: int, b_id: int, user: Any) -> Comparison:
         final_a, pass_a = task_sides(result_a, disclosure_a, intervals_a)
         final_b, pass_b = task_sides(result_b, disclosure_b, intervals_b)
         reference = result_a or result_b
+        assert reference is not None  # `order` lists only slugs that one of the runs has
         tasks.append(
             CompareRow(
                 key=slug,

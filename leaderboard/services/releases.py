@@ -106,7 +106,7 @@ def _resolve(manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str]
         if problems:
             raise ManifestError(problems)
         return manifest
-    source = manifest if isinstance(manifest, ManifestSource) else read_manifest_dir(manifest)
+    source = manifest if isinstance(manifest, ManifestSource) else read_manifest_dir(os.fspath(manifest))
     return load_manifest(source, known_simulators=known)
 
 
@@ -672,10 +672,10 @@ def release_sign_off_all(*, release: Release, user: Any) -> Release:
                 dry_run_outcome=SCRIPTED_NOTE,
                 dry_run_passed=True,
             )
-    row = Release.objects.get(pk=release.pk)
-    if (row.manifest or {}).get("published") and not row.published:
-        row = release_publish(release=row, user=user)
-    return row
+    fresh = Release.objects.get(pk=release.pk)
+    if (fresh.manifest or {}).get("published") and not fresh.published:
+        fresh = release_publish(release=fresh, user=user)
+    return fresh
 
 
 # ---------------------------------------------------------------------- diff

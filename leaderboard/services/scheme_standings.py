@@ -136,7 +136,8 @@ def scorecard_standing_update(*, release: Release, agent_id: int) -> int:
     moved = []
     for rank, key in enumerate(ordered, start=1):
         if key == agent_id:
-            if mine is None or mine.pk is None or best is None:
+            assert best is not None  # the agent is among the ranked cards only with a best card
+            if mine is None or mine.pk is None:
                 ScorecardStanding.objects.create(release=release, agent_id=agent_id, scorecard=best, rank=rank)
             else:
                 ScorecardStanding.objects.filter(pk=mine.pk).update(scorecard=best, rank=rank)

@@ -115,7 +115,7 @@ def cost_chart_payload(*, release: Any, tab: str, filters: declared.BoardFilters
         {
             "label": f"{run.agent_version.agent.name} {run.agent_version.version}",
             "kind": run.agent_version.baseline.kind,
-            "score": run.tab_score,
+            "score": run.tab_score,  # type: ignore[attr-defined]  # annotated onto the queryset by the selector
             "cost_usd": run.cost.usd,
             "cost_basis": run.cost.basis,
             "run_id": run.pk,

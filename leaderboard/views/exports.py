@@ -7,6 +7,7 @@ import json
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from leaderboard import exports
@@ -35,7 +36,7 @@ def _filename(release: object, tab: str, extension: str) -> str:
 
 
 @require_GET
-def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponseBase:
     """The whole leaderboard view (every page) as CSV, streamed."""
     try:
         query = selectors.board_query_from_params(request.GET)

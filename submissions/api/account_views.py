@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api_errors import ApiError
+from leaderboard.users import signed_in_user
 from submissions.services import notifications, visibility
 
 
@@ -113,7 +114,7 @@ class WebhookView(APIView):
     def get(self, request: Request) -> Response:
         from submissions.models import WebhookEndpoint
 
-        endpoint = WebhookEndpoint.objects.filter(user=request.user).first()
+        endpoint = WebhookEndpoint.objects.filter(user=signed_in_user(request)).first()
         if endpoint is None:
             raise ApiError(code="webhook_not_set", message="This account has no webhook.", status_code=404)
         return Response(_webhook_body(endpoint))
@@ -153,4 +154,4 @@ class WebhookRotateView(APIView):
             raise ApiError(code=exc.code, message=exc.message, status_code=404) from None
         from submissions.models import WebhookEndpoint
 
-        return Response(_webhook_body(WebhookEndpoint.objects.get(user=request.user), secret))
+        return Response(_webhook_body(WebhookEndpoint.objects.get(user=signed_in_user(request)), secret))

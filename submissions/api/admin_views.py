@@ -134,7 +134,7 @@ class RunRerunView(APIView):
     parser_classes = [MultiPartParser, JSONParser]
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
-        if request.method == "POST" and request.content_type.startswith("multipart/"):
+        if request.method == "POST" and (request.content_type or "").startswith("multipart/"):
             self.upload_guard: SizeLimitUploadHandler | None = install_size_limit(
                 request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES
             )
@@ -169,6 +169,8 @@ class RunRerunView(APIView):
                         results = json.loads(results)
                     except ValueError:
                         raise ApiError(code="results_invalid", message="results: expected a JSON object.") from None
+                if not isinstance(results, dict):
+                    raise ApiError(code="results_invalid", message="results: expected a JSON object.")
                 rerun = run_rerun_record_results(run=run, actor=request.user, results=results, note=note)
         except RerunError as exc:
             raise _rerun_error(exc) from None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload, TemporaryFileUploadHandler
 from django.http import HttpRequest, QueryDict
 from django.utils.datastructures import MultiValueDict
@@ -36,8 +37,8 @@ class SizeLimitUploadHandler(FileUploadHandler):
         self._current_field = ""
 
     def handle_raw_input(
-        self, input_data: Any, META: dict[str, Any], content_length: int, boundary: bytes, encoding: str | None = None
-    ) -> tuple[QueryDict, MultiValueDict] | None:
+        self, input_data: Any, META: dict[str, Any], content_length: int, boundary: str, encoding: str | None = None
+    ) -> tuple[QueryDict, MultiValueDict[str, UploadedFile]] | None:
         if content_length > self.max_bytes + MULTIPART_OVERHEAD_BYTES:
             self.too_large = True
             # Parsed as empty: the body is never read, nothing is stored.

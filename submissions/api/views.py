@@ -30,6 +30,7 @@ from rest_framework.views import APIView
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark
+from leaderboard.users import signed_in_user
 from submissions.api.serializers import (
     ErrorSerializer,
     SiteKeySerializer,
@@ -80,7 +81,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         return super().get_parsers()
 
     def get_queryset(self) -> QuerySet[Submission]:
-        user = self.request.user
+        user = signed_in_user(self.request)
         queryset = Submission.objects.select_related("release__benchmark", "run")
         if self.action == "retrieve" and user.is_staff:
             return queryset
@@ -138,7 +139,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         if benchmark is None:
             raise ApiError(code="benchmark_unknown", message=f"benchmark: no benchmark with slug {slug[:64]!r}.")
 
-        user = request.user
+        user = signed_in_user(request)
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         sha256 = guard.sha256 if guard is not None else None
         if sha256:
@@ -248,7 +249,8 @@ class LimitsView(APIView):
         from submissions.quotas import next_reset, quota_overview, validator_quota_overview
 
         benchmarks = list(Benchmark.objects.order_by("slug"))
-        rows = quota_overview(user=request.user, benchmarks=benchmarks)
+        user = signed_in_user(request)
+        rows = quota_overview(user=user, benchmarks=benchmarks)
         body = {
             "resets_at": next_reset().isoformat(),
             "benchmarks": [
@@ -257,7 +259,7 @@ class LimitsView(APIView):
             ],
             "validator_keys": [
                 {"key_id": row.key_id, "limit": row.limit, "used": row.used, "remaining": row.remaining}
-                for row in validator_quota_overview(user=request.user)
+                for row in validator_quota_overview(user=user)
             ],
         }
         response = Response(body)

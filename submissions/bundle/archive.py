@@ -183,7 +183,7 @@ class _BoundedTarInfo(tarfile.TarInfo):
 
     limits: Limits = DEFAULT_LIMITS
 
-    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         limits = self.limits
         state = tarfile_.__dict__.setdefault("_podium_headers", {"chain": 0, "total": 0})
         if self.type == tarfile.GNUTYPE_SPARSE:
@@ -210,7 +210,9 @@ class _BoundedTarInfo(tarfile.TarInfo):
                 )
         else:
             state["chain"] = 0
-        return super()._proc_member(tarfile_)
+        # A private hook of tarfile's reader, absent from typeshed's TarInfo.
+        member: tarfile.TarInfo = super()._proc_member(tarfile_)  # type: ignore[misc]
+        return member
 
     # Sparse maps in pax headers (GNU sparse 0.0, 0.1, 1.0; 1.0 reads its map from the member's
     # data, as long as it says): refused before any map is read.
@@ -279,7 +281,7 @@ def iter_members(
         counter = _CountingReader(payload)
         # Across frames: multi-frame writers (pzstd) work, and the skippable
         # frame `seal` pads with (see write_archive) is skipped by zstd itself.
-        source = zstandard.ZstdDecompressor().stream_reader(  # type: ignore[assignment]
+        source = zstandard.ZstdDecompressor().stream_reader(
             io.BufferedReader(counter, _READ_CHUNK), read_across_frames=True
         )
     else:
@@ -398,7 +400,7 @@ def write_archive(
     with open(dest, "wb") as raw:
         if compress:
             writer = zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=False)
-            target: IO[bytes] = writer  # type: ignore[assignment]
+            target: IO[bytes] = writer
         else:
             target = raw
         with tarfile.open(fileobj=target, mode="w|", format=tarfile.PAX_FORMAT) as tar:
@@ -419,7 +421,7 @@ def write_archive(
                         tar.addfile(info, f)
         if compress:
             writer.flush(zstandard.FLUSH_FRAME)
-            writer.close()
+            writer.close()  # type: ignore[no-untyped-call]  # zstandard's stub leaves close() unannotated
             pad = -raw.tell() % 512
             if pad:
                 if pad < _SKIPPABLE_HEADER:

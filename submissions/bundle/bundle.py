@@ -13,6 +13,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -140,7 +141,7 @@ def read_bundle_dir(
             digest.update(data)
         else:
             with open(path, "rb") as f:
-                for chunk in iter(lambda f=f: f.read(1 << 16), b""):
+                for chunk in iter(partial(f.read, 1 << 16), b""):
                     digest.update(chunk)
         members[rel] = Member(name=rel, size=size, sha256=digest.hexdigest(), data=data)
     return _assemble(members, members_as_sealed=members_as_sealed)

@@ -39,7 +39,7 @@ def format_number(value: float | int) -> str:
     # ECMAScript uses fixed notation too, with the same shortest round-trip digits; only an
     # integral float's ".0" differs. Everything else takes the general path below.
     kind = type(value)
-    if kind is int and -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:  # type: ignore[operator]
+    if kind is int and -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
         return str(value)
     if kind is float and value != 0:  # -0.0 prints as "0": the general path
         text = repr(value)

@@ -55,11 +55,12 @@ class SigningKey(models.Model):
         ]
 
     def __str__(self) -> str:
-        owner = {
+        owners: dict[str, object] = {
             self.Owner.EVALUATOR: self.evaluator,
             self.Owner.VALIDATOR: self.validator,
             self.Owner.JUDGE: self.judge_name,
-        }.get(self.owner_kind)
+        }
+        owner = owners.get(self.owner_kind)
         return f"{self.owner_kind} {owner} key {self.key_id}"
 
 

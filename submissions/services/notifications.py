@@ -34,6 +34,7 @@ import ssl
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -100,7 +101,7 @@ def _resolve(url: str) -> _Target:
         raise WebhookError(
             "webhook_url_unresolvable", f"url: the host {parts.hostname[:100]!r} does not resolve"
         ) from None
-    addresses = sorted({info[4][0] for info in infos})
+    addresses = sorted({str(info[4][0]) for info in infos})
     if not settings.PODIUM_WEBHOOK_ALLOW_PRIVATE:
         for address in addresses:
             ip = ipaddress.ip_address(address.split("%", 1)[0])
@@ -182,7 +183,7 @@ def notifications_for_verdict(*, submission: Submission) -> list[int]:
         logger.exception("submission %s: could not record its notifications", submission.pk)
         return []
     for delivery_id in created:
-        transaction.on_commit(lambda delivery_id=delivery_id: _enqueue(delivery_id), robust=True)
+        transaction.on_commit(partial(_enqueue, delivery_id), robust=True)
     return created
 
 
@@ -235,8 +236,8 @@ def notification_payload(submission: Submission) -> dict[str, Any]:
             "error_code": submission.error_code,
             "message": view.message,
             "kind": submission.kind,
-            "benchmark": submission.release.benchmark.slug if submission.release_id else None,
-            "release": submission.release.version if submission.release_id else None,
+            "benchmark": submission.release.benchmark.slug if submission.release is not None else None,
+            "release": submission.release.version if submission.release is not None else None,
             "run_id": run.pk if run is not None else None,
             "url": settings.SITE_URL.rstrip("/") + reverse("submission_detail", args=[submission.pk]),
             "finished_at": submission.finished_at.isoformat() if submission.finished_at else None,

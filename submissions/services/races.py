@@ -76,7 +76,7 @@ def _race_for(number: int | None, release: Release, agent_version: AgentVersion 
     race = Race.objects.select_related("release").filter(benchmark=release.benchmark, number=number).first()
     if race is None:
         raise BundleError("unknown_race", f"race run: benchmark {release.benchmark.slug!r} has no race number {number}")
-    if race.release_id is not None and race.release_id != release.pk:
+    if race.release is not None and race.release_id != release.pk:
         raise BundleError(
             "race_release_mismatch",
             f"race run: {race} belongs to release {race.release.version!r}, not {release.version!r}",
@@ -98,16 +98,17 @@ def _race_for(number: int | None, release: Release, agent_version: AgentVersion 
 
 def validator_keys() -> dict[str, ValidatorKey]:
     """key_id -> scope of every registered, unrevoked validator key."""
-    return {
-        key.key_id: ValidatorKey(
+    keys = {}
+    for key in SigningKey.objects.select_related("validator", "benchmark").filter(
+        owner_kind=SigningKey.Owner.VALIDATOR, revoked_at__isnull=True
+    ):
+        assert key.validator is not None  # signing_key_has_one_owner: a validator key names its validator
+        keys[key.key_id] = ValidatorKey(
             public_key=base64.b64decode(key.public_key),
             validator=key.validator.slug,
-            benchmark=key.benchmark.slug if key.benchmark_id else None,
+            benchmark=key.benchmark.slug if key.benchmark is not None else None,
         )
-        for key in SigningKey.objects.select_related("validator", "benchmark").filter(
-            owner_kind=SigningKey.Owner.VALIDATOR, revoked_at__isnull=True
-        )
-    }
+    return keys
 
 
 def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:

@@ -58,7 +58,7 @@ __all__ = [
 RERUN_TOLERANCE = DEFAULT_RERUN_TOLERANCE
 
 # Order of levels, lowest first: a change by staff may only go down.
-LEVEL_ORDER = [Run.Level.REVOKED, Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED]
+LEVEL_ORDER: list[str] = [Run.Level.REVOKED, Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED]
 READ_CHUNK_BYTES = 1024 * 1024
 
 
@@ -127,7 +127,7 @@ def _record(
     rerun.save()
     if confirmed:
         method = f"official re-run: every task within {RERUN_TOLERANCE:g} of the submitted final score"
-        level = Run.Level.VERIFIED
+        level: str = Run.Level.VERIFIED
     else:
         outside = [row.task for row in rows if row.decides and not row.within]
         method = f"official re-run disagrees on {', '.join(outside)} (tolerance {RERUN_TOLERANCE:g})"[:200]

@@ -93,16 +93,17 @@ def _task_scopes(kind: str) -> dict[int, dict[str, str]]:
 def scoped_evaluator_keys() -> dict[str, EvaluatorKey]:
     """key_id -> scope of every registered, unrevoked evaluator key."""
     scopes = _task_scopes(SigningKey.Owner.EVALUATOR)
-    return {
-        key.key_id: EvaluatorKey(
+    keys = {}
+    for key in SigningKey.objects.select_related("evaluator").filter(
+        owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True
+    ):
+        assert key.evaluator is not None  # signing_key_has_one_owner: an evaluator key names its evaluator
+        keys[key.key_id] = EvaluatorKey(
             public_key=base64.b64decode(key.public_key),
             simulator=key.evaluator.simulator,
             tasks=frozenset(scopes.get(key.pk, {})),
         )
-        for key in SigningKey.objects.select_related("evaluator").filter(
-            owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True
-        )
-    }
+    return keys
 
 
 def scoped_judge_keys() -> dict[str, JudgeKey]:
@@ -240,7 +241,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
                 episodes=check.episodes if check else 0,
                 faithful=check.faithful if check else None,
                 signature=check.signature if check else "unsigned",
-                signing_key=keys.get(check.key_id) if check and check.signature == "valid" else None,
+                signing_key=keys.get(check.key_id) if check and check.signature == "valid" and check.key_id else None,
                 faithfulness_source=check.faithfulness_source if check else "",
                 judge=(check.judge if check else "")[:100],
                 rubric_version=(check.rubric_version if check else "")[:100],

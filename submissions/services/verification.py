@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -469,7 +469,9 @@ def _jsonable_diff(diff: Any) -> list[Any]:
     return rows
 
 
-def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Submission:
+def _conclude(
+    submission: Submission, verdict: Verdict | None, write: Callable[[Submission], Verdict] | None
+) -> Submission:
     """Write the outcome under a fresh row lock, unless another run of this task got there first.
 
     ``write(locked)`` (optional) creates the run rows inside the same transaction and
@@ -491,6 +493,7 @@ def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Su
                 # No savepoint needed: a rejection raised inside leaves this whole transaction
                 # (rolled back, partial rows and all) before the handler below records it.
                 verdict = write(locked)
+            assert verdict is not None  # every caller passes a verdict or a writer that returns one
             _finish(locked, verdict)
     except BundleError as exc:
         with transaction.atomic():
