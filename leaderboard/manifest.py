@@ -906,13 +906,11 @@ def parse_manifest(source: ManifestSource) -> ParsedManifest:
     qualifying = _parse_qualifying(release, check, scheme)
 
     listed = {entry.slug for entry in entries}
-    for name in source.task_dirs():
-        if name not in listed:
-            problems.append(
-                Problem(
-                    f"tasks/{name}/", None, "", "directory is not listed in release.yaml tasks; list it or remove it"
-                )
-            )
+    problems.extend(
+        Problem(f"tasks/{name}/", None, "", "directory is not listed in release.yaml tasks; list it or remove it")
+        for name in source.task_dirs()
+        if name not in listed
+    )
 
     tasks: list[TaskContract] = []
     texts: list[TaskTexts] = []
@@ -982,7 +980,7 @@ def _parse_published_at(release: Mapping[str, Any], check: _Checker, published: 
     if isinstance(value, dt.datetime):
         moment = value
     elif isinstance(value, dt.date):
-        moment = dt.datetime(value.year, value.month, value.day)
+        moment = dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
     elif isinstance(value, str):
         try:
             moment = dt.datetime.fromisoformat(value.strip())

@@ -24,8 +24,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
-from leaderboard.users import signed_in_user
 from leaderboard.selectors import pages as selectors
+from leaderboard.users import signed_in_user
 from submissions.models import Submission
 
 logger = logging.getLogger(__name__)

@@ -529,30 +529,37 @@ def release_differences(*, current: list[ReleaseTask], previous: list[ReleaseTas
     """
     before = {rt.task.slug: rt for rt in previous}
     after = {rt.task.slug: rt for rt in current}
-    changes: list[TaskChange] = []
-    for slug in sorted(after.keys() - before.keys()):
-        changes.append(TaskChange(slug=slug, title=after[slug].title, change="added"))
-    for slug in sorted(before.keys() - after.keys()):
-        changes.append(TaskChange(slug=slug, title=before[slug].title, change="removed"))
+    changes = [
+        TaskChange(slug=slug, title=after[slug].title, change="added") for slug in sorted(after.keys() - before.keys())
+    ]
+    changes += [
+        TaskChange(slug=slug, title=before[slug].title, change="removed")
+        for slug in sorted(before.keys() - after.keys())
+    ]
     for slug in sorted(after.keys() & before.keys()):
-        old, new = before[slug], after[slug]
-        details: list[str] = []
-        if old.paper_value != new.paper_value:
-            if old.public_paper_value is not None and new.public_paper_value is not None:
-                details.append(f"anchor changed from {old.public_paper_value:g} to {new.public_paper_value:g}")
-            else:
-                details.append("anchor changed")
-        if old.score_cap != new.score_cap:
-            details.append(f"score cap changed from {old.score_cap:g} to {new.score_cap:g}")
-        if old.penalties != new.penalties:
-            details.append("safety penalties changed")
-        if old.genre != new.genre:
-            details.append(f"genre changed from {old.genre} to {new.genre}")
-        if old.metric_direction != new.metric_direction:
-            details.append("metric direction changed")
+        details = _task_change_details(before[slug], after[slug])
         if details:
-            changes.append(TaskChange(slug=slug, title=new.title, change="changed", details=details))
+            changes.append(TaskChange(slug=slug, title=after[slug].title, change="changed", details=details))
     return changes
+
+
+def _task_change_details(old: ReleaseTask, new: ReleaseTask) -> list[str]:
+    """What changed in one task between two releases, in words (anchors only as published)."""
+    details: list[str] = []
+    if old.paper_value != new.paper_value:
+        if old.public_paper_value is not None and new.public_paper_value is not None:
+            details.append(f"anchor changed from {old.public_paper_value:g} to {new.public_paper_value:g}")
+        else:
+            details.append("anchor changed")
+    if old.score_cap != new.score_cap:
+        details.append(f"score cap changed from {old.score_cap:g} to {new.score_cap:g}")
+    if old.penalties != new.penalties:
+        details.append("safety penalties changed")
+    if old.genre != new.genre:
+        details.append(f"genre changed from {old.genre} to {new.genre}")
+    if old.metric_direction != new.metric_direction:
+        details.append("metric direction changed")
+    return details
 
 
 def agent_get(*, slug: str, user: Any = None) -> Agent:

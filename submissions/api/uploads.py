@@ -62,7 +62,7 @@ class SizeLimitUploadHandler(FileUploadHandler):
         if self._hasher is not None:
             self.sha256 = self._hasher.hexdigest()
             self._hasher = None
-        return None
+        return
 
 
 def install_size_limit(request: HttpRequest, *, max_bytes: int, hashed_field: str = "") -> SizeLimitUploadHandler:

@@ -44,7 +44,7 @@ def format_number(value: float | int) -> str:
     if kind is float and value != 0:  # -0.0 prints as "0": the general path
         text = repr(value)
         if "e" not in text and "n" not in text:  # not an exponent, nan or inf
-            return text[:-2] if text.endswith(".0") else text
+            return text.removesuffix(".0")
     return _format_number_general(value)
 
 
@@ -108,23 +108,7 @@ def _encode(value: Any, out: list[str]) -> None:
     elif isinstance(value, str):
         out.append(_string(value))
     elif isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                raise CanonicalJSONError(f"object key {key!r} is not a string")
-        out.append("{")
-        # Code-point order equals UTF-16 order unless a key holds a character above U+FFFF next to
-        # one in U+E000..U+FFFF; ASCII keys (every key of a result document) sort directly.
-        if all(key.isascii() for key in value):
-            keys = sorted(value)
-        else:
-            keys = sorted(value, key=lambda k: k.encode("utf-16-be"))
-        for index, key in enumerate(keys):
-            if index:
-                out.append(",")
-            out.append(_key_string(key) if key.isascii() else _string(key))
-            out.append(":")
-            _encode(value[key], out)
-        out.append("}")
+        _encode_object(value, out)
     elif isinstance(value, list | tuple):
         out.append("[")
         for index, item in enumerate(value):
@@ -134,6 +118,24 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append("]")
     else:
         raise CanonicalJSONError(f"{type(value).__name__} is not a JSON value")
+
+
+def _encode_object(value: dict[Any, Any], out: list[str]) -> None:
+    for key in value:
+        if not isinstance(key, str):
+            raise CanonicalJSONError(f"object key {key!r} is not a string")
+    out.append("{")
+    # Code-point order equals UTF-16 order unless a key holds a character above U+FFFF next to
+    # one in U+E000..U+FFFF; ASCII keys (every key of a result document) sort directly.
+    ascii_keys = all(key.isascii() for key in value)
+    keys = sorted(value) if ascii_keys else sorted(value, key=lambda k: k.encode("utf-16-be"))
+    for index, key in enumerate(keys):
+        if index:
+            out.append(",")
+        out.append(_key_string(key) if key.isascii() else _string(key))
+        out.append(":")
+        _encode(value[key], out)
+    out.append("}")
 
 
 def canonical_json(value: Any) -> bytes:

@@ -79,6 +79,20 @@ class _Target:
     address: str  # the checked IP the POST connects to
 
 
+def _refuse_private(hostname: str, addresses: list[str]) -> None:
+    """Every address the host resolves to is a public internet address."""
+    for address in addresses:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        # is_global is False for loopback, private, link-local, shared (CGNAT), reserved and
+        # IPv4-mapped forms of those; multicast is "global" to ipaddress but never a receiver.
+        if not ip.is_global or ip.is_multicast:
+            raise WebhookError(
+                "webhook_url_private",
+                f"url: {hostname[:100]!r} resolves to a non-public address; "
+                "webhooks are only sent to public internet addresses",
+            )
+
+
 def _resolve(url: str) -> _Target:
     """Check ``url`` against the rules in the module docstring; the address to connect to."""
     if len(url) > WEBHOOK_URL_MAX_CHARS:
@@ -103,16 +117,7 @@ def _resolve(url: str) -> _Target:
         ) from None
     addresses = sorted({str(info[4][0]) for info in infos})
     if not settings.PODIUM_WEBHOOK_ALLOW_PRIVATE:
-        for address in addresses:
-            ip = ipaddress.ip_address(address.split("%", 1)[0])
-            # is_global is False for loopback, private, link-local, shared (CGNAT), reserved and
-            # IPv4-mapped forms of those; multicast is "global" to ipaddress but never a receiver.
-            if not ip.is_global or ip.is_multicast:
-                raise WebhookError(
-                    "webhook_url_private",
-                    f"url: {parts.hostname[:100]!r} resolves to a non-public address; "
-                    "webhooks are only sent to public internet addresses",
-                )
+        _refuse_private(parts.hostname, addresses)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query

@@ -73,14 +73,17 @@ def _differs(a: Any, b: Any) -> bool:
 
 def snapshot_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     """Per-field changes between two snapshots: [{"path", "before", "after"}], tasks as tasks.<slug>."""
-    rows = []
-    for name in (*AGGREGATES, "covered", "complete"):
-        if _differs(before.get(name), after.get(name)):
-            rows.append({"path": name, "before": before.get(name), "after": after.get(name)})
+    rows = [
+        {"path": name, "before": before.get(name), "after": after.get(name)}
+        for name in (*AGGREGATES, "covered", "complete")
+        if _differs(before.get(name), after.get(name))
+    ]
     tasks_before, tasks_after = before.get("tasks", {}), after.get("tasks", {})
-    for slug in sorted(set(tasks_before) | set(tasks_after)):
-        if _differs(tasks_before.get(slug), tasks_after.get(slug)):
-            rows.append({"path": f"tasks.{slug}", "before": tasks_before.get(slug), "after": tasks_after.get(slug)})
+    rows += [
+        {"path": f"tasks.{slug}", "before": tasks_before.get(slug), "after": tasks_after.get(slug)}
+        for slug in sorted(set(tasks_before) | set(tasks_after))
+        if _differs(tasks_before.get(slug), tasks_after.get(slug))
+    ]
     return rows
 
 

@@ -52,6 +52,31 @@ def decode_public_key(public_key_b64: str) -> bytes:
     return raw
 
 
+def _check_owner_and_scope(
+    *,
+    evaluator: Evaluator | None,
+    validator: Validator | None,
+    judge_name: str,
+    benchmark: Benchmark | None,
+    tasks: dict[Task, str] | None,
+) -> None:
+    """Exactly one owner, and the scope that owner's kind of key needs (see signing_key_register)."""
+    owners = [evaluator is not None, validator is not None, bool(judge_name)]
+    if sum(owners) != 1:
+        raise SigningKeyError("owner: a signing key belongs to exactly one evaluator, validator or judge")
+    if validator is not None and benchmark is None:
+        raise SigningKeyError("benchmark: a validator key signs race runs of one benchmark; name it")
+    if judge_name and not tasks:
+        raise SigningKeyError("tasks: a judge key signs verdicts only of the tasks it is calibrated for; list them")
+    if len(judge_name) > 100:
+        raise SigningKeyError("judge: at most 100 characters")
+    for task, rubric in (tasks or {}).items():
+        if evaluator is not None and task.simulator_id != evaluator.pk:
+            raise SigningKeyError(f"tasks: {task.slug!r} runs on {task.simulator}, not on {evaluator}")
+        if judge_name and not (rubric or "").strip():
+            raise SigningKeyError(f"tasks: {task.slug!r} needs the rubric version the judge was calibrated with")
+
+
 @transaction.atomic
 def signing_key_register(
     *,
@@ -72,20 +97,9 @@ def signing_key_register(
     (or after it was revoked) it is refused.
     """
     judge_name = (judge_name or "").strip()
-    owners = [evaluator is not None, validator is not None, bool(judge_name)]
-    if sum(owners) != 1:
-        raise SigningKeyError("owner: a signing key belongs to exactly one evaluator, validator or judge")
-    if validator is not None and benchmark is None:
-        raise SigningKeyError("benchmark: a validator key signs race runs of one benchmark; name it")
-    if judge_name and not tasks:
-        raise SigningKeyError("tasks: a judge key signs verdicts only of the tasks it is calibrated for; list them")
-    if len(judge_name) > 100:
-        raise SigningKeyError("judge: at most 100 characters")
-    for task, rubric in (tasks or {}).items():
-        if evaluator is not None and task.simulator_id != evaluator.pk:
-            raise SigningKeyError(f"tasks: {task.slug!r} runs on {task.simulator}, not on {evaluator}")
-        if judge_name and not (rubric or "").strip():
-            raise SigningKeyError(f"tasks: {task.slug!r} needs the rubric version the judge was calibrated with")
+    _check_owner_and_scope(
+        evaluator=evaluator, validator=validator, judge_name=judge_name, benchmark=benchmark, tasks=tasks
+    )
     raw = decode_public_key(public_key_b64)
     key_id = signing_key_id(raw)
     kind = (

@@ -123,7 +123,8 @@ def _store(name: str, spool: IO[bytes]) -> None:
             if stored != name:  # a concurrent upload of the same bytes won the race for the name
                 default_storage.delete(stored)
     except (OSError, BotoCoreError, ClientError) as exc:
-        logger.error("could not store bundle %s: %s: %s", name, type(exc).__name__, exc)
+        # An outage, not a bug: one line per failed store; the traceback would add only the client's internals.
+        logger.error("could not store bundle %s: %s: %s", name, type(exc).__name__, exc)  # noqa: TRY400
         raise StorageUnavailable(f"cannot store {name}") from exc
 
 
