@@ -469,7 +469,7 @@ SPECTACULAR_SETTINGS["DESCRIPTION"] = (
     'Errors are always {"error": {"code", "message"}}. See docs/api.md.'
 )
 
-# Verdict notifications (issue 13 feature 7; submissions.services.notifications). Email goes
+# Verdict notifications (submissions.services.notifications). Email goes
 # through the EMAIL_* settings above. Webhooks: a POST that takes longer than the timeout is a
 # failed attempt; a failed one is retried MAX_ATTEMPTS times in all, waiting 30 s, 60 s, 120 s ...
 # (capped at an hour). Private, loopback and link-local receivers are refused (SSRF) unless

@@ -429,6 +429,6 @@ class SubmissionChallengeAdmin(admin.ModelAdmin):
         return False
 
 
-# Notifications, visibility log and rescoring (issue 13 features 7-9), kept in their own modules.
+# Notifications, visibility log and rescoring, kept in their own modules.
 from submissions import admin_notifications as _admin_notifications  # noqa: E402, F401
 from submissions import admin_rescoring as _admin_rescoring  # noqa: E402, F401

@@ -164,7 +164,7 @@ class AgentSerializer(serializers.ModelSerializer):
 
 class StandingSerializer(serializers.ModelSerializer):
     run = serializers.IntegerField(source="run_id")
-    # Issue 13: the precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
+    # The precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
     cost_usd = serializers.FloatField(read_only=True, allow_null=True, default=None)
     cost_basis = serializers.CharField(read_only=True, allow_null=True, default=None, help_text="recorded or declared")
     organisation_declared = serializers.CharField(source="declared_org", read_only=True, allow_null=True, default=None)

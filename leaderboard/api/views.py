@@ -266,7 +266,7 @@ class LeaderboardView(generics.ListAPIView):
         params = {"tab": tab, "sort": request.query_params.get("sort", ""), "dir": request.query_params.get("dir", "")}
         complete = request.query_params.get("complete", "")
         params["complete"] = {"true": "1", "false": "0"}.get(complete.lower(), complete)
-        # Issue 13's search and filters, with the page's names and rules.
+        # The board's search and filters, with the page's names and rules.
         for name in ("q", "org", "weights", "since", "until"):
             params[name] = request.query_params.get(name, "")
         try:

@@ -148,7 +148,7 @@ class Release(models.Model):
 
 
 class ReleaseTask(models.Model):
-    """One task as one release has it: its scoring contract and, since issue 11, its own
+    """One task as one release has it: its scoring contract and its own
     copy of the task's text (title, paper.md, brief.md, Dockerfile, mode, metric, provenance).
 
     Pages and the API render a release's tasks from these snapshot fields, never from the

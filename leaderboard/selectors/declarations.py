@@ -1,4 +1,4 @@
-"""Reads for agent declarations, costs, baselines and the board's search filters (issue 13).
+"""Reads for agent declarations, costs, baselines and the board's search filters.
 
 Board filters are part of the board's querystring (so every view is a shareable URL)
 and apply to the precomputed Standing rows with joins only: a filtered or

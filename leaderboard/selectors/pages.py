@@ -67,7 +67,7 @@ class BoardQuery:
     descending: bool = False
     complete_only: bool = False
     page: int = 1
-    # Search and filters (issue 13): part of the URL like everything else, so a view is shareable.
+    # Search and filters: part of the URL like everything else, so a view is shareable.
     filters: BoardFilters = field(default_factory=BoardFilters)
     chart: str = "both"
 
@@ -576,7 +576,7 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
     (three queries: the task results are read for leaderboard.disclosure)."""
     runs = (
         Run.objects.filter(agent_version__agent=agent, is_private=False, submission__is_private=False)
-        .select_related("release__benchmark", "agent_version", "submission", "cost")  # cost: issue 13
+        .select_related("release__benchmark", "agent_version", "submission", "cost")  # cost: the board's cost column
         .prefetch_related(Prefetch("task_results", queryset=TaskResult.objects.select_related("release_task__task")))
     )
     if not staff:

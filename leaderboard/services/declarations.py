@@ -1,4 +1,4 @@
-"""Writes for agent declarations (issue 13 feature 1), run costs (2) and baselines (11).
+"""Writes for agent declarations, run costs and baselines.
 
 * Only the account owning an agent declares its versions' metadata
   (``agent_meta_may_declare``: the one permission rule, used by the page and the API).

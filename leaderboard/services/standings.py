@@ -149,7 +149,7 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
                     AND rt.{quote(_column(release_task_model, "anchor_published"))} = %s
                     AND tr.{result["signature"]} <> %s
               )
-              -- issue 13: a reference baseline (leaderboard.models.Baseline) is shown apart, never ranked.
+              -- A reference baseline (leaderboard.models.Baseline) is shown apart, never ranked.
               AND NOT EXISTS (
                   SELECT 1 FROM {quote(Baseline._meta.db_table)} bl
                   WHERE bl.{quote(_column(Baseline, "agent_version"))} = r.{run["agent_version"]}

@@ -1,4 +1,4 @@
-"""Pages and data for agent declarations, costs and baselines (issue 13 features 1, 2, 11).
+"""Pages and data for agent declarations, costs and baselines.
 
 ``cost_cell`` and ``declared_line`` format the board's extra cells (leaderboard.views.pages);
 the declaration page is the owner's form; ``cost_chart_data`` feeds the cost-versus-score

@@ -80,7 +80,7 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
             "verified = official re-run",
         },
         "rows": rows,
-        # Issue 13: reference baselines, never ranked (leaderboard.selectors.declarations.board_baselines).
+        # Reference baselines, never ranked (leaderboard.selectors.declarations.board_baselines).
         "baselines": [
             exports.baseline_record(run, tab=query.tab)
             for run in board_baselines(release=release, tab=query.tab, filters=query.filters)
@@ -102,7 +102,7 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     if n is None:
         return _json_error(f"n={raw_n[:24]!r}: expected a whole number from 1 to {selectors.CHART_MAX_N}")
     try:
-        filters = board_filters_from_params(request.GET)  # issue 13: the board's search filters
+        filters = board_filters_from_params(request.GET)  # the board's search filters
     except FilterError as error:
         return _json_error(str(error))
     by = request.GET.get("by") or "score"

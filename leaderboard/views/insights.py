@@ -1,4 +1,4 @@
-"""Per-task rankings, run downloads, run comparison and history charts (issue 13, items 3-5).
+"""Per-task rankings, run downloads, run comparison and history charts.
 
 Views parse the request and delegate: visibility is the run page's (run_get) and what of a
 run is shown is leaderboard.disclosure's, so every download says exactly what the page says

@@ -330,7 +330,8 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
 
 def _public_contract(release_task: ReleaseTask) -> str:
     """The task.yaml contract as YAML, with the anchor only where the release publishes it."""
-    # The release's own snapshot of task.yaml, never the shared Task row (issue 11: release text is a snapshot).
+    # The release's own snapshot of task.yaml, never the shared Task row: a later
+    # release that rewords the task must not change what this release showed.
     contract = dict(release_task.contract or {})
     metric = dict(contract.get("metric") or {})
     # Task.contract is stored without the anchor; dropping it again keeps that invariant here too.

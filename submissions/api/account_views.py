@@ -1,4 +1,4 @@
-"""API for issue 13 features 7 and 8: the account's webhook, and withdrawing / hiding runs.
+"""API for the account's webhook, and withdrawing / hiding runs.
 
 Errors use the API's one shape (leaderboard.api_errors); see docs/api.md for every code.
 """

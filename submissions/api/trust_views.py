@@ -1,4 +1,4 @@
-"""Submitter and validator endpoints of the trust boundary (issue 11.1, 11.10):
+"""Submitter and validator endpoints of the trust boundary:
 challenges before a run, race entries by an agent's owner, and the runs
 validators owe. Views validate and delegate to services; every refusal is
 ``{"error": {"code", "message"}}`` with the service's stable code."""

@@ -1,9 +1,9 @@
-"""The one agent-ownership rule (issue 11.2), for every scheme and every entry point.
+"""The one agent-ownership rule, for every scheme and every entry point.
 
 An agent belongs to the account that first named it (``Agent.owner``); its slug
 is the identity, so ``Alice Agent`` and ``alice-agent`` are the same agent. Only
 the owner files runs under it (paper-gap bundles, challenges, race entries and,
-through ``agent_version_claim``, H1's server-played scorecards). An agent without
+through ``agent_version_claim``, the server-played scorecards). An agent without
 an owner (rows from before ownership existed) is nobody's to claim: staff assign it.
 
 The unit is the account, not a team: every other limit and credential of the

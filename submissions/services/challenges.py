@@ -1,4 +1,4 @@
-"""Submission challenges (issue 11.1): single-use nonces that bind a run to its submitter.
+"""Submission challenges: single-use nonces that bind a run to its submitter.
 
 A harness asks for a challenge before a run (API with its key, or the upload
 page). The challenge is bound to the account, the benchmark, the release (and

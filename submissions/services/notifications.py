@@ -1,4 +1,4 @@
-"""Verdict notifications (issue 13, feature 7): an email to the submitter and, when the account
+"""Verdict notifications: an email to the submitter and, when the account
 set one, a signed webhook POST.
 
 ``notifications_for_verdict`` is called once, inside the transaction that writes a submission's

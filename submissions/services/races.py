@@ -121,7 +121,7 @@ def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:
     agent_version = agent_version_find(name=run.agent.name, version=run.agent.version)
     race = _race_for(run.race, release, agent_version)
     submission.race = race
-    # Race entries are owned (issue 11.10): a version runs only when its owning account entered it.
+    # Race entries are owned: a version runs only when its owning account entered it.
     if agent_version is None or agent_version.agent.owner_id is None:
         raise BundleError(
             "not_entered",

@@ -1,4 +1,4 @@
-"""Official re-runs, downgrades and revocations of paper-gap runs (issue 11 item 5).
+"""Official re-runs, downgrades and revocations of paper-gap runs.
 
 ``verified`` means re-run: staff record the official re-run's own results, either as a
 bundle of the same format as a submission (sealed to the site key; through the admin or

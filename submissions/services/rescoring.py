@@ -1,4 +1,4 @@
-"""Rescoring (issue 13, feature 9): re-verify a release's stored bundles in bulk, dry run first.
+"""Rescoring: re-verify a release's stored bundles in bulk, dry run first.
 
 1. ``rescore_propose`` (staff; admin action or ``manage.py rescore``) writes a Rescore and one
    RescoreItem per paper-gap run of the release, and enqueues ``submissions.tasks.compute_rescore``

@@ -254,7 +254,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
     VerificationEvent.objects.create(
         run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
     )
-    run_cost_refresh(run=run)  # precomputed, like its standing (issue 13: the board's cost column)
+    run_cost_refresh(run=run)  # precomputed, like its standing (the board's cost column)
     standings_update_version(release=release, agent_version_id=agent_version.pk)
     if not run.confidence:
         _enqueue_confidence(run.pk)

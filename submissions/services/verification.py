@@ -335,7 +335,7 @@ def bundle_limits() -> Any:
 
 @dataclass(frozen=True)
 class Scheme:
-    """One scheme's half of the verification contract (issue 10 item 1).
+    """One scheme's half of the verification contract.
 
     ``load(submission=, bundle=)`` reads what the pure evaluator needs and refuses what only
     the database can tell (raising BundleError; it writes nothing). ``evaluate(bundle,

@@ -1,4 +1,4 @@
-"""Withdraw and hide (issue 13, feature 8): take a run off the public boards, or put it back.
+"""Withdraw and hide: take a run off the public boards, or put it back.
 
 * The submitter may **withdraw** their own run (and restore it later). A withdrawn run leaves
   every public board, list and export; its page stays visible to its submitter and staff,
