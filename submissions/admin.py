@@ -22,6 +22,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from leaderboard.models import Benchmark, Evaluator, Task, Validator
+from leaderboard.users import signed_in_user
 from submissions.models import (
     Card,
     CardEpisode,
@@ -202,11 +203,11 @@ class RunAdmin(ReadOnlyAdmin):
             try:
                 if data.get("bundle"):
                     rerun = run_rerun_record_bundle(
-                        run=run, actor=request.user, bundle_file=data["bundle"], note=data["note"]
+                        run=run, actor=signed_in_user(request), bundle_file=data["bundle"], note=data["note"]
                     )
                 else:
                     rerun = run_rerun_record_results(
-                        run=run, actor=request.user, results=data["results_data"], note=data["note"]
+                        run=run, actor=signed_in_user(request), results=data["results_data"], note=data["note"]
                     )
             except RerunError as exc:
                 problem = f"{exc.code}: {exc.message}"
@@ -226,7 +227,10 @@ class RunAdmin(ReadOnlyAdmin):
         if request.method == "POST" and form.is_valid():
             try:
                 run_level_change(
-                    run=run, actor=request.user, level=form.cleaned_data["level"], reason=form.cleaned_data["reason"]
+                    run=run,
+                    actor=signed_in_user(request),
+                    level=form.cleaned_data["level"],
+                    reason=form.cleaned_data["reason"],
                 )
             except RerunError as exc:
                 problem = f"{exc.code}: {exc.message}"
@@ -347,7 +351,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
                 benchmark=form.cleaned_data.get("benchmark") if form.cleaned_data.get("validator") else None,
                 tasks=dict.fromkeys(form.cleaned_data.get("tasks") or [], rubric) or None,
                 public_key_b64=form.cleaned_data["public_key_b64"],
-                user=request.user,
+                user=signed_in_user(request),
             )
         except SigningKeyError as exc:
             self.message_user(request, str(exc), level=messages.ERROR)
@@ -357,7 +361,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[SigningKey]) -> None:
         for key in queryset:
-            signing_key_revoke(signing_key=key, user=request.user)
+            signing_key_revoke(signing_key=key, user=signed_in_user(request))
         self.message_user(request, f"revoked {queryset.count()} key(s)")
 
 

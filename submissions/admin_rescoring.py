@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 
 from leaderboard.admin import ReleaseAdmin
 from leaderboard.models import Release
+from leaderboard.users import signed_in_user
 from submissions.models import Rescore, RescoreItem
 from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose, rescore_summary
 
@@ -21,7 +22,7 @@ from submissions.services.rescoring import RescoreError, rescore_apply, rescore_
 def propose_rescore(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Release]) -> None:
     for release in queryset.select_related("benchmark"):
         try:
-            rescore = rescore_propose(release=release, user=request.user, reason="admin action")
+            rescore = rescore_propose(release=release, user=signed_in_user(request), reason="admin action")
         except RescoreError as exc:
             modeladmin.message_user(request, f"{release}: {exc.message}", messages.ERROR)
         else:
@@ -88,7 +89,7 @@ class RescoreAdmin(admin.ModelAdmin):
     def apply(self, request: HttpRequest, queryset: QuerySet[Rescore]) -> None:
         for rescore in queryset:
             try:
-                applied = rescore_apply(rescore_id=rescore.pk, user=request.user)
+                applied = rescore_apply(rescore_id=rescore.pk, user=signed_in_user(request))
             except RescoreError as exc:
                 self.message_user(request, f"rescore {rescore.pk}: {exc.message}", messages.ERROR)
             else:

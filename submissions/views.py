@@ -147,7 +147,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     try:
         submission, created = submission_create(
             declared_benchmark=benchmark,
-            user=request.user,
+            user=signed_in_user(request),
             uploaded_file=upload_file,
             original_name=upload_file.name or "",
             is_private=request.POST.get("private") == "1",
@@ -219,7 +219,7 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
             agent_version=fields["agent_version"][:100],
             race=race,
         )
-        context["new_challenge"] = challenge_issue(user=request.user, request=request_)
+        context["new_challenge"] = challenge_issue(user=signed_in_user(request), request=request_)
     except BundleError as exc:
         context["challenge_error"] = {"code": exc.code, "message": exc.message}
         status = 403 if exc.code in ("agent_not_yours", "not_a_validator") else 400
@@ -228,7 +228,7 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
 
 
 def _own(request: HttpRequest, submission_id: UUID) -> Submission:
-    return selectors.submission_get_own(submission_id=submission_id, user=request.user)
+    return selectors.submission_get_own(submission_id=submission_id, user=signed_in_user(request))
 
 
 @require_GET
@@ -274,7 +274,7 @@ def race_entries(request: HttpRequest) -> HttpResponse:
             if not fields["agent_name"] or not fields["agent_version"]:
                 raise BundleError("agent_invalid", "agent name and version: both are required")
             race_entry_create(
-                user=request.user,
+                user=signed_in_user(request),
                 benchmark_slug=fields["benchmark"][:64],
                 race_number=int(fields["race"]),
                 agent_name=fields["agent_name"][:100],
@@ -308,4 +308,6 @@ def owed_runs(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def my_submissions(request: HttpRequest) -> HttpResponse:
-    return render(request, "submissions/list.html", {"submissions": selectors.submissions_of(user=request.user)})
+    return render(
+        request, "submissions/list.html", {"submissions": selectors.submissions_of(user=signed_in_user(request))}
+    )

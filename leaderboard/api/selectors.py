@@ -10,15 +10,14 @@ Anchors never come from here: serializers read ReleaseTask.public_paper_value on
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
 from django.db.models import Prefetch, Q, QuerySet
 
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Task
 from leaderboard.selectors.agents import agent_versions_public, agents_public
+from leaderboard.users import Viewer
 from submissions.models import Run, TaskResult
 
-AnyUser = AbstractBaseUser | AnonymousUser
+AnyUser = Viewer
 
 
 def _is_staff(user: AnyUser) -> bool:

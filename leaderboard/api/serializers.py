@@ -20,6 +20,7 @@ from rest_framework import serializers
 
 from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
 from leaderboard.models import Agent, AgentVersion, Benchmark, Evaluator, Release, ReleaseTask, Standing, Task
+from leaderboard.users import Viewer
 from submissions.models import OfficialRerun, Run, TaskResult, VerificationEvent
 
 NULLABLE_NUMBER = {"type": "number", "format": "double", "nullable": True}
@@ -284,7 +285,9 @@ class VerificationEventSerializer(serializers.ModelSerializer):
         fields = ["level", "method", "evidence_sha256", "note", "rerun", "created_at"]
 
 
-def rerun_comparison(rerun: OfficialRerun, *, disclosure: Disclosure, run: Run, user: Any) -> list[dict[str, Any]]:
+def rerun_comparison(
+    rerun: OfficialRerun, *, disclosure: Disclosure, run: Run, user: Viewer | None
+) -> list[dict[str, Any]]:
     """The re-run's per-task rows as ``user`` may see them (leaderboard.disclosure's rule):
 
     * the submitted measured value as on the run itself (``disclosure.measured_hidden``);

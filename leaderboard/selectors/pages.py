@@ -10,10 +10,12 @@ and related rows come through select_related/prefetch_related. Anchors
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404, QueryDict
@@ -23,6 +25,7 @@ from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.agents import agents_public
 from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
+from leaderboard.users import Viewer
 from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
@@ -445,7 +448,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
 # --- run page -----------------------------------------------------------------------------------
 
 
-def run_get(*, run_id: int, user: Any) -> Run:
+def run_get(*, run_id: int, user: Viewer | None) -> Run:
     """A run with everything its page shows; private runs only for their submitter and staff."""
     run = (
         Run.objects.select_related(
@@ -562,7 +565,7 @@ def _task_change_details(old: ReleaseTask, new: ReleaseTask) -> list[str]:
     return details
 
 
-def agent_get(*, slug: str, user: Any = None) -> Agent:
+def agent_get(*, slug: str, user: Viewer | None = None) -> Agent:
     """A public agent (leaderboard.selectors.agents), or 404: an agent named only by private or
     rejected submissions does not exist for visitors (staff see every agent)."""
     agent = agents_public(user=user).filter(slug=slug).first()
@@ -604,7 +607,7 @@ def agent_best_standing(*, release: Release, agent_slug: str) -> Standing | None
 # --- submissions --------------------------------------------------------------------------------
 
 
-def submissions_of(*, user: Any) -> QuerySet[Submission]:
+def submissions_of(*, user: User) -> QuerySet[Submission]:
     """A submitter's own submissions, private and failed ones included."""
     return (
         Submission.objects.filter(submitter=user)
@@ -613,7 +616,7 @@ def submissions_of(*, user: Any) -> QuerySet[Submission]:
     )
 
 
-def submission_get_own(*, submission_id: Any, user: Any) -> Submission:
+def submission_get_own(*, submission_id: uuid.UUID | str, user: User) -> Submission:
     """One of the user's own submissions, or 404 (never 403: others' ids are not confirmed)."""
     submission = (
         Submission.objects.select_related("release__benchmark", "run").filter(pk=submission_id, submitter=user).first()

@@ -19,6 +19,7 @@ from django.http import Http404
 
 from leaderboard.models import AgentVersion, Benchmark, Race, Release
 from leaderboard.models.races import OverallStanding, RaceResult, ScorecardStanding
+from leaderboard.users import Viewer
 from scoring import race as race_scoring
 from submissions.models import CardEpisode, CardMove, RaceRun, RaceTaskOutcome, ScorecardRun
 
@@ -96,7 +97,7 @@ def scorecard_board(*, release: Release) -> list[ScorecardRow]:
     ]
 
 
-def scorecard_get(*, pk: int, user: Any = None) -> ScorecardRun:
+def scorecard_get(*, pk: int, user: Viewer | None = None) -> ScorecardRun:
     """A closed card by its card id (the id the play API answers). Open cards have no page:
     their episodes are still being played."""
     if pk > MAX_ID:  # beyond a bigint the database would raise instead of finding nothing
@@ -145,7 +146,7 @@ def scorecard_episodes(*, card: ScorecardRun) -> list[EpisodeRow]:
     ]
 
 
-def _may_see_moves(card: ScorecardRun, user: Any) -> bool:
+def _may_see_moves(card: ScorecardRun, user: Viewer | None) -> bool:
     """Who sees an episode's actions while the hidden set is not revealed: the card's
     player (who sent them) and staff. Anyone else would get a tested solution of a
     hidden level, which is as good as its layout."""
@@ -156,7 +157,7 @@ def _may_see_moves(card: ScorecardRun, user: Any) -> bool:
     return bool(user.is_staff or (card.card is not None and user.pk == card.card.owner_id))
 
 
-def scorecard_replay(*, card: ScorecardRun, level_id: str, user: Any = None) -> dict[str, Any]:
+def scorecard_replay(*, card: ScorecardRun, level_id: str, user: Viewer | None = None) -> dict[str, Any]:
     """What the replay page draws (docs/schemes.md "Replay").
 
     ``layout`` (walls, goals, start) only when the operator revealed the release's
@@ -279,17 +280,17 @@ def race_anchor(*, benchmark: Benchmark) -> Race | None:
 # by subtraction). Every race page, the home page and the agent pages go through these.
 
 
-def _is_staff(user: Any) -> bool:
+def _is_staff(user: Viewer | None) -> bool:
     return bool(user is not None and getattr(user, "is_authenticated", False) and user.is_staff)
 
 
-def race_values_visible(race: Race | None, user: Any = None) -> bool:
+def race_values_visible(race: Race | None, user: Viewer | None = None) -> bool:
     """Whether ``user`` may see a race's raw results: qualifying (no race) and released races
     are public; a running, embargoed or scheduled race's only to staff."""
     return race is None or race.status == Race.Status.RELEASED or _is_staff(user)
 
 
-def race_run_values_visible(run: RaceRun, user: Any = None) -> bool:
+def race_run_values_visible(run: RaceRun, user: Viewer | None = None) -> bool:
     """Whether ``user`` may see one validator run's score and paid rewards: as for its race,
     plus the account that filed the run (the validator sees what it reported)."""
     if race_values_visible(run.race, user):
@@ -314,7 +315,7 @@ def pick_public_anchor(races: Iterable[Race]) -> Race | None:
     return public
 
 
-def race_overall_anchor(*, benchmark: Benchmark, user: Any = None) -> Race | None:
+def race_overall_anchor(*, benchmark: Benchmark, user: Viewer | None = None) -> Race | None:
     """The race whose Overall standings ``user`` is shown: staff follow the live anchor
     (pick_race_anchor); everyone else sees the Overall as of the latest public race."""
     races = list(Race.objects.filter(benchmark=benchmark, status__in=ANCHOR_STATUSES))
@@ -355,7 +356,9 @@ def race_runs_of(*, race: Race) -> list[RaceRun]:
     )
 
 
-def agent_version_get(*, benchmark: Benchmark, agent_slug: str, version: str, user: Any = None) -> AgentVersion:
+def agent_version_get(
+    *, benchmark: Benchmark, agent_slug: str, version: str, user: Viewer | None = None
+) -> AgentVersion:
     """A public agent version (leaderboard.selectors.agents: one with a public run), or 404."""
     from leaderboard.selectors.agents import agent_versions_public
 
@@ -381,7 +384,9 @@ class AgentBuildup:
     history: list[RaceResult]
 
 
-def agent_version_buildup(*, benchmark: Benchmark, agent_version: AgentVersion, user: Any = None) -> AgentBuildup:
+def agent_version_buildup(
+    *, benchmark: Benchmark, agent_version: AgentVersion, user: Viewer | None = None
+) -> AgentBuildup:
     """The version's three-race build-up as of the anchor race ``user`` may see (see
     race_overall_anchor), plus its history of races whose results ``user`` may see."""
     anchor = race_overall_anchor(benchmark=benchmark, user=user)
@@ -499,7 +504,7 @@ class OutcomeView:
     embargoed: bool
 
 
-def race_outcomes_visible(race_run: RaceRun, user: Any = None) -> list[OutcomeView]:
+def race_outcomes_visible(race_run: RaceRun, user: Viewer | None = None) -> list[OutcomeView]:
     """The run's per-task outcomes with embargoed failure categories blanked, and embargoed
     paid rewards blanked too for anyone but staff and the run's filer.
 

@@ -28,6 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -45,6 +46,7 @@ from leaderboard.manifest import (
     read_manifest_dir,
 )
 from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
+from leaderboard.users import Viewer
 
 __all__ = [
     "AnchorChange",
@@ -87,7 +89,7 @@ def _label(release: Release) -> str:
     return f"{release.benchmark.slug} {release.version}"
 
 
-def _actor(user: Any) -> Any:
+def _actor(user: Viewer | None) -> User | None:
     """The user to record, or None for a script (management command, demo loader).
 
     A user who is not staff may not pass a human gate.
@@ -140,7 +142,7 @@ def release_sync(
     *,
     manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str] | None = None,
     path_or_manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str] | None = None,
-    user: Any = None,
+    user: Viewer | None = None,
 ) -> SyncResult:
     """Sync one manifest (a loaded ReleaseManifest, a source, or a directory path) into the registry.
 
@@ -164,7 +166,7 @@ def release_sync(
         ) from None
 
 
-def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
+def _sync(m: ReleaseManifest, actor: Viewer | None) -> SyncResult:
     changes: list[str] = []
     benchmark = Benchmark.objects.select_for_update().filter(slug=m.benchmark.slug).first()
     if benchmark is not None and benchmark.scheme != m.benchmark.scheme:
@@ -377,7 +379,7 @@ def _publish_task_text(release: Release) -> None:
 
 
 def _upsert_release(
-    benchmark: Benchmark, release: Release | None, m: ReleaseManifest, actor: Any, changes: list[str]
+    benchmark: Benchmark, release: Release | None, m: ReleaseManifest, actor: Viewer | None, changes: list[str]
 ) -> Release:
     values = {
         "title": m.title,
@@ -525,7 +527,7 @@ def anchor_within_tolerance(*, anchor: float, reproduced: float, tolerance: floa
 def release_task_sign_off_anchor(
     *,
     release_task: ReleaseTask,
-    user: Any,
+    user: Viewer | None,
     cited_source: str,
     reproduced_value: float,
     tolerance: float,
@@ -585,7 +587,7 @@ def _finite(value: Any) -> bool:
 
 @transaction.atomic
 def release_task_calibrate_faithfulness(
-    *, release_task: ReleaseTask, user: Any, rubric_version: str, dry_run_outcome: str, dry_run_passed: bool
+    *, release_task: ReleaseTask, user: Viewer | None, rubric_version: str, dry_run_outcome: str, dry_run_passed: bool
 ) -> ReleaseTask:
     """Record that ``user`` authored rubric ``rubric_version`` and dry-ran it (reproduction genre
     only): ``dry_run_outcome`` says what the judge concluded on the hidden reference and on a
@@ -621,7 +623,7 @@ def release_task_calibrate_faithfulness(
 
 
 @transaction.atomic
-def release_publish(*, release: Release, user: Any) -> Release:
+def release_publish(*, release: Release, user: Viewer | None) -> Release:
     """Publish ``release`` once every human gate has passed; publishing twice is a no-op.
 
     ``published_at`` is the manifest's when it gives one, else now.
@@ -644,7 +646,7 @@ SCRIPTED_NOTE = "scripted sign-off (a script standing in for the maintainers, e.
 
 
 @transaction.atomic
-def release_sign_off_all(*, release: Release, user: Any) -> Release:
+def release_sign_off_all(*, release: Release, user: Viewer | None) -> Release:
     """Pass every gate of ``release`` from each task's own manifest data, then publish if
     release.yaml asks to. For scripts that stand in for the maintainers (the demo loader):
     each task's evidence is its own (its provenance as the cited source, the anchor as the

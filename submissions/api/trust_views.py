@@ -77,7 +77,7 @@ class ChallengeView(APIView):
     def post(self, request: Request) -> Response:
         data = _valid(ChallengeRequestSerializer(data=request.data))
         try:
-            challenge = challenge_issue(user=request.user, request=ChallengeRequest(**data))
+            challenge = challenge_issue(user=signed_in_user(request), request=ChallengeRequest(**data))
         except BundleError as exc:
             raise _refused(exc) from None
         body = {
@@ -123,7 +123,7 @@ class RaceEntryView(APIView):
         data = _valid(RaceEntryRequestSerializer(data=request.data))
         try:
             version, entry = race_entry_create(
-                user=request.user,
+                user=signed_in_user(request),
                 benchmark_slug=data["benchmark"],
                 race_number=data["race"],
                 agent_name=data["agent_name"],

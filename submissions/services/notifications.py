@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import DatabaseError, transaction
 from django.urls import reverse
@@ -138,7 +139,7 @@ def _new_secret() -> str:
 
 
 @transaction.atomic
-def webhook_set(*, user: Any, url: str) -> tuple[WebhookEndpoint, str | None]:
+def webhook_set(*, user: User, url: str) -> tuple[WebhookEndpoint, str | None]:
     """Set (or change) the account's webhook URL. Returns the endpoint and, when a secret was
     created (first time), the secret: the only time it is ever returned."""
     url = webhook_url_check(url)
@@ -152,7 +153,7 @@ def webhook_set(*, user: Any, url: str) -> tuple[WebhookEndpoint, str | None]:
 
 
 @transaction.atomic
-def webhook_rotate_secret(*, user: Any) -> str:
+def webhook_rotate_secret(*, user: User) -> str:
     endpoint = WebhookEndpoint.objects.select_for_update().filter(user=user).first()
     if endpoint is None:
         raise WebhookError("webhook_not_set", "this account has no webhook")
@@ -161,7 +162,7 @@ def webhook_rotate_secret(*, user: Any) -> str:
     return endpoint.secret
 
 
-def webhook_delete(*, user: Any) -> bool:
+def webhook_delete(*, user: User) -> bool:
     deleted, _ = WebhookEndpoint.objects.filter(user=user).delete()
     return bool(deleted)
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -34,6 +35,9 @@ from submissions.bundle.evaluate_race import RaceOutcome, RaceSpec, evaluate_rac
 from submissions.models import RaceRun, RaceTaskOutcome, SigningKey, Submission
 from submissions.quotas import QuotaExceeded, quota_refund, quota_scope, utc_day, validator_quota_consume
 from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
+
+if TYPE_CHECKING:
+    from submissions.bundle.bundle import Bundle
 
 
 @dataclass(frozen=True)
@@ -111,9 +115,10 @@ def validator_keys() -> dict[str, ValidatorKey]:
     return keys
 
 
-def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:
+def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
     """Everything the pure evaluator needs, and the refusals only the database can make. Reads only."""
     run = bundle.race_run
+    assert run is not None  # the dispatcher sends only race_run bundles here, and those carry their run
     release = scheme_release(
         benchmark_slug=bundle.manifest.benchmark, version=bundle.manifest.release, scheme=Benchmark.Scheme.RACE
     )
@@ -141,7 +146,7 @@ def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:
     return RaceContext(release=release, race=race, agent_version=agent_version, spec=spec)
 
 
-def race_run_evaluate(bundle: Any, context: RaceContext) -> RaceOutcome:
+def race_run_evaluate(bundle: Bundle, context: RaceContext) -> RaceOutcome:
     return evaluate_race_run(bundle, context.spec)
 
 
@@ -224,7 +229,7 @@ def _charge_validator(*, submission: Submission, key: SigningKey, benchmark: Ben
 
 @transaction.atomic
 def race_entry_create(
-    *, user: Any, benchmark_slug: str, race_number: int | None, agent_name: str, agent_version: str
+    *, user: User, benchmark_slug: str, race_number: int | None, agent_name: str, agent_version: str
 ) -> tuple[AgentVersion, RaceEntry | None]:
     """Enter ``user``'s agent version in a race (None: register it for qualifying runs only).
 
@@ -248,7 +253,7 @@ def race_entry_create(
     return version, entry
 
 
-def owed_runs_for(*, user: Any) -> QuerySet[RaceRun]:
+def owed_runs_for(*, user: User) -> QuerySet[RaceRun]:
     """Runs owed after an infrastructure failure and not yet filed again: every one for staff,
     else those of the validators ``user`` acts for."""
     owed = RaceRun.objects.filter(needs_rerun=True).select_related(

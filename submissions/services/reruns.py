@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.files import File
 from django.db import transaction
@@ -71,7 +72,7 @@ class RerunError(Exception):
         self.message = message
 
 
-def _staff(actor: Any) -> Any:
+def _staff(actor: User | None) -> Any:
     if actor is None or not getattr(actor, "is_authenticated", False) or not actor.is_staff:
         raise PermissionDenied("only staff members may record re-runs or change a run's level")
     return actor
@@ -91,7 +92,7 @@ def _submitted_finals(run: Run) -> dict[str, float | None]:
 def _record(
     *,
     run: Run,
-    actor: Any,
+    actor: User | None,
     source: str,
     evidence_sha256: str,
     breakdown: dict[str, Any],
@@ -162,7 +163,7 @@ def _spool(uploaded: Any) -> tuple[Path, str]:
 
 
 @transaction.atomic
-def run_rerun_record_bundle(*, run: Run, actor: Any, bundle_file: Any, note: str = "") -> OfficialRerun:
+def run_rerun_record_bundle(*, run: Run, actor: User | None, bundle_file: Any, note: str = "") -> OfficialRerun:
     """Record an official re-run from a bundle of the submission format (an open binary file).
 
     The bundle must name the run's release and agent version, open with the site keys and
@@ -255,7 +256,9 @@ def _entered_results(results: Mapping[str, Any], spec: gap.ReleaseSpec) -> dict[
 
 
 @transaction.atomic
-def run_rerun_record_results(*, run: Run, actor: Any, results: Mapping[str, Any], note: str = "") -> OfficialRerun:
+def run_rerun_record_results(
+    *, run: Run, actor: User | None, results: Mapping[str, Any], note: str = ""
+) -> OfficialRerun:
     """Record an official re-run from values staff enter: per task the measured metric, the
     safety rates and (reproduction) the faithfulness verdict. Recomputed with scoring.gap."""
     actor = _staff(actor)
@@ -281,7 +284,7 @@ def run_rerun_record_results(*, run: Run, actor: Any, results: Mapping[str, Any]
 
 
 @transaction.atomic
-def run_level_change(*, run: Run, actor: Any, level: str, reason: str) -> VerificationEvent:
+def run_level_change(*, run: Run, actor: User | None, level: str, reason: str) -> VerificationEvent:
     """Lower a run's level (attested, validated, or revoked: off every board), with a reason.
 
     Raises RerunError for a level that is not lower than the current one or a missing reason.

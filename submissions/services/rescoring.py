@@ -24,6 +24,7 @@ import logging
 import math
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -88,7 +89,7 @@ def snapshot_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[st
 
 
 @transaction.atomic
-def rescore_propose(*, release: Release, user: Any, reason: str = "") -> Rescore:
+def rescore_propose(*, release: Release, user: User, reason: str = "") -> Rescore:
     """Stage 1: a dry-run rescore of every paper-gap run of ``release`` (staff only)."""
     if not getattr(user, "is_staff", False):
         raise RescoreError("staff_only", "only staff can rescore a release")
@@ -229,7 +230,7 @@ def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list
     )
 
 
-def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
+def rescore_apply(*, rescore_id: Any, user: User) -> Rescore:
     """Stage 3: write every changed item of a proposed rescore (staff only); safe to run twice."""
     from submissions.services.runs import _enqueue_confidence
 

@@ -31,7 +31,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -48,6 +48,10 @@ from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import Outcome, evaluate_paper_gap
 from submissions.models import Run, RunEpisodes, SigningKey, SigningKeyTask, Submission, TaskResult, VerificationEvent
 from submissions.services.agents import agent_version_claim
+
+if TYPE_CHECKING:
+    from submissions.bundle.bundle import Bundle
+
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +121,7 @@ def scoped_judge_keys() -> dict[str, JudgeKey]:
     }
 
 
-def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
+def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext:
     """The published release the manifest names, its scoring contract and the keys. Reads only."""
     from leaderboard.selectors.releases import release_spec  # selectors import the boards' models: import late
     from scoring.errors import ScoringError
@@ -160,7 +164,7 @@ def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
     )
 
 
-def paper_gap_evaluate(bundle: Any, context: PaperGapContext) -> Outcome:
+def paper_gap_evaluate(bundle: Bundle, context: PaperGapContext) -> Outcome:
     """The pure evaluator with the server's inputs."""
     return evaluate_paper_gap(
         bundle,
@@ -261,7 +265,7 @@ def run_record_paper_gap(*, submission: Submission, release: Release, outcome: O
     return run
 
 
-def _enqueue_confidence(run_id: Any) -> None:
+def _enqueue_confidence(run_id: int) -> None:
     from submissions.tasks import compute_run_confidence  # tasks import the services: import late
 
     transaction.on_commit(lambda: compute_run_confidence.delay(run_id))
@@ -272,7 +276,7 @@ def _enqueue_confidence(run_id: Any) -> None:
 CONFIDENCE_SEED = 0
 
 
-def run_confidence_compute(*, run_id: Any) -> Run | None:
+def run_confidence_compute(*, run_id: int) -> Run | None:
     """Compute and store a paper-gap run's bootstrap intervals (settings.PODIUM_BOOTSTRAP_RESAMPLES
     resamples, seed ``CONFIDENCE_SEED``), then put them on the run's Standing rows.
 

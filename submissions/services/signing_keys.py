@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -86,7 +86,7 @@ def signing_key_register(
     benchmark: Benchmark | None = None,
     tasks: dict[Task, str] | None = None,
     public_key_b64: str,
-    user: Any,
+    user: User | None,
 ) -> SigningKey:
     """Register a key for exactly one evaluator, validator or judge (named ``judge_name``).
 
@@ -142,7 +142,7 @@ def signing_key_register(
 
 
 @transaction.atomic
-def signing_key_revoke(*, signing_key: SigningKey, user: Any) -> SigningKey:
+def signing_key_revoke(*, signing_key: SigningKey, user: User) -> SigningKey:
     """Revoke a key (idempotent): it stops attesting new submissions."""
     locked = SigningKey.objects.select_for_update().get(pk=signing_key.pk)
     if locked.revoked_at is None:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
@@ -86,7 +87,7 @@ def _spool(uploaded_file: Any, spool: IO[bytes]) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def _existing(*, sha256: str, user: Any) -> Submission | None:
+def _existing(*, sha256: str, user: User) -> Submission | None:
     existing = Submission.objects.filter(sha256=sha256).first()
     if existing is None:
         return None
@@ -130,7 +131,7 @@ def _store(name: str, spool: IO[bytes]) -> None:
 
 def submission_create(
     *,
-    user: Any,
+    user: User,
     uploaded_file: Any,
     api_key: ApiKey | None = None,
     original_name: str = "",
