@@ -109,6 +109,7 @@ class ReadOnlyFieldsMixin:
     """Every model field read-only: these rows change only through the services."""
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # A mixin: the ModelAdmin it is mixed into supplies self.model.
         names = [f.name for f in self.model._meta.fields]  # type: ignore[attr-defined]
         return names + list(getattr(self, "extra_readonly", ()))
 
@@ -207,7 +208,7 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
 
     @admin.display(description="tasks", ordering="task_count")
     def task_count(self, obj: Release) -> int:
-        return obj.task_count  # type: ignore[attr-defined]
+        return obj.task_count  # type: ignore[attr-defined]  # annotated by get_queryset
 
     @admin.display(description="Review gates")
     def gates(self, obj: Release) -> str:

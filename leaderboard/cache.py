@@ -94,8 +94,7 @@ class FailSoftRedisCache(RedisCache):
         self._soft(lambda: super(FailSoftRedisCache, self).clear(), None)
 
     def incr(self, key: Any, delta: int = 1, version: int | None = None) -> int:
-        missing = object()
-        value = self._soft(lambda: super(FailSoftRedisCache, self).incr(key, delta, version), missing)
-        if value is missing:
+        value = self._soft(lambda: super(FailSoftRedisCache, self).incr(key, delta, version), None)
+        if value is None:  # incr itself never returns None: the cache is down
             raise CacheUnavailable(f"cache unavailable: cannot count {key!r}")
-        return value  # type: ignore[return-value]
+        return value

@@ -489,7 +489,7 @@ class ReleaseManifest:
                 slug=task.slug,
                 genre=task.genre,
                 direction=task.metric_direction,
-                paper_value=float(task.paper_value),  # type: ignore[arg-type]
+                paper_value=float(task.paper_value),  # type: ignore[arg-type]  # None was refused above
                 cap=task.score_cap,
                 penalties={p.metric: p.limit for p in task.penalties},
             )

@@ -375,7 +375,7 @@ class RunSerializer(serializers.ModelSerializer):
         if cached is None:
             request = self.context.get("request")
             cached = run_disclosure(obj, user=getattr(request, "user", None))
-            obj._disclosure = cached  # type: ignore[attr-defined]
+            obj._disclosure = cached  # type: ignore[attr-defined]  # memoised on the row for the other fields
         return cached
 
     @extend_schema_field(NULLABLE_NUMBER)

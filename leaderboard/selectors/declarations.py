@@ -154,6 +154,7 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
     for run in sorted(runs, key=lambda r: standing_sort_key(r, tab)):
         best.setdefault(run.agent_version_id, run)
     for run in best.values():
+        # Display-only attributes the cost chart reads beside the row's own fields.
         run.tab_score = getattr(run, score_field)  # type: ignore[attr-defined]
         run.tab_ci = (run.confidence or {}).get(tab)  # type: ignore[attr-defined]
     return list(best.values())

@@ -250,9 +250,9 @@ class BoardPage:
 
 
 def _intervals_overlap(upper: Standing, lower: Standing) -> bool:
-    if None in (upper.ci_low, upper.ci_high, lower.ci_low, lower.ci_high):
+    if upper.ci_low is None or upper.ci_high is None or lower.ci_low is None or lower.ci_high is None:
         return False
-    return lower.ci_high >= upper.ci_low and upper.ci_high >= lower.ci_low  # type: ignore[operator]
+    return lower.ci_high >= upper.ci_low and upper.ci_high >= lower.ci_low
 
 
 def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
@@ -591,7 +591,7 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
         )
     )
     for run in listed:
-        run.overall_rank = ranks.get(run.id)  # type: ignore[attr-defined]
+        run.overall_rank = ranks.get(run.id)  # type: ignore[attr-defined]  # display-only, for the template
     return listed
 
 

@@ -240,7 +240,7 @@ def _standing_fields(run: Run, tab: str) -> dict[str, Any]:
         "covered": run.covered,
         "required": run.required,
         "complete": run.complete,
-        # Columns the raw query adds to each Run (see _best_runs_sql).
+        # Columns the raw query adds to each Run (see _best_runs_sql), unknown to the model.
         "agent_name": run.standing_agent_name,  # type: ignore[attr-defined]
         "agent_slug": run.standing_agent_slug,  # type: ignore[attr-defined]
         "version": run.standing_version,  # type: ignore[attr-defined]

@@ -38,6 +38,7 @@ class LoginThrottleMixin:
     throttled = False
 
     def clean(self) -> dict[str, Any]:
+        # A mixin over AuthenticationForm, which supplies cleaned_data, request and clean().
         username = self.cleaned_data.get("username") or ""  # type: ignore[attr-defined]
         scope = login_scope(username=username, address=client_address(self.request))  # type: ignore[attr-defined]
         locked_until = login_locked_until(scope=scope)

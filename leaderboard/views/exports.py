@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from leaderboard import exports
 from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
+from leaderboard.models import Release
 from leaderboard.selectors import pages as selectors
 from leaderboard.selectors.declarations import FilterError, board_baselines, board_filters_from_params
 from leaderboard.selectors.pages import TABS, BoardQueryError
@@ -28,9 +29,9 @@ def _staff(request: HttpRequest) -> bool:
     return bool(request.user.is_authenticated and request.user.is_staff)
 
 
-def _filename(release: object, tab: str, extension: str) -> str:
-    benchmark = release.benchmark.slug  # type: ignore[attr-defined]
-    version = release.version  # type: ignore[attr-defined]
+def _filename(release: Release, tab: str, extension: str) -> str:
+    benchmark = release.benchmark.slug
+    version = release.version
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{benchmark}-{version}-{tab}")
     return f"{safe}.{extension}"
 

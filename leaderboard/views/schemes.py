@@ -149,6 +149,7 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
     visible = selectors.race_values_visible(race, request.user)
     runs = selectors.race_runs_of(race=race)
     for run in runs:
+        # A display-only attribute the template reads beside the row's own fields.
         run.score_visible = selectors.race_run_values_visible(run, request.user)  # type: ignore[attr-defined]
     context.update(
         {

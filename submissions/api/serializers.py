@@ -62,7 +62,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         if cached is None:
             request = self.context.get("request")
             cached = submission_view(obj, user=getattr(request, "user", None))
-            obj._shown = cached  # type: ignore[attr-defined]
+            obj._shown = cached  # type: ignore[attr-defined]  # memoised on the row for the other fields
         return cached
 
     @extend_schema_field(OpenApiTypes.STR)

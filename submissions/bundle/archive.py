@@ -100,6 +100,7 @@ class _CountingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    # RawIOBase types the buffer as any writable buffer; BufferedReader hands a memoryview.
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         data = self.raw.read(len(buffer))
         n = len(data)
@@ -121,6 +122,7 @@ class _LimitedStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    # RawIOBase types the buffer as any writable buffer; BufferedReader hands a memoryview.
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         try:
             data = self.source.read(len(buffer))

@@ -13,6 +13,7 @@ are refused, so a typo in a harness is caught instead of silently ignored.
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
@@ -72,7 +73,7 @@ def _fail(where: str, path: str, expected: str, value: object) -> BundleError:
     return BundleError("schema_error", f"{where}: {path} must be {expected}, got {shown}")
 
 
-def _obj(where: str, path: str, value: object, required: set[str], optional: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+def _obj(where: str, path: str, value: object, required: set[str], optional: Set[str] = frozenset()) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _fail(where, path, "an object", value)
     dups = getattr(value, "duplicates", ())

@@ -18,7 +18,7 @@ from submissions.bundle.errors import BundleError
 __all__ = ["JSONObject", "parse_json"]
 
 
-class JSONObject(dict):  # type: ignore[type-arg]
+class JSONObject(dict[str, Any]):
     """A parsed JSON object that remembers keys that appeared twice.
 
     Only built when an object has a repeated key (plain dicts otherwise, for
