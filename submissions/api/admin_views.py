@@ -170,8 +170,6 @@ class RunRerunView(APIView):
                         results = json.loads(results)
                     except ValueError:
                         raise ApiError(code="results_invalid", message="results: expected a JSON object.") from None
-                if not isinstance(results, dict):
-                    raise ApiError(code="results_invalid", message="results: expected a JSON object.")
                 rerun = run_rerun_record_results(run=run, actor=signed_in_user(request), results=results, note=note)
         except RerunError as exc:
             raise _rerun_error(exc) from None

@@ -226,8 +226,9 @@ def run_rerun_record_bundle(*, run: Run, actor: User | None, bundle_file: Any, n
         path.unlink(missing_ok=True)
 
 
-def _entered_results(results: Mapping[str, Any], spec: gap.ReleaseSpec) -> dict[str, gap.TaskResult]:
-    """Entered values -> one summary episode per task: {"measured": x, "rates": {...}, "faithful": bool}."""
+def _entered_results(results: object, spec: gap.ReleaseSpec) -> dict[str, gap.TaskResult]:
+    """Entered values -> one summary episode per task: {"measured": x, "rates": {...}, "faithful": bool}.
+    ``results`` is whatever staff sent; anything but a non-empty object is refused here."""
     if not isinstance(results, Mapping) or not results:
         raise RerunError("results_invalid", "results: expected an object of task slug -> {measured, rates, faithful}")
     out: dict[str, gap.TaskResult] = {}
@@ -257,7 +258,7 @@ def _entered_results(results: Mapping[str, Any], spec: gap.ReleaseSpec) -> dict[
 
 @transaction.atomic
 def run_rerun_record_results(
-    *, run: Run, actor: User | None, results: Mapping[str, Any], note: str = ""
+    *, run: Run, actor: User | None, results: object, note: str = ""
 ) -> OfficialRerun:
     """Record an official re-run from values staff enter: per task the measured metric, the
     safety rates and (reproduction) the faithfulness verdict. Recomputed with scoring.gap."""
