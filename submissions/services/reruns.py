@@ -257,9 +257,7 @@ def _entered_results(results: object, spec: gap.ReleaseSpec) -> dict[str, gap.Ta
 
 
 @transaction.atomic
-def run_rerun_record_results(
-    *, run: Run, actor: User | None, results: object, note: str = ""
-) -> OfficialRerun:
+def run_rerun_record_results(*, run: Run, actor: User | None, results: object, note: str = "") -> OfficialRerun:
     """Record an official re-run from values staff enter: per task the measured metric, the
     safety rates and (reproduction) the faithfulness verdict. Recomputed with scoring.gap."""
     actor = _staff(actor)
