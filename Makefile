@@ -34,7 +34,7 @@ test: bootstrap
 lint: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy scoring/
+	$(BIN)/mypy
 
 # Workers: as many as you like, on any host. Beat: exactly ONE for the whole site (it
 # schedules the sweeper; two would double every sweep). Its schedule file goes under

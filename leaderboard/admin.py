@@ -109,6 +109,7 @@ class ReadOnlyFieldsMixin:
     """Every model field read-only: these rows change only through the services."""
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # A mixin: the ModelAdmin it is mixed into supplies self.model.
         names = [f.name for f in self.model._meta.fields]  # type: ignore[attr-defined]
         return names + list(getattr(self, "extra_readonly", ()))
 
@@ -148,7 +149,7 @@ class ReleaseTaskInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = [
+    fields = readonly_fields = (
         "task",
         "genre",
         "metric_direction",
@@ -166,8 +167,7 @@ class ReleaseTaskInline(admin.TabularInline):
         "faithfulness_dry_run_outcome",
         "faithfulness_calibrated_by",
         "faithfulness_calibrated_at",
-    ]
-    readonly_fields = fields
+    )
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -177,8 +177,7 @@ class ScorecardLevelInline(admin.TabularInline):
     model = ScorecardLevel
     extra = 0
     can_delete = False
-    fields = ["level_id", "optimal_len"]
-    readonly_fields = fields
+    fields = readonly_fields = ("level_id", "optimal_len")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -209,7 +208,7 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
 
     @admin.display(description="tasks", ordering="task_count")
     def task_count(self, obj: Release) -> int:
-        return obj.task_count  # type: ignore[attr-defined]
+        return obj.task_count  # type: ignore[attr-defined]  # annotated by get_queryset
 
     @admin.display(description="Review gates")
     def gates(self, obj: Release) -> str:

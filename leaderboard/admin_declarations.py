@@ -1,4 +1,4 @@
-"""Admin for issue 13: the per-release price table, baselines and (for moderation) declarations.
+"""Admin for the per-release price table, baselines and (for moderation) declarations.
 
 Every save goes through leaderboard.services.declarations so costs and standings follow:
 editing a price re-prices the release's runs; marking a baseline rewrites standings.

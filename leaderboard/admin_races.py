@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -21,6 +21,10 @@ from django.http import HttpRequest
 from leaderboard.admin import RaceAdmin as RegistryRaceAdmin
 from leaderboard.models import Benchmark, Race
 from leaderboard.services.races import RaceTransitionError, race_close, race_release, race_schedule, race_start
+
+if TYPE_CHECKING:
+    # The stub's name for what ModelAdmin.get_fields returns (names, or groups of names on one row).
+    from django.contrib.admin.options import _FieldGroups
 
 
 class RaceScheduleForm(forms.ModelForm):
@@ -38,7 +42,9 @@ class RaceScheduleForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["benchmark"].queryset = Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE)
+        benchmark = self.fields["benchmark"]
+        assert isinstance(benchmark, forms.ModelChoiceField)  # the form field of a ForeignKey
+        benchmark.queryset = Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE)
 
     def clean_challenge_margin(self) -> float:
         margin = self.cleaned_data["challenge_margin"]
@@ -81,7 +87,7 @@ class RaceAdmin(RegistryRaceAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [] if obj is None else super().get_readonly_fields(request, obj)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
         if obj is None:
             return [*RaceScheduleForm.Meta.fields, "task_ids_text"]
         return super().get_fields(request, obj)

@@ -78,6 +78,36 @@ def _first_message(fields: Any, path: str = "") -> str:
     return f"{path}: {fields}" if path else str(fields)
 
 
+def _error_code(exc: exceptions.APIException) -> str:
+    """The stable code of a DRF exception: its own class's first, then a base class's
+    (a subclass of Throttled, such as a quota, keeps its own default_code)."""
+    code = next((c for cls, c in _CODES.items() if type(exc) is cls), None)
+    if code is None:
+        code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), None)
+    if code is None or (isinstance(exc, exceptions.Throttled) and type(exc) is not exceptions.Throttled):
+        code = str(exc.default_code)
+    return code
+
+
+def _framework_error(exc: exceptions.APIException) -> Response:
+    """DRF's own exceptions (authentication, permission, validation, throttling) in the error shape."""
+    headers: dict[str, str] = {}
+    # Set only on the exception classes that answer with these headers (NotAuthenticated, Throttled).
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+    code = _error_code(exc)
+    if isinstance(exc, exceptions.ValidationError):
+        fields = _flatten(exc.detail)
+        if not isinstance(fields, dict):
+            fields = {"non_field_errors": fields}
+        body = error_body(code, _first_message(fields) or "Invalid input.", fields=fields)
+    else:
+        body = error_body(code, str(exc.detail))
+    return Response(body, status=exc.status_code, headers=headers)
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
@@ -90,24 +120,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return Response(body, status=exc.status_code, headers=exc.headers)
 
     if isinstance(exc, exceptions.APIException):
-        headers: dict[str, str] = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
-        code = next((c for cls, c in _CODES.items() if type(exc) is cls), None)
-        if code is None:
-            code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), None)
-        if code is None or (isinstance(exc, exceptions.Throttled) and type(exc) is not exceptions.Throttled):
-            code = str(exc.default_code)
-        if isinstance(exc, exceptions.ValidationError):
-            fields = _flatten(exc.detail)
-            if not isinstance(fields, dict):
-                fields = {"non_field_errors": fields}
-            body = error_body(code, _first_message(fields) or "Invalid input.", fields=fields)
-        else:
-            body = error_body(code, str(exc.detail))
-        return Response(body, status=exc.status_code, headers=headers)
+        return _framework_error(exc)
 
     request = context.get("request")
     from leaderboard import unavailable

@@ -94,7 +94,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         declarations.AgentVersionBaselineView.as_view(),
         name="api-agent-version-baseline",
     ),
-    # Issue 13 features 7 and 8: the account's webhook; withdraw / hide a run.
+    # The account's webhook; withdraw / hide a run.
     path("account/webhook/", account_views.WebhookView.as_view(), name="api-webhook"),
     path("account/webhook/rotate-secret/", account_views.WebhookRotateView.as_view(), name="api-webhook-rotate"),
     path("runs/<int:run_id>/withdraw/", account_views.RunWithdrawView.as_view(), name="api-run-withdraw"),

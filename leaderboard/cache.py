@@ -90,12 +90,11 @@ class FailSoftRedisCache(RedisCache):
     def delete_many(self, keys: Any, version: int | None = None) -> None:
         self._soft(lambda: super(FailSoftRedisCache, self).delete_many(keys, version), None)
 
-    def clear(self) -> bool:
-        return self._soft(lambda: super(FailSoftRedisCache, self).clear(), False)
+    def clear(self) -> None:
+        self._soft(lambda: super(FailSoftRedisCache, self).clear(), None)
 
     def incr(self, key: Any, delta: int = 1, version: int | None = None) -> int:
-        missing = object()
-        value = self._soft(lambda: super(FailSoftRedisCache, self).incr(key, delta, version), missing)
-        if value is missing:
+        value = self._soft(lambda: super(FailSoftRedisCache, self).incr(key, delta, version), None)
+        if value is None:  # incr itself never returns None: the cache is down
             raise CacheUnavailable(f"cache unavailable: cannot count {key!r}")
-        return value  # type: ignore[return-value]
+        return value

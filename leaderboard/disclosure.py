@@ -36,6 +36,7 @@ from typing import Any
 
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.selectors.visibility import viewer_is_submitter
+from leaderboard.users import Viewer
 
 # TaskResult.signature of a result a registered evaluator key signed.
 EVALUATOR_SIGNED = "valid"
@@ -135,7 +136,7 @@ def result_reveals_anchor(*, anchor_published: bool, signature: str) -> bool:
     return not anchor_published and signature != EVALUATOR_SIGNED
 
 
-def run_disclosure(run: Any, *, user: Any, task_results: Sequence[Any] | None = None) -> Disclosure:
+def run_disclosure(run: Any, *, user: Viewer | None, task_results: Sequence[Any] | None = None) -> Disclosure:
     """What ``user`` may not see of ``run``. ``task_results`` (or ``run.task_results.all()``,
     prefetched with ``release_task__task``) must be the run's complete results."""
     if _is_staff(user):
@@ -164,7 +165,7 @@ def run_disclosure(run: Any, *, user: Any, task_results: Sequence[Any] | None = 
     )
 
 
-def release_diff_disclosure(release_tasks: Iterable[Any] | None, *, user: Any) -> Disclosure:
+def release_diff_disclosure(release_tasks: Iterable[Any] | None, *, user: Viewer | None) -> Disclosure:
     """What ``user`` may not see of a submission's claimed-versus-recomputed diff.
 
     ``release_tasks`` are the ReleaseTask rows (with ``task``) of the submission's release,
@@ -198,7 +199,7 @@ def diff_message(rows: Sequence[Mapping[str, Any]]) -> str:
     return f"score_breakdown.json: {len(differing)} claimed value(s) differ from the recomputation ({detail})"
 
 
-def submission_disclosure(submission: Any, *, user: Any) -> Disclosure:
+def submission_disclosure(submission: Any, *, user: Viewer | None) -> Disclosure:
     """The diff rule for one submission (one query for its release's tasks)."""
     from leaderboard.models import ReleaseTask
 
@@ -218,7 +219,7 @@ class SubmissionView:
     message: str
 
 
-def submission_view(submission: Any, *, user: Any) -> SubmissionView:
+def submission_view(submission: Any, *, user: Viewer | None) -> SubmissionView:
     """The diff (redacted) and the message (rebuilt for a mismatch) of ``submission`` for ``user``:
     what the upload page, its live status JSON and the API show."""
     rows = submission.diff if isinstance(submission.diff, list) else []

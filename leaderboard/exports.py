@@ -55,7 +55,7 @@ def standing_record(row: Standing) -> dict[str, Any]:
         "runtime_seconds_harness_recorded": row.runtime_seconds,
         "tokens_harness_recorded": row.tokens,
         "effort_tier_submitter_declared": row.effort_tier,
-        # Issue 13: annotated by leaderboard.selectors.declarations.with_declarations (None when absent).
+        # Annotated by leaderboard.selectors.declarations.with_declarations (None when absent).
         "cost_usd": getattr(row, "cost_usd", None),
         "cost_basis": getattr(row, "cost_basis", None),
         "organisation_owner_declared": getattr(row, "declared_org", None),

@@ -1,6 +1,6 @@
 """Routes of the per-task, history and comparison views and of the run and scheme-board
-downloads (issue 13 items 3, 4, 5 and 12). Mounted by leaderboard/urls.py before the
-scheme and site routes; every path here is new, none shadows an older one."""
+downloads. Mounted by leaderboard/urls.py before the scheme and site routes; every path here
+is new, none shadows an older one."""
 
 from django.urls import URLPattern, URLResolver, path
 

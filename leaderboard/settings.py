@@ -177,7 +177,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "podium.sqlite3",
+            "NAME": str(VAR_DIR / "podium.sqlite3"),
             # Several threads of the dev server and the in-process worker share one file.
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
@@ -226,7 +226,7 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "podium")
 PODIUM_FOLLOWUP_QUEUE = env_str("CELERY_FOLLOWUP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-followups")
 CELERY_TASK_ROUTES = ("leaderboard.celery.route_task",)
 # What a worker started without -Q consumes: both queues, verdicts first (the order above).
-CELERY_TASK_QUEUES = {CELERY_TASK_DEFAULT_QUEUE: {}, PODIUM_FOLLOWUP_QUEUE: {}}
+CELERY_TASK_QUEUES: dict[str, dict[str, str]] = {CELERY_TASK_DEFAULT_QUEUE: {}, PODIUM_FOLLOWUP_QUEUE: {}}
 # A verifying worker holds a lease on its submission for this long, renewed by a heartbeat
 # every third of it; a submission whose lease ran out (its worker was killed, lost its
 # database or hangs) is taken over by the next claim or the sweeper within seconds.
@@ -469,7 +469,7 @@ SPECTACULAR_SETTINGS["DESCRIPTION"] = (
     'Errors are always {"error": {"code", "message"}}. See docs/api.md.'
 )
 
-# Verdict notifications (issue 13 feature 7; submissions.services.notifications). Email goes
+# Verdict notifications (submissions.services.notifications). Email goes
 # through the EMAIL_* settings above. Webhooks: a POST that takes longer than the timeout is a
 # failed attempt; a failed one is retried MAX_ATTEMPTS times in all, waiting 30 s, 60 s, 120 s ...
 # (capped at an hour). Private, loopback and link-local receivers are refused (SSRF) unless

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from scoring.validate import non_negative
 
@@ -44,7 +45,7 @@ class FieldDiff:
     status: str
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -54,8 +55,8 @@ def _join(path: str, key: object) -> str:
 
 def _leaf_status(claimed: object, recomputed: object, tol: float) -> str:
     if _is_number(claimed) and _is_number(recomputed):
-        a = float(claimed)  # type: ignore[arg-type]
-        b = float(recomputed)  # type: ignore[arg-type]
+        a = float(claimed)
+        b = float(recomputed)
         if not math.isfinite(a) or not math.isfinite(b):
             return DIFF
         return MATCH if abs(a - b) <= tol else DIFF
@@ -81,8 +82,8 @@ def _walk(path: str, claimed: object, recomputed: object, tol: float, out: list[
             _walk(_join(path, key), c.get(key, _ABSENT), r.get(key, _ABSENT), tol, out)
         return
     if _is_sequence(claimed) and _is_sequence(recomputed):
-        left: Sequence[object] = claimed  # type: ignore[assignment]
-        right: Sequence[object] = recomputed  # type: ignore[assignment]
+        left: Sequence[object] = claimed
+        right: Sequence[object] = recomputed
         for index in range(max(len(left), len(right))):
             _walk(
                 _join(path, index),
@@ -95,7 +96,7 @@ def _walk(path: str, claimed: object, recomputed: object, tol: float, out: list[
     out.append(FieldDiff(path, claimed, recomputed, _leaf_status(claimed, recomputed, tol)))
 
 
-def _is_sequence(value: object) -> bool:
+def _is_sequence(value: object) -> TypeGuard[Sequence[object]]:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 

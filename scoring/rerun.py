@@ -1,4 +1,4 @@
-"""Comparing an official re-run with the submitted run (issue 11 item 5). Pure: no Django.
+"""Comparing an official re-run with the submitted run. Pure: no Django.
 
 ``verified`` means an official re-run reproduced the run: every task the submitted run
 covers is re-run and its final score lies within ``tolerance`` of the submitted one.

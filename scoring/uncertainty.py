@@ -149,8 +149,7 @@ def task_columns(result: TaskResult, metrics: Sequence[str]) -> TaskColumns:
     episodes = result.episodes
     nan = math.nan
     rows = [[nan if e.metric is None else e.metric for e in episodes]]
-    for metric in names:
-        rows.append([e.rates.get(metric, nan) for e in episodes])
+    rows += [[e.rates.get(metric, nan) for e in episodes] for metric in names]
     values = np.array(rows, dtype=np.float64).reshape(1 + len(names), len(episodes))
     return TaskColumns(values=values, metrics=names, faithful=result.faithful)
 
@@ -175,7 +174,7 @@ def pack_run_columns(columns: Mapping[str, TaskColumns]) -> bytes:
     return b"".join([json.dumps(header).encode(), b"\n", *bodies])
 
 
-def unpack_run_columns(blob: bytes) -> dict[str, TaskColumns] | None:
+def unpack_run_columns(blob: bytes | memoryview) -> dict[str, TaskColumns] | None:
     """:func:`pack_run_columns`' bytes back to :class:`TaskColumns` by slug; None for bytes that
     are not such a packing (so the caller falls back to the episodes' source)."""
     head, sep, body = bytes(blob).partition(b"\n")
@@ -302,6 +301,29 @@ def run_intervals(
     return run_intervals_from_columns(release, columns, resamples=count, level=level, seed=seed)
 
 
+def _check_columns(release: ReleaseSpec, columns: Mapping[str, TaskColumns]) -> None:
+    """Every column set belongs to a task of ``release`` and carries its safety metrics, sorted."""
+    for slug, task in columns.items():
+        if slug not in release.tasks:
+            raise fail("run", "task", "a slug of the release's required task set", slug)
+        if task.metrics != tuple(sorted(release.tasks[slug].penalties)):
+            raise fail(slug, "metrics", "the task's declared safety metrics, sorted", list(task.metrics))
+
+
+def _replicates_needed(
+    covered: list[str], pools: Mapping[str, list[str]], draws: Mapping[str, npt.NDArray[np.int64]]
+) -> dict[str, int]:
+    """How many bootstrap replicates each covered task needs: the most times any one category's
+    draws pick it over all resamples (the categories share one set of replicates)."""
+    usage = dict.fromkeys(covered, 0)
+    for name, picks in draws.items():
+        uses = np.bincount(picks, minlength=len(pools[name]))
+        for position, slug in enumerate(pools[name]):
+            if slug in usage:
+                usage[slug] = max(usage[slug], int(uses[position]))
+    return usage
+
+
 def run_intervals_from_columns(
     release: ReleaseSpec,
     columns: Mapping[str, TaskColumns],
@@ -315,11 +337,7 @@ def run_intervals_from_columns(
     its declared safety metrics in ``release``, sorted."""
     count = positive_int("bootstrap", "resamples", resamples)
     _check_level(level)
-    for slug, task in columns.items():
-        if slug not in release.tasks:
-            raise fail("run", "task", "a slug of the release's required task set", slug)
-        if task.metrics != tuple(sorted(release.tasks[slug].penalties)):
-            raise fail(slug, "metrics", "the task's declared safety metrics, sorted", list(task.metrics))
+    _check_columns(release, columns)
     covered = [slug for slug in sorted(columns) if columns[slug].covered]
     zero_missing = release.missing_task_policy != EXCLUDE
     required = sorted(release.tasks)
@@ -329,12 +347,7 @@ def run_intervals_from_columns(
     rng = np.random.default_rng(seed)
     # Task-level draws, one (resamples x pool size) matrix per category, in a fixed order.
     draws = {name: rng.integers(0, len(pool), size=count * len(pool)) for name, pool in pools.items() if pool}
-    usage = dict.fromkeys(covered, 0)
-    for name, picks in draws.items():
-        uses = np.bincount(picks, minlength=len(pools[name]))
-        for position, slug in enumerate(pools[name]):
-            if slug in usage:
-                usage[slug] = max(usage[slug], int(uses[position]))
+    usage = _replicates_needed(covered, pools, draws)
     # Every covered task's replicates in one array (tasks sorted by slug, in that order drawn),
     # and a NaN at the end that uncovered tasks (zero policy: missing, counted as 0) point to.
     offsets: dict[str, int] = {}

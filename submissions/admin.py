@@ -22,6 +22,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from leaderboard.models import Benchmark, Evaluator, Task, Validator
+from leaderboard.users import signed_in_user
 from submissions.models import (
     Card,
     CardEpisode,
@@ -77,8 +78,17 @@ class TaskResultInline(admin.TabularInline):
     model = TaskResult
     extra = 0
     can_delete = False
-    fields = ["release_task", "measured", "gap", "factor", "score", "final", "pass_rate", "faithful", "signature"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "release_task",
+        "measured",
+        "gap",
+        "factor",
+        "score",
+        "final",
+        "pass_rate",
+        "faithful",
+        "signature",
+    )
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -88,8 +98,7 @@ class VerificationEventInline(admin.TabularInline):
     model = VerificationEvent
     extra = 0
     can_delete = False
-    fields = ["created_at", "level", "actor", "method", "evidence_sha256", "note"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "level", "actor", "method", "evidence_sha256", "note")
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -111,7 +120,8 @@ class RerunForm(forms.Form):
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Shown on the run page.")
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if bool(cleaned.get("bundle")) == bool((cleaned.get("results") or "").strip()):
             raise forms.ValidationError("Give either the re-run bundle or its results, not both and not neither.")
         text = (cleaned.get("results") or "").strip()
@@ -135,8 +145,7 @@ class OfficialRerunInline(admin.TabularInline):
     model = OfficialRerun
     extra = 0
     can_delete = False
-    fields = ["created_at", "source", "outcome", "tolerance", "actor", "evidence_sha256", "note"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "source", "outcome", "tolerance", "actor", "evidence_sha256", "note")
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -194,11 +203,11 @@ class RunAdmin(ReadOnlyAdmin):
             try:
                 if data.get("bundle"):
                     rerun = run_rerun_record_bundle(
-                        run=run, actor=request.user, bundle_file=data["bundle"], note=data["note"]
+                        run=run, actor=signed_in_user(request), bundle_file=data["bundle"], note=data["note"]
                     )
                 else:
                     rerun = run_rerun_record_results(
-                        run=run, actor=request.user, results=data["results_data"], note=data["note"]
+                        run=run, actor=signed_in_user(request), results=data["results_data"], note=data["note"]
                     )
             except RerunError as exc:
                 problem = f"{exc.code}: {exc.message}"
@@ -218,7 +227,10 @@ class RunAdmin(ReadOnlyAdmin):
         if request.method == "POST" and form.is_valid():
             try:
                 run_level_change(
-                    run=run, actor=request.user, level=form.cleaned_data["level"], reason=form.cleaned_data["reason"]
+                    run=run,
+                    actor=signed_in_user(request),
+                    level=form.cleaned_data["level"],
+                    reason=form.cleaned_data["reason"],
                 )
             except RerunError as exc:
                 problem = f"{exc.code}: {exc.message}"
@@ -282,7 +294,8 @@ class SigningKeyForm(forms.ModelForm):
         fields: list[str] = []
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if sum(bool(cleaned.get(name)) for name in ("evaluator", "validator", "judge_name")) != 1:
             raise forms.ValidationError("Choose exactly one owner: an evaluator, a validator or a judge.")
         if cleaned.get("public_key_b64"):
@@ -338,7 +351,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
                 benchmark=form.cleaned_data.get("benchmark") if form.cleaned_data.get("validator") else None,
                 tasks=dict.fromkeys(form.cleaned_data.get("tasks") or [], rubric) or None,
                 public_key_b64=form.cleaned_data["public_key_b64"],
-                user=request.user,
+                user=signed_in_user(request),
             )
         except SigningKeyError as exc:
             self.message_user(request, str(exc), level=messages.ERROR)
@@ -348,7 +361,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[SigningKey]) -> None:
         for key in queryset:
-            signing_key_revoke(signing_key=key, user=request.user)
+            signing_key_revoke(signing_key=key, user=signed_in_user(request))
         self.message_user(request, f"revoked {queryset.count()} key(s)")
 
 
@@ -358,8 +371,17 @@ class CardEpisodeInline(admin.TabularInline):
     model = CardEpisode
     extra = 0
     can_delete = False
-    fields = ["level", "steps", "restarts", "solved", "deadlocked", "out_of_budget", "abandoned", "done", "started_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "level",
+        "steps",
+        "restarts",
+        "solved",
+        "deadlocked",
+        "out_of_budget",
+        "abandoned",
+        "done",
+        "started_at",
+    )
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -411,6 +433,6 @@ class SubmissionChallengeAdmin(admin.ModelAdmin):
         return False
 
 
-# Notifications, visibility log and rescoring (issue 13 features 7-9), kept in their own modules.
+# Notifications, visibility log and rescoring, kept in their own modules.
 from submissions import admin_notifications as _admin_notifications  # noqa: E402, F401
 from submissions import admin_rescoring as _admin_rescoring  # noqa: E402, F401

@@ -3,6 +3,7 @@ state machines and an append-only log); staff can send a failed notification onc
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import admin
@@ -38,7 +39,7 @@ class NotificationDeliveryAdmin(_ReadOnly):
         ids = list(queryset.filter(state=NotificationDelivery.State.FAILED).values_list("pk", flat=True))
         NotificationDelivery.objects.filter(pk__in=ids).update(state=NotificationDelivery.State.PENDING, attempts=0)
         for delivery_id in ids:
-            transaction.on_commit(lambda delivery_id=delivery_id: _enqueue(delivery_id), robust=True)
+            transaction.on_commit(partial(_enqueue, delivery_id), robust=True)
         self.message_user(request, f"{len(ids)} notification(s) queued again; others were not failed")
 
 

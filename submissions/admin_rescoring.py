@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from leaderboard.admin import ReleaseAdmin
 from leaderboard.models import Release
 from leaderboard.selectors.releases import version_key
+from leaderboard.users import signed_in_user
 from submissions.models import Rescore, RescoreItem
 from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose, rescore_summary
 
@@ -25,7 +26,7 @@ from submissions.services.rescoring import RescoreError, rescore_apply, rescore_
 def propose_rescore(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Release]) -> None:
     for release in queryset.select_related("benchmark"):
         try:
-            rescore = rescore_propose(release=release, user=request.user, reason="admin action")
+            rescore = rescore_propose(release=release, user=signed_in_user(request), reason="admin action")
         except RescoreError as exc:
             modeladmin.message_user(request, f"{release}: {exc.message}", messages.ERROR)
         else:
@@ -59,7 +60,10 @@ def propose_carry(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Rele
             return None
         try:
             rescore = rescore_propose(
-                release=release, user=request.user, reason=request.POST.get("reason", ""), target_release=target
+                release=release,
+                user=signed_in_user(request),
+                reason=request.POST.get("reason", ""),
+                target_release=target,
             )
         except RescoreError as exc:
             modeladmin.message_user(request, f"{release}: {exc.message}", messages.ERROR)
@@ -93,8 +97,7 @@ class RescoreItemInline(admin.TabularInline):
     model = RescoreItem
     extra = 0
     can_delete = False
-    fields = ["run", "state", "changes", "error", "carried_run"]
-    readonly_fields = fields
+    fields = readonly_fields = ("run", "state", "changes", "error", "carried_run")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -150,7 +153,7 @@ class RescoreAdmin(admin.ModelAdmin):
     def apply(self, request: HttpRequest, queryset: QuerySet[Rescore]) -> None:
         for rescore in queryset:
             try:
-                applied = rescore_apply(rescore_id=rescore.pk, user=request.user)
+                applied = rescore_apply(rescore_id=rescore.pk, user=signed_in_user(request))
             except RescoreError as exc:
                 self.message_user(request, f"rescore {rescore.pk}: {exc.message}", messages.ERROR)
             else:

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
@@ -80,7 +80,7 @@ def api_key_parse(raw: str) -> tuple[str, str] | None:
 
 
 @transaction.atomic
-def api_key_create(*, user: AbstractBaseUser, name: str) -> IssuedKey:
+def api_key_create(*, user: User, name: str) -> IssuedKey:
     name = name.strip()
     if not name:
         raise ValueError("name: expected a non-empty name for the key (e.g. 'ci-runner')")
@@ -94,7 +94,7 @@ def api_key_create(*, user: AbstractBaseUser, name: str) -> IssuedKey:
 
 
 @transaction.atomic
-def api_key_revoke(*, user: AbstractBaseUser, key_id: int) -> ApiKey:
+def api_key_revoke(*, user: User, key_id: int) -> ApiKey:
     """Revoke one of ``user``'s keys. Revoking twice keeps the first revocation time."""
     api_key = ApiKey.objects.select_for_update().get(pk=key_id, user=user)
     if api_key.revoked_at is None:
@@ -186,7 +186,7 @@ def failure_ident(request: Request, raw: str) -> str:
 class ApiKeyAuthentication(BaseAuthentication):
     """``Authorization: Api-Key pdm_<prefix>_<secret>``."""
 
-    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, ApiKey] | None:
+    def authenticate(self, request: Request) -> tuple[User, ApiKey] | None:
         header = get_authorization_header(request).split()
         if not header or header[0].decode("latin-1").lower() != AUTH_KEYWORD.lower():
             return None

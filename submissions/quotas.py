@@ -42,7 +42,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -132,7 +132,7 @@ def _consume(*, subject: str, scope: str, limit: int, what: str) -> QuotaResult:
     return QuotaResult(used=used, limit=limit, remaining=limit - used, resets_at=resets_at)
 
 
-def quota_consume(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str, limit: int) -> QuotaResult:
+def quota_consume(*, user: User, api_key: ApiKey | None, scope: str, limit: int) -> QuotaResult:
     """Count one submission against the account's allowance for ``scope`` today, or raise QuotaExceeded.
 
     ``scope`` names what the limit applies to (``quota_scope(benchmark)``, i.e.
@@ -144,7 +144,7 @@ def quota_consume(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str,
     return _consume(subject=account_subject(user), scope=scope, limit=limit, what=scope)
 
 
-def quota_refund(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str, day: dt.date | None = None) -> None:
+def quota_refund(*, user: User, api_key: ApiKey | None, scope: str, day: dt.date | None = None) -> None:
     """Give back one unit consumed on ``day`` (today by default): an upload refused after counting."""
     _decrement(subject=account_subject(user), scope=scope, day=day or utc_day())
 
@@ -155,7 +155,7 @@ def _decrement(*, subject: str, scope: str, day: dt.date) -> None:
     )
 
 
-def quota_peek(*, user: AbstractBaseUser, api_key: ApiKey | None, scope: str, limit: int) -> QuotaResult:
+def quota_peek(*, user: User, api_key: ApiKey | None, scope: str, limit: int) -> QuotaResult:
     """Today's count of the account in ``scope``, without counting anything."""
     now = timezone.now()
     used = (
@@ -200,7 +200,7 @@ class BenchmarkQuota:
     resets_at: dt.datetime
 
 
-def quota_overview(*, user: AbstractBaseUser, benchmarks: list[Any]) -> list[BenchmarkQuota]:
+def quota_overview(*, user: User, benchmarks: list[Any]) -> list[BenchmarkQuota]:
     """The account's limit, use and remainder today for each benchmark (one query)."""
     now = timezone.now()
     scopes = {quota_scope(benchmark): benchmark for benchmark in benchmarks}
@@ -233,7 +233,7 @@ class ValidatorKeyQuota:
     remaining: int
 
 
-def validator_quota_overview(*, user: AbstractBaseUser) -> list[ValidatorKeyQuota]:
+def validator_quota_overview(*, user: User) -> list[ValidatorKeyQuota]:
     """The active validator keys ``user`` has filed race runs with, each with today's use (two queries)."""
     from submissions.models import RaceRun, SigningKey
 

@@ -57,9 +57,10 @@ def instances(row: Sequence[Any], *groups: tuple[type[models.Model], Columns]) -
     for model, cols in groups:
         values = []
         for (_, col, converters), value in zip(cols, row[start : start + len(cols)], strict=True):
+            converted = value
             for converter in converters:
-                value = converter(value, col, connection)
-            values.append(value)
+                converted = converter(converted, col, connection)
+            values.append(converted)
         out.append(model.from_db(connection.alias, [field.attname for field, _, _ in cols], values))
         start += len(cols)
     return out

@@ -110,7 +110,7 @@ def keyring_append_new_key() -> SiteKey:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a", encoding="ascii") as handle:
         handle.write(f"# public key: {public}\n{identity}\n")
-    os.chmod(path, 0o600)
+    Path(path).chmod(0o600)
     return SiteKey(key_id=key_id_for(public), public_key=public, identity=identity)
 
 
@@ -182,5 +182,5 @@ def keyring_import(data: bytes, identities: list[pyrage.x25519.Identity]) -> lis
         with os.fdopen(fd, "a", encoding="ascii") as handle:
             for key in added:
                 handle.write(f"# public key: {key.public_key} (imported)\n{key.identity}\n")
-        os.chmod(path, 0o600)
+        Path(path).chmod(0o600)
     return added

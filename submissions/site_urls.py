@@ -12,7 +12,7 @@ urlpatterns = [
     path("submissions/", views.my_submissions, name="my_submissions"),
     path("submissions/<uuid:submission_id>/", views.submission_detail, name="submission_detail"),
     path("submissions/<uuid:submission_id>/status.json", views.submission_status, name="submission_status"),
-    # Withdraw / hide (issue 13 feature 8): POST forms on the run page.
+    # Withdraw / hide: POST forms on the run page.
     path("runs/<int:run_id>/withdraw/", views_visibility.run_withdraw_view, name="run_withdraw"),
     path("runs/<int:run_id>/restore/", views_visibility.run_restore_view, name="run_restore"),
     path("runs/<int:run_id>/hide/", views_visibility.run_hide_view, name="run_hide"),

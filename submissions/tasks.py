@@ -101,7 +101,7 @@ def close_idle_scorecards() -> int:
     return closed
 
 
-# --- verdict notifications (issue 13 feature 7) -----------------------------------------------
+# --- verdict notifications -----------------------------------------------
 
 
 @shared_task(name="submissions.tasks.deliver_notification", acks_late=True, bind=True)
@@ -131,7 +131,7 @@ def sweep_notifications() -> int:
     return len(ids)
 
 
-# --- rescoring (issue 13 feature 9) ---------------------------------------------------------
+# --- rescoring ---------------------------------------------------------
 
 
 @shared_task(

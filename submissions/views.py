@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
 from leaderboard.selectors import paper_gap as selectors
+from leaderboard.users import signed_in_user
 from submissions.api.uploads import declared_too_large
 from submissions.models import Submission
 from submissions.quotas import QuotaExceeded
@@ -106,12 +107,13 @@ def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
     from submissions.quotas import quota_overview, validator_quota_overview
 
+    user = signed_in_user(request)
     benchmarks = list(Benchmark.objects.order_by("name"))
     context: dict[str, Any] = {
         "site_key": _site_key(),
         "benchmarks": benchmarks,
-        "limits": quota_overview(user=request.user, benchmarks=benchmarks),
-        "validator_limits": validator_quota_overview(user=request.user),
+        "limits": quota_overview(user=user, benchmarks=benchmarks),
+        "validator_limits": validator_quota_overview(user=user),
         "open_challenges": _open_challenges(request.user),
     }
     if request.method == "GET":
@@ -133,7 +135,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         return _upload_error(request, context, "benchmark_unknown", message, 400)
     try:
         result = submission_upload(
-            user=request.user,
+            user=signed_in_user(request),
             api_key=None,
             benchmark=benchmark,
             file=upload_file,
@@ -203,7 +205,7 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
             agent_version=fields["agent_version"][:100],
             race=race,
         )
-        context["new_challenge"] = challenge_issue(user=request.user, request=request_)
+        context["new_challenge"] = challenge_issue(user=signed_in_user(request), request=request_)
     except BundleError as exc:
         context["challenge_error"] = {"code": exc.code, "message": exc.message}
         status = 403 if exc.code in ("agent_not_yours", "not_a_validator") else 400
@@ -212,7 +214,7 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
 
 
 def _own(request: HttpRequest, submission_id: UUID) -> Submission:
-    return selectors.submission_get_own(submission_id=submission_id, user=request.user)
+    return selectors.submission_get_own(submission_id=submission_id, user=signed_in_user(request))
 
 
 @require_GET
@@ -260,7 +262,7 @@ def race_entries(request: HttpRequest) -> HttpResponse:
             if not fields["agent_name"] or not fields["agent_version"]:
                 raise BundleError("agent_invalid", "agent name and version: both are required")
             race_entry_create(
-                user=request.user,
+                user=signed_in_user(request),
                 benchmark_slug=fields["benchmark"][:64],
                 race_number=int(fields["race"]),
                 agent_name=fields["agent_name"][:100],
@@ -272,7 +274,7 @@ def race_entries(request: HttpRequest) -> HttpResponse:
             context["error"] = {"code": exc.code, "message": exc.message}
             status = 403 if exc.code == "agent_not_yours" else 400
     context["entries"] = list(
-        RaceEntry.objects.filter(entered_by=request.user)
+        RaceEntry.objects.filter(entered_by=signed_in_user(request))
         .select_related("race__benchmark", "agent_version__agent")
         .order_by("-created_at")[:50]
     )
@@ -285,12 +287,15 @@ def owed_runs(request: HttpRequest) -> HttpResponse:
     """The runs this account's validators owe after an infrastructure failure (staff: all)."""
     from submissions.api.trust_views import owed_run_rows
 
-    if not request.user.is_staff and not request.user.validators.exists():
+    user = signed_in_user(request)
+    if not user.is_staff and not user.validators.exists():
         raise Http404("No such page")
-    return render(request, "submissions/owed_runs.html", {"rows": owed_run_rows(request.user)})
+    return render(request, "submissions/owed_runs.html", {"rows": owed_run_rows(user)})
 
 
 @login_required
 @require_GET
 def my_submissions(request: HttpRequest) -> HttpResponse:
-    return render(request, "submissions/list.html", {"submissions": selectors.submissions_of(user=request.user)})
+    return render(
+        request, "submissions/list.html", {"submissions": selectors.submissions_of(user=signed_in_user(request))}
+    )

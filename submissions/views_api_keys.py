@@ -15,6 +15,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from leaderboard.models import Benchmark
+from leaderboard.users import signed_in_user
 from submissions.api_keys import api_key_create, api_key_revoke
 from submissions.models import ApiKey
 from submissions.quotas import quota_overview, validator_quota_overview
@@ -26,15 +27,16 @@ MAX_ACTIVE_KEYS = 20
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_keys(request: HttpRequest) -> HttpResponse:
-    keys = ApiKey.objects.filter(user=request.user).order_by("-created_at")
+    user = signed_in_user(request)
+    keys = ApiKey.objects.filter(user=user).order_by("-created_at")
     context: dict[str, object] = {
         "keys": keys,
         "name": "",
         "error": "",
         "new_key": None,
         # One allowance per account: keys share it, so creating or revoking one cannot reset it.
-        "limits": quota_overview(user=request.user, benchmarks=list(Benchmark.objects.order_by("name"))),
-        "validator_limits": validator_quota_overview(user=request.user),
+        "limits": quota_overview(user=user, benchmarks=list(Benchmark.objects.order_by("name"))),
+        "validator_limits": validator_quota_overview(user=user),
     }
     status = 200
     if request.method == "POST":
@@ -46,7 +48,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
             status = 400
         else:
             try:
-                issued = api_key_create(user=request.user, name=name)
+                issued = api_key_create(user=user, name=name)
             except ValueError as exc:
                 context["error"] = f"Key {exc}."
                 status = 400
@@ -60,7 +62,8 @@ def api_keys(request: HttpRequest) -> HttpResponse:
 @require_POST
 def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
     # Another user's key id is a 404, never a hint that it exists.
-    key = get_object_or_404(ApiKey, pk=key_id, user=request.user)
-    api_key_revoke(user=request.user, key_id=key.pk)
+    user = signed_in_user(request)
+    key = get_object_or_404(ApiKey, pk=key_id, user=user)
+    api_key_revoke(user=user, key_id=key.pk)
     messages.success(request, f"Key “{key.name}” (pdm_{key.prefix}_…) revoked; requests using it now fail.")
     return redirect("api_keys")

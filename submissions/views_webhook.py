@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from leaderboard.users import signed_in_user
 from submissions.services import notifications
 
 
@@ -23,13 +24,13 @@ def webhook_update(request: HttpRequest) -> HttpResponse:
     secret = None
     try:
         if action == "delete":
-            notifications.webhook_delete(user=request.user)
+            notifications.webhook_delete(user=signed_in_user(request))
             messages.success(request, "Webhook removed: verdicts are no longer POSTed anywhere.")
             return redirect("api_keys")
         if action == "rotate":
-            secret = notifications.webhook_rotate_secret(user=request.user)
+            secret = notifications.webhook_rotate_secret(user=signed_in_user(request))
         else:
-            _, secret = notifications.webhook_set(user=request.user, url=request.POST.get("url", ""))
+            _, secret = notifications.webhook_set(user=signed_in_user(request), url=request.POST.get("url", ""))
     except notifications.WebhookError as exc:
         return render(
             request,

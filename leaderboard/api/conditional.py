@@ -34,6 +34,7 @@ class ConditionalGetMixin:
     """Adds a content ETag to successful GET responses and answers 304 on a match."""
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        # A mixin: the APIView it is mixed into supplies finalize_response.
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
         if request.method not in ("GET", "HEAD") or response.status_code != 200 or response.has_header("ETag"):
             return response

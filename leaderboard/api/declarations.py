@@ -1,4 +1,4 @@
-"""API for issue 13: an agent version's declared metadata (its owner writes it) and the
+"""API for an agent version's declared metadata (its owner writes it) and the
 baseline mark (staff write it). Reads follow leaderboard.selectors.agents: a version
 nobody may see yet answers 404, never 403, so a refusal does not confirm a private name.
 

@@ -8,17 +8,16 @@ Anchors never come from here: serializers read ReleaseTask.public_paper_value on
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
 from django.db.models import Prefetch, QuerySet
 
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Task
 from leaderboard.selectors.agents import agent_versions_public, agents_public
 from leaderboard.selectors.visibility import releases_visible as _releases_visible
 from leaderboard.selectors.visibility import runs_visible_to, viewer_is_staff
+from leaderboard.users import Viewer
 from submissions.models import Run, TaskResult
 
-AnyUser = AbstractBaseUser | AnonymousUser
+AnyUser = Viewer
 
 
 def releases_visible(user: AnyUser) -> QuerySet[Release]:

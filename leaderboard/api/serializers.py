@@ -19,8 +19,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
-from leaderboard.models import Agent, AgentVersion, Benchmark, Release, ReleaseTask, Standing, Task
+from leaderboard.models import Agent, AgentVersion, Benchmark, Evaluator, Release, ReleaseTask, Standing, Task
 from leaderboard.selectors.visibility import viewer_is_staff
+from leaderboard.users import Viewer
 from submissions.models import OfficialRerun, Run, TaskResult, VerificationEvent
 
 NULLABLE_NUMBER = {"type": "number", "format": "double", "nullable": True}
@@ -43,7 +44,7 @@ def contract_without_anchor(value: Any) -> Any:
 
 
 class ReleaseRefSerializer(serializers.ModelSerializer):
-    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
 
     class Meta:
         model = Release
@@ -59,7 +60,7 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(ReleaseRefSerializer(many=True))
     def get_releases(self, obj: Benchmark) -> list[dict[str, Any]]:
-        return ReleaseRefSerializer(getattr(obj, "visible", []), many=True).data
+        return ReleaseRefSerializer(getattr(obj, "visible", []), many=True).data  # type: ignore[return-value]  # many=True builds a ListSerializer: its data is a list
 
 
 class ReleaseTaskSerializer(serializers.ModelSerializer):
@@ -86,7 +87,7 @@ class ReleaseTaskSerializer(serializers.ModelSerializer):
 
 
 class ReleaseSerializer(serializers.ModelSerializer):
-    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     required_tasks = serializers.SerializerMethodField()
     tasks = ReleaseTaskSerializer(source="release_tasks", many=True, read_only=True)
 
@@ -115,8 +116,10 @@ class ReleaseSerializer(serializers.ModelSerializer):
 
 
 class TaskSerializer(serializers.ModelSerializer):
-    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    simulator = serializers.SlugRelatedField(slug_field="simulator", read_only=True)
+    benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    simulator: serializers.SlugRelatedField[Evaluator] = serializers.SlugRelatedField(
+        slug_field="simulator", read_only=True
+    )
     contract = serializers.SerializerMethodField()
 
     class Meta:
@@ -165,7 +168,7 @@ class StandingSerializer(serializers.ModelSerializer):
     # Computed when read (leaderboard.selectors.standing_ranks), not a column.
     rank = serializers.IntegerField(read_only=True)
     run = serializers.IntegerField(source="run_id")
-    # Issue 13: the precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
+    # The precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
     cost_usd = serializers.FloatField(read_only=True, allow_null=True, default=None)
     cost_basis = serializers.CharField(read_only=True, allow_null=True, default=None, help_text="recorded or declared")
     organisation_declared = serializers.CharField(source="declared_org", read_only=True, allow_null=True, default=None)
@@ -268,7 +271,7 @@ class TaskResultSerializer(serializers.ModelSerializer):
 
     @extend_schema_field({"type": "string", "nullable": True})
     def get_signing_key(self, obj: TaskResult) -> str | None:
-        return obj.signing_key.key_id if obj.signing_key_id else None
+        return obj.signing_key.key_id if obj.signing_key is not None else None
 
     @extend_schema_field(WITHHELD_LIST)
     def get_withheld(self, obj: TaskResult) -> list[str]:
@@ -276,14 +279,18 @@ class TaskResultSerializer(serializers.ModelSerializer):
 
 
 class VerificationEventSerializer(serializers.ModelSerializer):
-    rerun = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    rerun: serializers.PrimaryKeyRelatedField[OfficialRerun] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True
+    )
 
     class Meta:
         model = VerificationEvent
         fields = ["level", "method", "evidence_sha256", "note", "rerun", "created_at"]
 
 
-def rerun_comparison(rerun: OfficialRerun, *, disclosure: Disclosure, run: Run, user: Any) -> list[dict[str, Any]]:
+def rerun_comparison(
+    rerun: OfficialRerun, *, disclosure: Disclosure, run: Run, user: Viewer | None
+) -> list[dict[str, Any]]:
     """The re-run's per-task rows as ``user`` may see them (leaderboard.disclosure's rule):
 
     * the submitted measured value as on the run itself (``disclosure.measured_hidden``);
@@ -371,7 +378,7 @@ class RunSerializer(serializers.ModelSerializer):
         if cached is None:
             request = self.context.get("request")
             cached = run_disclosure(obj, user=getattr(request, "user", None))
-            obj._disclosure = cached  # type: ignore[attr-defined]
+            obj._disclosure = cached  # type: ignore[attr-defined]  # memoised on the row for the other fields
         return cached
 
     @extend_schema_field(NULLABLE_NUMBER)
@@ -413,10 +420,10 @@ class RunDetailSerializer(RunSerializer):
     def get_reruns(self, obj: Run) -> list[dict[str, Any]]:
         request = self.context.get("request")
         context = {"run": obj, "disclosure": self.disclosure(obj), "user": getattr(request, "user", None)}
-        return OfficialRerunSerializer(obj.reruns.all(), many=True, context=context).data
+        return OfficialRerunSerializer(obj.reruns.all(), many=True, context=context).data  # type: ignore[return-value]  # many=True builds a ListSerializer: its data is a list
 
     @extend_schema_field(TaskResultSerializer(many=True))
     def get_tasks(self, obj: Run) -> list[dict[str, Any]]:
-        return TaskResultSerializer(
+        return TaskResultSerializer(  # type: ignore[return-value]  # many=True: a ListSerializer, data is a list
             obj.task_results.all(), many=True, context={"disclosure": self.disclosure(obj)}
         ).data

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django.db.models import QuerySet
@@ -34,6 +35,9 @@ from leaderboard.api_query import MAX_ID, whole_number
 from leaderboard.models import Standing, Task
 from leaderboard.selectors.paper_gap import SORTS, BoardQueryError, board_query_from_params, board_rows_all
 from submissions.api.serializers import ErrorSerializer
+
+if TYPE_CHECKING:
+    from rest_framework.permissions import _PermissionClass  # the stub's name for one entry
 
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid query"),
@@ -90,7 +94,7 @@ class ApiRootView(APIView):
 
 
 class PublicReadMixin(ConditionalGetMixin):
-    permission_classes = [permissions.AllowAny]
+    permission_classes: Sequence[_PermissionClass] = [permissions.AllowAny]
 
 
 @extend_schema_view(

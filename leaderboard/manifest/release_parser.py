@@ -210,7 +210,7 @@ def _parse_published_at(release: Mapping[str, Any], check: Checker, published: b
     if isinstance(value, dt.datetime):
         moment = value
     elif isinstance(value, dt.date):
-        moment = dt.datetime(value.year, value.month, value.day)
+        moment = dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
     elif isinstance(value, str):
         try:
             moment = dt.datetime.fromisoformat(value.strip())

@@ -1,4 +1,4 @@
-"""What people say about agents, and what runs cost (issue 13, features 1, 2 and 11).
+"""What people say about agents, and what runs cost.
 
 * ``AgentVersionMeta``: declared by the account owning the agent, once per agent
   version (the owner may correct it). Nothing in it is checked: every page labels it

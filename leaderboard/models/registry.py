@@ -8,6 +8,8 @@ later version of the task is synced.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -148,7 +150,7 @@ class Release(models.Model):
 
 
 class ReleaseTask(models.Model):
-    """One task as one release has it: its scoring contract and, since issue 11, its own
+    """One task as one release has it: its scoring contract and its own
     copy of the task's text (title, paper.md, brief.md, Dockerfile, mode, metric, provenance).
 
     Pages and the API render a release's tasks from these snapshot fields, never from the
@@ -221,7 +223,7 @@ class ReleaseTask(models.Model):
         "anchor_provenance",
     )
 
-    def save(self, *args: object, **kwargs: object) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         # A row created without a snapshot (a script or fixture that predates snapshots) takes
         # its task's text as it is now; release_sync always writes the manifest's own copy.
         if self._state.adding and not self.title and self.task_id is not None:
@@ -229,7 +231,7 @@ class ReleaseTask(models.Model):
                 setattr(self, name, getattr(self.task, name))
             if self.simulator_id is None:
                 self.simulator_id = self.task.simulator_id
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
+        super().save(*args, **kwargs)
 
     @property
     def public_paper_value(self) -> float | None:

@@ -24,6 +24,10 @@ PASS_RATE_OR_NONE_LAST = Coalesce(F("pass_rate"), Value(-1.0))
 
 
 class Standing(models.Model):
+    # Not a column: the rank is annotated when read (selectors.standing_ranks.with_rank); declared
+    # here so type checking knows the attribute every ranked read carries.
+    rank: int
+
     class Tab(models.TextChoices):
         OVERALL = "overall"
         REPRODUCTION = "reproduction"

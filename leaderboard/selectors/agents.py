@@ -11,18 +11,17 @@ submissions never make a name public; staff see every agent.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Exists, OuterRef, QuerySet
 
 from leaderboard.models import Agent, AgentVersion
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
+from leaderboard.users import Viewer
 
 # Run levels that are public (rejected and mismatched bundles write no run at all).
 PUBLIC_RUN_LEVELS = ("validated", "attested", "verified")
 
 
-def agent_versions_public(*, user: Any = None) -> QuerySet[AgentVersion]:
+def agent_versions_public(*, user: Viewer | None = None) -> QuerySet[AgentVersion]:
     """Agent versions with at least one public run (every version for staff)."""
     from submissions.models import RaceRun, Run, ScorecardRun
 
@@ -45,7 +44,7 @@ def agent_versions_public(*, user: Any = None) -> QuerySet[AgentVersion]:
     return versions.filter(Exists(run) | Exists(card) | Exists(race_run))
 
 
-def agents_public(*, user: Any = None) -> QuerySet[Agent]:
+def agents_public(*, user: Viewer | None = None) -> QuerySet[Agent]:
     """Agents with at least one public version (every agent for staff)."""
     if _is_staff(user):
         return Agent.objects.all()

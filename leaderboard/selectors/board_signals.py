@@ -1,4 +1,4 @@
-"""What a scheme board says about where its numbers come from (issue 13: scorecard and race
+"""What a scheme board says about where its numbers come from (scorecard and race
 boards showed no verification signal although validator runs are signed).
 
 Kept apart from leaderboard.selectors.scorecard and .race so the scheme pages only gain a context entry.

@@ -1,4 +1,4 @@
-"""Reads for agent declarations, costs, baselines and the board's search filters (issue 13).
+"""Reads for agent declarations, costs, baselines and the board's search filters.
 
 Board filters are part of the board's querystring (so every view is a shareable URL)
 and apply to the precomputed Standing rows with joins only: a filtered or
@@ -20,6 +20,7 @@ from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Standing
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
+from leaderboard.users import Viewer
 from submissions.models import Run, TaskResult
 
 LEVELS = PUBLIC_RUN_LEVELS
@@ -177,6 +178,7 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
     for run in sorted(runs, key=lambda r: standing_sort_key(r, tab)):
         best.setdefault(run.agent_version_id, run)
     for run in best.values():
+        # Display-only attributes the cost chart reads beside the row's own fields.
         run.tab_score = getattr(run, score_field)  # type: ignore[attr-defined]
         run.tab_ci = (run.confidence or {}).get(tab)  # type: ignore[attr-defined]
     return list(best.values())
@@ -185,15 +187,15 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
 # --- agent pages and the declaration form -------------------------------------------------------
 
 
-def agent_versions_declared(*, agent: Agent, user: Any) -> list[AgentVersion]:
+def agent_versions_declared(*, agent: Agent, user: Viewer | None) -> list[AgentVersion]:
     """The agent's versions a viewer may see (public ones; every one for its owner and staff),
     each with its declaration and baseline mark: one query."""
-    owner = getattr(user, "is_authenticated", False) and agent.owner_id == user.pk
+    owner = user is not None and user.is_authenticated and agent.owner_id == user.pk
     versions = AgentVersion.objects.all() if owner else agent_versions_public(user=user)
     return list(versions.filter(agent=agent).select_related("meta", "baseline").order_by("-created_at", "-pk"))
 
 
-def agent_version_get(*, agent_slug: str, version: str, user: Any) -> AgentVersion:
+def agent_version_get(*, agent_slug: str, version: str, user: Viewer | None) -> AgentVersion:
     """An agent version its owner, staff, or (when public) anyone may read; else 404.
 
     A version named only by private or rejected submissions does not exist for anyone
@@ -206,7 +208,7 @@ def agent_version_get(*, agent_slug: str, version: str, user: Any) -> AgentVersi
     )
     if row is None:
         raise Http404("No such agent version")
-    if getattr(user, "is_authenticated", False) and row.agent.owner_id == user.pk:
+    if user is not None and user.is_authenticated and row.agent.owner_id == user.pk:
         return row
     if not agent_versions_public(user=user).filter(pk=row.pk).exists():
         raise Http404("No such agent version")

@@ -74,7 +74,7 @@ def release_history(*, release: Release, n: int = HISTORY_DEFAULT_N) -> ReleaseH
             Standing.objects.filter(release=release, tab=Standing.Tab.OVERALL).exclude(run__is_private=True),
             whole_tab=True,
         )
-        .order_by("verified_at", "rank", "id")
+        .order_by("verified_at", "rank", "id")  # type: ignore[misc]  # "rank" is with_rank's annotation
         .values_list("rank", "verified_at", "score", "agent_name", "version", "run_id")
     )
     history = ReleaseHistory()

@@ -10,9 +10,12 @@ and related rows come through select_related/prefetch_related. Anchors
 from __future__ import annotations
 
 import hashlib
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404, QueryDict
@@ -24,6 +27,7 @@ from leaderboard.selectors.agents import agents_public
 from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
 from leaderboard.selectors.visibility import releases_visible, run_is_visible
+from leaderboard.users import Viewer
 from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
@@ -69,7 +73,7 @@ class BoardQuery:
     descending: bool = False
     complete_only: bool = False
     page: int = 1
-    # Search and filters (issue 13): part of the URL like everything else, so a view is shareable.
+    # Search and filters: part of the URL like everything else, so a view is shareable.
     filters: BoardFilters = field(default_factory=BoardFilters)
     chart: str = "both"
 
@@ -185,7 +189,7 @@ def release_current(*, benchmark_slug: str, staff: bool = False) -> Release:
     return release
 
 
-def release_newer_unranked(*, release: Release, releases: list[Release]) -> list[Release]:
+def release_newer_unranked(*, release: Release, releases: Sequence[Release]) -> list[Release]:
     """The visible releases newer than ``release`` (from the version switcher's list, newest
     first, so no query): the board announces them while ``release`` stays the default."""
     newer: list[Release] = []
@@ -257,9 +261,9 @@ class BoardPage:
 
 
 def _intervals_overlap(upper: Standing, lower: Standing) -> bool:
-    if None in (upper.ci_low, upper.ci_high, lower.ci_low, lower.ci_high):
+    if upper.ci_low is None or upper.ci_high is None or lower.ci_low is None or lower.ci_high is None:
         return False
-    return lower.ci_high >= upper.ci_low and upper.ci_high >= lower.ci_low  # type: ignore[operator]
+    return lower.ci_high >= upper.ci_low and upper.ci_high >= lower.ci_low
 
 
 def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
@@ -438,21 +442,21 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race_counts: dict[int, int] = {}
     benchmark_of_race = {race.id: benchmark_id for benchmark_id, race in anchors.items()}
     slugs = {b.id: b.slug for b in benchmarks}
-    for row in (
+    for overall in (
         OverallStanding.objects.filter(race_id__in=benchmark_of_race)
         .select_related("agent_version__agent")
         .order_by("rank")
     ):
-        benchmark_id = benchmark_of_race[row.race_id]
+        benchmark_id = benchmark_of_race[overall.race_id]
         race_counts[benchmark_id] = race_counts.get(benchmark_id, 0) + 1
-        if row.is_top or benchmark_id not in race_leaders:
+        if overall.is_top or benchmark_id not in race_leaders:
             race_leaders[benchmark_id] = HomeLeader(
-                name=f"{row.agent_version.agent.name} {row.agent_version.version}",
+                name=f"{overall.agent_version.agent.name} {overall.agent_version.version}",
                 url=reverse(
                     "race_agent_version",
-                    args=[slugs[benchmark_id], row.agent_version.agent.slug, row.agent_version.version],
+                    args=[slugs[benchmark_id], overall.agent_version.agent.slug, overall.agent_version.version],
                 ),
-                figure=f"Overall {row.overall:+.3f}",
+                figure=f"Overall {overall.overall:+.3f}",
             )
 
     entries = []
@@ -471,7 +475,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
 # --- run page -----------------------------------------------------------------------------------
 
 
-def run_get(*, run_id: int, user: Any) -> Run:
+def run_get(*, run_id: int, user: Viewer | None) -> Run:
     """A run with everything its page shows; private runs only for their submitter and staff."""
     run = (
         Run.objects.select_related(
@@ -503,7 +507,8 @@ def run_get(*, run_id: int, user: Any) -> Run:
 
 def run_rank(*, run: Run) -> dict[str, int]:
     """The run's rank on each tab it appears on."""
-    return dict(with_rank(Standing.objects.filter(run=run), whole_tab=False).values_list("tab", "rank"))
+    ranked = with_rank(Standing.objects.filter(run=run), whole_tab=False)
+    return dict(ranked.values_list("tab", "rank"))  # type: ignore[misc]  # "rank" is with_rank's annotation
 
 
 # --- task, release and agent pages --------------------------------------------------------------
@@ -554,7 +559,7 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
     (three queries: the task results are read for leaderboard.disclosure)."""
     runs = (
         Run.objects.filter(agent_version__agent=agent, is_private=False, submission__is_private=False)
-        .select_related("release__benchmark", "agent_version", "submission", "cost")  # cost: issue 13
+        .select_related("release__benchmark", "agent_version", "submission", "cost")  # cost: the board's cost column
         .prefetch_related(Prefetch("task_results", queryset=TaskResult.objects.select_related("release_task__task")))
     )
     if not staff:
@@ -563,10 +568,10 @@ def agent_runs(*, agent: Agent, staff: bool = False) -> list[Run]:
     ranks = dict(
         with_rank(
             Standing.objects.filter(run_id__in=[r.id for r in listed], tab=Standing.Tab.OVERALL), whole_tab=False
-        ).values_list("run_id", "rank")
+        ).values_list("run_id", "rank")  # type: ignore[misc]  # "rank" is with_rank's annotation
     )
     for run in listed:
-        run.overall_rank = ranks.get(run.id)  # type: ignore[attr-defined]
+        run.overall_rank = ranks.get(run.id)  # type: ignore[attr-defined]  # display-only, for the template
     return listed
 
 
@@ -584,7 +589,7 @@ def agent_best_standing(*, release: Release, agent_slug: str) -> Standing | None
 # --- submissions --------------------------------------------------------------------------------
 
 
-def submissions_of(*, user: Any) -> QuerySet[Submission]:
+def submissions_of(*, user: User) -> QuerySet[Submission]:
     """A submitter's own submissions, private and failed ones included."""
     return (
         Submission.objects.filter(submitter=user)
@@ -593,7 +598,7 @@ def submissions_of(*, user: Any) -> QuerySet[Submission]:
     )
 
 
-def submission_get_own(*, submission_id: Any, user: Any) -> Submission:
+def submission_get_own(*, submission_id: uuid.UUID | str, user: User) -> Submission:
     """One of the user's own submissions, or 404 (never 403: others' ids are not confirmed)."""
     submission = (
         Submission.objects.select_related("release__benchmark", "run").filter(pk=submission_id, submitter=user).first()

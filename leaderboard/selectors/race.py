@@ -21,6 +21,7 @@ from leaderboard.models import AgentVersion, Benchmark, Race, Release
 from leaderboard.models.races import OverallStanding, RaceResult
 from leaderboard.selectors.releases import benchmark_of_scheme
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
+from leaderboard.users import Viewer
 from scoring import race as race_scoring
 from submissions.models import RaceRun, RaceTaskOutcome
 
@@ -77,7 +78,7 @@ def race_values_visible(race: Race | None, user: Any = None) -> bool:
     return race is None or race.status == Race.Status.RELEASED or _is_staff(user)
 
 
-def race_run_values_visible(run: RaceRun, user: Any = None) -> bool:
+def race_run_values_visible(run: RaceRun, user: Viewer | None = None) -> bool:
     """Whether ``user`` may see one validator run's score and paid rewards: as for its race,
     plus the account that filed the run (the validator sees what it reported)."""
     if race_values_visible(run.race, user):
@@ -102,7 +103,7 @@ def pick_public_anchor(races: Iterable[Race]) -> Race | None:
     return public
 
 
-def race_overall_anchor(*, benchmark: Benchmark, user: Any = None) -> Race | None:
+def race_overall_anchor(*, benchmark: Benchmark, user: Viewer | None = None) -> Race | None:
     """The race whose Overall standings ``user`` is shown: staff follow the live anchor
     (pick_race_anchor); everyone else sees the Overall as of the latest public race."""
     races = list(Race.objects.filter(benchmark=benchmark, status__in=ANCHOR_STATUSES))
@@ -143,7 +144,9 @@ def race_runs_of(*, race: Race) -> list[RaceRun]:
     )
 
 
-def agent_version_get(*, benchmark: Benchmark, agent_slug: str, version: str, user: Any = None) -> AgentVersion:
+def agent_version_get(
+    *, benchmark: Benchmark, agent_slug: str, version: str, user: Viewer | None = None
+) -> AgentVersion:
     """A public agent version (leaderboard.selectors.agents: one with a public run), or 404."""
     from leaderboard.selectors.agents import agent_versions_public
 
@@ -169,7 +172,9 @@ class AgentBuildup:
     history: list[RaceResult]
 
 
-def agent_version_buildup(*, benchmark: Benchmark, agent_version: AgentVersion, user: Any = None) -> AgentBuildup:
+def agent_version_buildup(
+    *, benchmark: Benchmark, agent_version: AgentVersion, user: Viewer | None = None
+) -> AgentBuildup:
     """The version's three-race build-up as of the anchor race ``user`` may see (see
     race_overall_anchor), plus its history of races whose results ``user`` may see."""
     anchor = race_overall_anchor(benchmark=benchmark, user=user)
@@ -287,7 +292,7 @@ class OutcomeView:
     embargoed: bool
 
 
-def race_outcomes_visible(race_run: RaceRun, user: Any = None) -> list[OutcomeView]:
+def race_outcomes_visible(race_run: RaceRun, user: Viewer | None = None) -> list[OutcomeView]:
     """The run's per-task outcomes with embargoed failure categories blanked, and embargoed
     paid rewards blanked too for anyone but staff and the run's filer.
 

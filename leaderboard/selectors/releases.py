@@ -73,6 +73,7 @@ def release_spec_from_rows(release: Release, rows: Any) -> ReleaseSpec:
             penalties={entry["metric"]: entry["limit"] for entry in penalties or []},
         )
         for slug, genre, direction, value, cap, penalties in rows
+        if value is not None  # every row: `missing` above is empty
     }
     return ReleaseSpec(tasks=tasks, missing_task_policy=release.missing_task_policy)
 

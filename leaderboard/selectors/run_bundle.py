@@ -32,6 +32,7 @@ from django.core.cache import cache
 
 from leaderboard.disclosure import Disclosure
 from leaderboard.selectors.visibility import viewer_is_submitter
+from leaderboard.users import Viewer
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +101,9 @@ def bundle_summary(*, run: Any) -> BundleSummary:
     return summary
 
 
-def episode_records(*, run: Any, summary: BundleSummary, disclosure: Disclosure, user: Any) -> list[dict[str, Any]]:
+def episode_records(
+    *, run: Any, summary: BundleSummary, disclosure: Disclosure, user: Viewer | None
+) -> list[dict[str, Any]]:
     """Every episode of the run's scored tasks as ``user`` may see it."""
     sees_seeds = bool(getattr(user, "is_staff", False)) or viewer_is_submitter(run.submission.submitter_id, user)
     scored = [result.release_task.task.slug for result in run.task_results.all()]
@@ -123,7 +126,7 @@ def episode_records(*, run: Any, summary: BundleSummary, disclosure: Disclosure,
     return records
 
 
-def artifacts_allowed(*, run: Any, disclosure: Disclosure, user: Any) -> bool:
+def artifacts_allowed(*, run: Any, disclosure: Disclosure, user: Viewer | None) -> bool:
     """Whether ``user`` (who may see ``run``) may download its artifacts (module docstring)."""
     if getattr(user, "is_staff", False) or viewer_is_submitter(run.submission.submitter_id, user):
         return True

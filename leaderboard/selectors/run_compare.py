@@ -20,6 +20,7 @@ from django.http import Http404
 from leaderboard.disclosure import run_disclosure
 from leaderboard.selectors.paper_gap import run_get
 from leaderboard.selectors.run_bundle import task_intervals
+from leaderboard.users import Viewer
 from scoring.proportion import intervals_overlap, wilson_interval
 from submissions.models import Run
 
@@ -127,7 +128,7 @@ def _overlap(a: Side, b: Side) -> bool | None:
     return intervals_overlap(a.interval, b.interval)
 
 
-def run_compare(*, a_id: int, b_id: int, user: Any) -> Comparison:
+def run_compare(*, a_id: int, b_id: int, user: Viewer | None) -> Comparison:
     """The comparison of runs ``a_id`` and ``b_id`` for ``user``; Http404 when either run is
     not visible to them (the same answer as for a run that does not exist), and
     CompareQueryError when the runs belong to different benchmarks."""
@@ -197,6 +198,7 @@ def run_compare(*, a_id: int, b_id: int, user: Any) -> Comparison:
         final_a, pass_a = task_sides(result_a, disclosure_a, intervals_a)
         final_b, pass_b = task_sides(result_b, disclosure_b, intervals_b)
         reference = result_a or result_b
+        assert reference is not None  # `order` lists only slugs that one of the runs has
         tasks.append(
             CompareRow(
                 key=slug,

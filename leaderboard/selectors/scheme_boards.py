@@ -22,6 +22,7 @@ from typing import Any
 from leaderboard.models import Benchmark, Race, Release
 from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors import scorecard as scorecard_selectors
+from leaderboard.users import Viewer
 
 SCORECARD_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -117,7 +118,9 @@ def scorecard_board_records(*, release: Release) -> list[dict[str, Any]]:
     return records
 
 
-def race_overall_records(*, benchmark: Benchmark, user: Any = None) -> tuple[Race | None, list[dict[str, Any]]]:
+def race_overall_records(
+    *, benchmark: Benchmark, user: Viewer | None = None
+) -> tuple[Race | None, list[dict[str, Any]]]:
     """The anchor race ``user`` may see and the Overall rows as of it (three queries)."""
     anchor = race_overall_anchor(benchmark=benchmark, user=user)
     if anchor is None:
@@ -138,7 +141,7 @@ def race_overall_records(*, benchmark: Benchmark, user: Any = None) -> tuple[Rac
     return anchor, rows
 
 
-def race_result_records(*, race: Race, user: Any = None) -> list[dict[str, Any]]:
+def race_result_records(*, race: Race, user: Viewer | None = None) -> list[dict[str, Any]]:
     """A race's raw results with baseline and vs Field; RaceEmbargoed unless ``user`` may see them."""
     if not race_values_visible(race, user):
         raise RaceEmbargoed(race)

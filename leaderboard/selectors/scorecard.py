@@ -111,6 +111,8 @@ def scorecard_episodes(*, card: ScorecardRun) -> list[EpisodeRow]:
     """The levels the card played, in play order (unplayed levels are padding, not rows)."""
     from scoring.scorecard import step_budget
 
+    if card.card_id is None:  # closed from a retired self-reported bundle: no recorded episodes
+        return []
     rows = CardEpisode.objects.filter(card_id=card.card_id).select_related("level").order_by("started_at", "id")
     return [
         EpisodeRow(
@@ -133,7 +135,7 @@ def _may_see_moves(card: ScorecardRun, user: Any) -> bool:
     hidden level, which is as good as its layout."""
     if card.release.reveal_hidden_levels:
         return True
-    return _is_staff(user) or viewer_is_submitter(card.card.owner_id, user)
+    return _is_staff(user) or (card.card is not None and viewer_is_submitter(card.card.owner_id, user))
 
 
 def scorecard_replay(*, card: ScorecardRun, level_id: str, user: Any = None) -> dict[str, Any]:
@@ -146,7 +148,11 @@ def scorecard_replay(*, card: ScorecardRun, level_id: str, user: Any = None) -> 
     result only for a viewer allowed by :func:`_may_see_moves`."""
     from scoring.sokoban import parse_xsb
 
-    episode = CardEpisode.objects.filter(card_id=card.card_id, level__level_id=level_id).select_related("level").first()
+    episode = (
+        CardEpisode.objects.filter(card_id=card.card_id, level__level_id=level_id).select_related("level").first()
+        if card.card_id is not None
+        else None
+    )
     if episode is None:
         raise Http404("This card did not play that level")
     show_moves = _may_see_moves(card, user)

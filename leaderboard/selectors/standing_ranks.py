@@ -84,11 +84,12 @@ def with_rank(rows: QuerySet[Standing], *, whole_tab: bool) -> QuerySet[Standing
     """``rows`` with ``rank`` annotated: by window when ``whole_tab`` (nothing but the release, the tab
     and ``complete`` filters them: complete rows rank before every partial one, so keeping only them
     keeps their numbers), else by count. Apply every filter before this call."""
-    return rows.annotate(rank=rank_by_window() if whole_tab else rank_by_count())
+    # no-redef: Standing declares ``rank`` for type checking only; this is where it is set.
+    return rows.annotate(rank=rank_by_window() if whole_tab else rank_by_count())  # type: ignore[no-redef]
 
 
 def standings_ranked() -> QuerySet[Standing]:
     """Every Standing row with its rank by count: right whatever filters follow (a window would
     number only the rows they keep), at a cost per row that grows with its rank; for small reads
     (one run's rows, a test's board)."""
-    return Standing.objects.annotate(rank=rank_by_count())
+    return Standing.objects.annotate(rank=rank_by_count())  # type: ignore[no-redef]  # see with_rank

@@ -20,6 +20,7 @@ from typing import Any
 from leaderboard.disclosure import run_disclosure
 from leaderboard.models import ReleaseTask
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS
+from leaderboard.users import Viewer
 from scoring.proportion import wilson_interval
 from submissions.models import TaskResult
 
@@ -91,7 +92,7 @@ def _task_results(release_task: ReleaseTask) -> Iterable[TaskResult]:
     )
 
 
-def _row(result: TaskResult, release_task: ReleaseTask, user: Any) -> TaskRankingRow:
+def _row(result: TaskResult, release_task: ReleaseTask, user: Viewer | None) -> TaskRankingRow:
     run = result.run
     # The page's release_task carries the task; the per-task rule needs only this one result.
     result.release_task = release_task
@@ -133,7 +134,7 @@ def _order_key(row: TaskRankingRow) -> tuple[Any, ...]:
     )
 
 
-def task_ranking(*, release_task: ReleaseTask, user: Any) -> list[TaskRankingRow]:
+def task_ranking(*, release_task: ReleaseTask, user: Viewer | None) -> list[TaskRankingRow]:
     """Every public agent version on ``release_task`` (its best run on this task), ranked by
     the final score the viewer may see; one query."""
     best: dict[int, TaskRankingRow] = {}

@@ -1,4 +1,4 @@
-"""Writes for agent declarations (issue 13 feature 1), run costs (2) and baselines (11).
+"""Writes for agent declarations, run costs and baselines.
 
 * Only the account owning an agent declares its versions' metadata
   (``agent_meta_may_declare``: the one permission rule, used by the page and the API).
@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import F
 
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, Release, ReleasePrice, RunCost
+from leaderboard.users import Viewer
 from submissions.models import Run
 
 # The price table's catch-all row: used when no row names the version's base model.
@@ -30,7 +31,7 @@ DEFAULT_PRICE_MODEL = "*"
 MILLION = Decimal(1_000_000)
 
 
-def agent_meta_may_declare(*, user: Any, agent_version: AgentVersion) -> bool:
+def agent_meta_may_declare(*, user: Viewer | None, agent_version: AgentVersion) -> bool:
     """True when ``user`` may declare ``agent_version``'s metadata: the agent's owner only.
 
     Agent.owner is the account that first named the agent in an accepted bundle (and the
@@ -38,7 +39,7 @@ def agent_meta_may_declare(*, user: Any, agent_version: AgentVersion) -> bool:
     is the owner's own claim, shown as such; staff correct abuse in the admin.
     """
     owner_id = agent_version.agent.owner_id
-    return bool(getattr(user, "is_authenticated", False) and owner_id is not None and owner_id == user.pk)
+    return bool(user is not None and user.is_authenticated and owner_id is not None and owner_id == user.pk)
 
 
 def _releases_of_version(agent_version: AgentVersion) -> list[int]:
@@ -53,7 +54,9 @@ def releases_generation_bump(*, release_ids: Iterable[int]) -> None:
 
 
 @transaction.atomic
-def agent_version_meta_declare(*, user: Any, agent_version: AgentVersion, data: dict[str, Any]) -> AgentVersionMeta:
+def agent_version_meta_declare(
+    *, user: Viewer | None, agent_version: AgentVersion, data: dict[str, Any]
+) -> AgentVersionMeta:
     """Store the owner's declaration (``data``: cleaned by leaderboard.forms.AgentVersionMetaForm)
     and re-price the version's runs. The caller has checked ``agent_meta_may_declare``."""
     meta, _ = AgentVersionMeta.objects.update_or_create(
@@ -157,7 +160,7 @@ def _restand(agent_version: AgentVersion) -> None:
 
 
 @transaction.atomic
-def baseline_mark(*, actor: Any, agent_version: AgentVersion, kind: str, note: str = "") -> Baseline:
+def baseline_mark(*, actor: Viewer | None, agent_version: AgentVersion, kind: str, note: str = "") -> Baseline:
     """Staff mark a version as a reference baseline; its releases' standings are rewritten without it."""
     baseline, _ = Baseline.objects.update_or_create(
         agent_version=agent_version, defaults={"kind": kind, "note": note, "marked_by": actor}
@@ -167,7 +170,7 @@ def baseline_mark(*, actor: Any, agent_version: AgentVersion, kind: str, note: s
 
 
 @transaction.atomic
-def baseline_unmark(*, actor: Any, agent_version: AgentVersion) -> bool:
+def baseline_unmark(*, actor: Viewer | None, agent_version: AgentVersion) -> bool:
     """Staff return a baseline to the ranked board; False when it was not one."""
     deleted, _ = Baseline.objects.filter(agent_version=agent_version).delete()
     if deleted:

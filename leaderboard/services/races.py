@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from leaderboard.models import Benchmark, Race
 from leaderboard.services.scheme_standings import race_standings_update
+from leaderboard.users import Viewer
 
 
 class RaceTransitionError(ValueError):
@@ -67,7 +68,7 @@ def race_schedule(
     benchmark: Benchmark,
     number: int,
     task_ids: list[str],
-    user: Any = None,
+    user: Viewer | None = None,
     name: str = "",
     is_launch: bool = False,
     challenge_margin: float = 0.02,
@@ -94,7 +95,7 @@ def race_schedule(
 
 
 @transaction.atomic
-def race_start(*, race: Race, user: Any = None) -> Race:
+def race_start(*, race: Race, user: Viewer | None = None) -> Race:
     """scheduled -> running. From now on the pinned task set cannot change."""
     current = _step(race, expected=Race.Status.SCHEDULED, target=Race.Status.RUNNING, verb="started")
     _check_task_ids(current.task_ids)
@@ -105,7 +106,7 @@ def race_start(*, race: Race, user: Any = None) -> Race:
 
 
 @transaction.atomic
-def race_close(*, race: Race, user: Any = None) -> Race:
+def race_close(*, race: Race, user: Viewer | None = None) -> Race:
     """running -> embargoed: results stop landing; the reveal embargo begins."""
     current = _step(race, expected=Race.Status.RUNNING, target=Race.Status.EMBARGOED, verb="closed")
     current.ends_at = current.ends_at or timezone.now()
@@ -115,7 +116,7 @@ def race_close(*, race: Race, user: Any = None) -> Race:
 
 
 @transaction.atomic
-def race_release(*, race: Race, user: Any = None) -> Race:
+def race_release(*, race: Race, user: Viewer | None = None) -> Race:
     """embargoed -> released: the raw results and the failure categories become public."""
     current = _step(race, expected=Race.Status.EMBARGOED, target=Race.Status.RELEASED, verb="released")
     current.released_at = timezone.now()

@@ -311,7 +311,7 @@ def release_sign_off_all(*, release: Release, user: Any) -> Release:
                 dry_run_outcome=SCRIPTED_NOTE,
                 dry_run_passed=True,
             )
-    row = Release.objects.get(pk=release.pk)
-    if (row.manifest or {}).get("published") and not row.published:
-        row = release_publish(release=row, user=user)
-    return row
+    current = Release.objects.get(pk=release.pk)
+    if (current.manifest or {}).get("published") and not current.published:
+        current = release_publish(release=current, user=user)
+    return current

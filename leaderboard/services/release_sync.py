@@ -72,7 +72,7 @@ def _resolve(manifest: ReleaseManifest | ManifestSource | str | os.PathLike[str]
         if problems:
             raise ManifestError(problems)
         return manifest
-    source = manifest if isinstance(manifest, ManifestSource) else read_manifest_dir(manifest)
+    source = manifest if isinstance(manifest, ManifestSource) else read_manifest_dir(os.fspath(manifest))
     return load_manifest(source, known_simulators=known)
 
 

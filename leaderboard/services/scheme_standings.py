@@ -134,7 +134,8 @@ def scorecard_standing_update(*, release: Release, agent_id: int) -> int:
     moved = []
     for rank, key in enumerate(ordered, start=1):
         if key == agent_id:
-            if mine is None or mine.pk is None or best is None:
+            assert best is not None  # the agent is among the ranked cards only with a best card
+            if mine is None or mine.pk is None:
                 ScorecardStanding.objects.create(release=release, agent_id=agent_id, scorecard=best, rank=rank)
             else:
                 ScorecardStanding.objects.filter(pk=mine.pk).update(scorecard=best, rank=rank)
@@ -221,6 +222,22 @@ def race_standings_update(*, race: Race | None) -> None:
         _race_standings_from(race.benchmark, first=race)
 
 
+def _window_overalls(
+    entries: dict[int, list[race_scoring.RaceEntry]], *, position: int, launch_position: int
+) -> dict[int, tuple[float, int]]:
+    """Each agent version's Overall after race ``position`` and the races it counted."""
+    window_start = max(launch_position, position - race_scoring.OVERALL_WINDOW + 1)
+    overalls: dict[int, tuple[float, int]] = {}
+    for version_id, history in entries.items():
+        in_window = [entry for entry in history if entry.race >= window_start]
+        if not in_window:
+            continue  # has not raced in the current window: off the Overall board
+        value = race_scoring.overall(in_window, current_race=position, launch_race=launch_position)
+        if value is not None:
+            overalls[version_id] = (value, len(in_window))
+    return overalls
+
+
 def _race_standings_from(benchmark: Benchmark, *, first: Race | None) -> None:
     # One writer per benchmark at a time (see scorecard_standing_update).
     Benchmark.objects.select_for_update().filter(pk=benchmark.pk).first()
@@ -265,14 +282,7 @@ def _race_standings_from(benchmark: Benchmark, *, first: Race | None) -> None:
             continue
         window_start = max(launch_position, position - race_scoring.OVERALL_WINDOW + 1)
         span = position - window_start + 1
-        overalls: dict[int, tuple[float, int]] = {}
-        for version_id, history in entries.items():
-            in_window = [entry for entry in history if entry.race >= window_start]
-            if not in_window:
-                continue  # has not raced in the current window: off the Overall board
-            value = race_scoring.overall(in_window, current_race=position, launch_race=launch_position)
-            if value is not None:
-                overalls[version_id] = (value, len(in_window))
+        overalls = _window_overalls(entries, position=position, launch_position=launch_position)
         holder = race_scoring.top_agent(
             {_version_key(version_id): value for version_id, (value, _) in overalls.items()},
             holder,

@@ -26,9 +26,11 @@ rows and never aggregate.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.db import connections, transaction
+from django.db.models import Field, Model
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Baseline, Release, Standing
@@ -74,6 +76,20 @@ def standing_sort_key(run: Run, tab: str) -> tuple[Any, ...]:
     )
 
 
+def _column(model: type[Model], name: str) -> str:
+    """The database column of ``model``'s concrete field ``name``."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)  # every name passed here is a concrete field, not a reverse relation
+    return field.column
+
+
+def _related(model: type[Model], name: str) -> type[Model]:
+    """The model ``model``'s relation ``name`` points at."""
+    related = model._meta.get_field(name).related_model
+    assert isinstance(related, type)  # a resolved model class once the app registry is ready
+    return related
+
+
 def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
     """The query behind ``_best_runs_by_tab``, written out (see there), for ``connection``'s quoting;
     with ``one_version``, restricted to one agent version (its id the second parameter), for
@@ -85,14 +101,14 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
     than running it. Tables and columns come from the models, quoted by the backend.
     """
     quote = connection.ops.quote_name
-    run = {name: quote(Run._meta.get_field(name).column) for name in (*RUN_FIELDS, "release", "submission")}
-    run["is_private"] = quote(Run._meta.get_field("is_private").column)
-    submission_model = Run._meta.get_field("submission").related_model
-    result_model = Run._meta.get_field("task_results").related_model
-    release_task_model = result_model._meta.get_field("release_task").related_model
-    result = {name: quote(result_model._meta.get_field(name).column) for name in ("run", "release_task", "signature")}
-    version_model = Run._meta.get_field("agent_version").related_model
-    agent_model = version_model._meta.get_field("agent").related_model
+    run = {name: quote(_column(Run, name)) for name in (*RUN_FIELDS, "release", "submission")}
+    run["is_private"] = quote(_column(Run, "is_private"))
+    submission_model = _related(Run, "submission")
+    result_model = _related(Run, "task_results")
+    release_task_model = _related(result_model, "release_task")
+    result = {name: quote(_column(result_model, name)) for name in ("run", "release_task", "signature")}
+    version_model = _related(Run, "agent_version")
+    agent_model = _related(version_model, "agent")
     positions = ",\n".join(
         f"ROW_NUMBER() OVER (PARTITION BY r.{run['agent_version']} ORDER BY r.{run['complete']} DESC, "
         f"r.{run[tab]} DESC NULLS LAST, r.{run['pass_rate']} DESC NULLS LAST, r.{run['created_at']} ASC, "
@@ -104,9 +120,9 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
     return f"""
         SELECT * FROM (
             SELECT {columns},
-                   av.{quote(version_model._meta.get_field("version").column)} AS {quote("standing_version")},
-                   a.{quote(agent_model._meta.get_field("name").column)} AS {quote("standing_agent_name")},
-                   a.{quote(agent_model._meta.get_field("slug").column)} AS {quote("standing_agent_slug")},
+                   av.{quote(_column(version_model, "version"))} AS {quote("standing_version")},
+                   a.{quote(_column(agent_model, "name"))} AS {quote("standing_agent_name")},
+                   a.{quote(_column(agent_model, "slug"))} AS {quote("standing_agent_slug")},
                    {positions}
             FROM {quote(Run._meta.db_table)} r
             JOIN {quote(submission_model._meta.db_table)} s
@@ -114,11 +130,11 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
             JOIN {quote(version_model._meta.db_table)} av
               ON av.{quote(version_model._meta.pk.column)} = r.{run["agent_version"]}
             JOIN {quote(agent_model._meta.db_table)} a
-              ON a.{quote(agent_model._meta.pk.column)} = av.{quote(version_model._meta.get_field("agent").column)}
+              ON a.{quote(agent_model._meta.pk.column)} = av.{quote(_column(version_model, "agent"))}
             WHERE r.{run["release"]} = %s{f" AND r.{run['agent_version']} = %s" if one_version else ""}
               AND r.{run["level"]} IN ({", ".join(["%s"] * len(LEADERBOARD_LEVELS))})
               AND r.{run["is_private"]} = %s
-              AND s.{quote(submission_model._meta.get_field("is_private").column)} = %s
+              AND s.{quote(_column(submission_model, "is_private"))} = %s
               AND (r.{run["overall"]} IS NOT NULL OR r.{run["reproduction"]} IS NOT NULL OR r.{run["open"]} IS NOT NULL)
               -- leaderboard.disclosure: a run with an unsigned result on a withheld-anchor task is
               -- never ranked (its scores, and so its place among others, would reveal the anchor).
@@ -127,13 +143,13 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
                   JOIN {quote(release_task_model._meta.db_table)} rt
                     ON rt.{quote(release_task_model._meta.pk.column)} = tr.{result["release_task"]}
                   WHERE tr.{result["run"]} = r.{quote(Run._meta.pk.column)}
-                    AND rt.{quote(release_task_model._meta.get_field("anchor_published").column)} = %s
+                    AND rt.{quote(_column(release_task_model, "anchor_published"))} = %s
                     AND tr.{result["signature"]} <> %s
               )
-              -- issue 13: a reference baseline (leaderboard.models.Baseline) is shown apart, never ranked.
+              -- A reference baseline (leaderboard.models.Baseline) is shown apart, never ranked.
               AND NOT EXISTS (
                   SELECT 1 FROM {quote(Baseline._meta.db_table)} bl
-                  WHERE bl.{quote(Baseline._meta.get_field("agent_version").column)} = r.{run["agent_version"]}
+                  WHERE bl.{quote(_column(Baseline, "agent_version"))} = r.{run["agent_version"]}
               )
         ) ranked
         WHERE {" OR ".join(f"{quote('position_' + tab)} = 1" for tab in TABS)}
@@ -166,7 +182,7 @@ def _best_runs_by_tab(release: Release) -> dict[str, list[Run]]:
     return {
         tab: sorted(
             (run for run in candidates if getattr(run, f"position_{tab}") == 1 and _tab_score(run, tab) is not None),
-            key=lambda run, tab=tab: standing_sort_key(run, tab),
+            key=partial(standing_sort_key, tab=tab),
         )
         for tab in TABS
     }
@@ -220,9 +236,10 @@ def _standing_fields(run: Run, tab: str) -> dict[str, Any]:
         "covered": run.covered,
         "required": run.required,
         "complete": run.complete,
-        "agent_name": run.standing_agent_name,
-        "agent_slug": run.standing_agent_slug,
-        "version": run.standing_version,
+        # Columns the raw query adds to each Run (see _best_runs_sql), unknown to the model.
+        "agent_name": run.standing_agent_name,  # type: ignore[attr-defined]
+        "agent_slug": run.standing_agent_slug,  # type: ignore[attr-defined]
+        "version": run.standing_version,  # type: ignore[attr-defined]
         "runtime_seconds": run.runtime_seconds,
         "tokens": tokens,
         "effort_tier": run.effort_tier,
@@ -320,8 +337,8 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {table} SET {low} = CASE {when} END, {high} = CASE {when} END "  # noqa: S608 -- identifiers only
-                f"WHERE {quote(Standing._meta.get_field('release').column)} = %s "
-                f"AND {quote(Standing._meta.get_field('run').column)} = %s AND {tab} IN ({placeholders})",
+                f"WHERE {quote(_column(Standing, 'release'))} = %s "
+                f"AND {quote(_column(Standing, 'run'))} = %s AND {tab} IN ({placeholders})",
                 params,
             )
             changed = cursor.rowcount
@@ -356,7 +373,7 @@ def _bump_generation(release: Release) -> int:
     one transaction at a time anyway). UPDATE ... RETURNING: PostgreSQL, SQLite >= 3.35.
     """
     quote = connections[Release.objects.db].ops.quote_name
-    column = quote(Release._meta.get_field("generation").column)
+    column = quote(_column(Release, "generation"))
     with connections[Release.objects.db].cursor() as cursor:
         cursor.execute(
             f"UPDATE {quote(Release._meta.db_table)} SET {column} = {column} + 1 "  # noqa: S608 -- identifiers only

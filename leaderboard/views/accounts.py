@@ -9,6 +9,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -37,6 +38,7 @@ class LoginThrottleMixin:
     throttled = False
 
     def clean(self) -> dict[str, Any]:
+        # A mixin over AuthenticationForm, which supplies cleaned_data, request and clean().
         username = self.cleaned_data.get("username") or ""  # type: ignore[attr-defined]
         scope = login_scope(username=username, address=client_address(self.request))  # type: ignore[attr-defined]
         locked_until = login_locked_until(scope=scope)
@@ -71,9 +73,9 @@ class ThrottledLoginView(auth_views.LoginView):
     form_class = ThrottledAuthenticationForm
     redirect_authenticated_user = True
 
-    def form_invalid(self, form: ThrottledAuthenticationForm) -> HttpResponse:
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_invalid(form)
-        if form.throttled:
+        if isinstance(form, ThrottledAuthenticationForm) and form.throttled:
             response.status_code = 429  # Too Many Requests: the page says for how long
         return response
 
@@ -82,7 +84,7 @@ class ThrottledLoginView(auth_views.LoginView):
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("home")
-    form = UserCreationForm(request.POST or None)
+    form: UserCreationForm[User] = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")

@@ -1,4 +1,4 @@
-"""Pages and data for agent declarations, costs and baselines (issue 13 features 1, 2, 11).
+"""Pages and data for agent declarations, costs and baselines.
 
 ``cost_cell`` and ``declared_line`` format the board's extra cells (leaderboard.views.paper_gap);
 the declaration page is the owner's form; ``cost_chart_data`` feeds the cost-versus-score
@@ -112,7 +112,7 @@ def cost_chart_payload(*, release: Any, tab: str, filters: declared.BoardFilters
         {
             "label": f"{run.agent_version.agent.name} {run.agent_version.version}",
             "kind": run.agent_version.baseline.kind,
-            "score": run.tab_score,
+            "score": run.tab_score,  # type: ignore[attr-defined]  # annotated onto the queryset by the selector
             "cost_usd": run.cost.usd,
             "cost_basis": run.cost.basis,
             "run_id": run.pk,

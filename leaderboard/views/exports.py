@@ -7,11 +7,13 @@ import json
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from leaderboard import exports
 from leaderboard.api_query import whole_number
 from leaderboard.badges import badge_svg
+from leaderboard.models import Release
 from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import FilterError, board_baselines, board_filters_from_params
 from leaderboard.selectors.paper_gap import TABS, BoardQueryError
@@ -24,15 +26,15 @@ def _json_error(message: str, *, status: int = 400) -> JsonResponse:
     return JsonResponse({"error": {"code": "invalid_query", "message": message}}, status=status)
 
 
-def _filename(release: object, tab: str, extension: str) -> str:
-    benchmark = release.benchmark.slug  # type: ignore[attr-defined]
-    version = release.version  # type: ignore[attr-defined]
+def _filename(release: Release, tab: str, extension: str) -> str:
+    benchmark = release.benchmark.slug
+    version = release.version
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{benchmark}-{version}-{tab}")
     return f"{safe}.{extension}"
 
 
 @require_GET
-def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponseBase:
     """The whole leaderboard view (every page) as CSV, streamed."""
     try:
         query = selectors.board_query_from_params(request.GET)
@@ -76,7 +78,7 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
             "verified = official re-run",
         },
         "rows": rows,
-        # Issue 13: reference baselines, never ranked (leaderboard.selectors.declarations.board_baselines).
+        # Reference baselines, never ranked (leaderboard.selectors.declarations.board_baselines).
         "baselines": [
             exports.baseline_record(run, tab=query.tab)
             for run in board_baselines(release=release, tab=query.tab, filters=query.filters)
@@ -98,7 +100,7 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     if n is None:
         return _json_error(f"n={raw_n[:24]!r}: expected a whole number from 1 to {selectors.CHART_MAX_N}")
     try:
-        filters = board_filters_from_params(request.GET)  # issue 13: the board's search filters
+        filters = board_filters_from_params(request.GET)  # the board's search filters
     except FilterError as error:
         return _json_error(str(error))
     by = request.GET.get("by") or "score"

@@ -67,6 +67,7 @@ def check_storage() -> str:
         default_storage.listdir("")
     except FileNotFoundError:
         # A local media root nothing was stored in yet: the first upload creates it.
+        # default_storage is a lazy proxy: the backend it wraps is what the check needs.
         if not isinstance(default_storage._wrapped, FileSystemStorage):  # type: ignore[attr-defined]
             raise
     return OK

@@ -1,4 +1,4 @@
-"""Per-task rankings, run downloads, run comparison and history charts (issue 13, items 3-5).
+"""Per-task rankings, run downloads, run comparison and history charts.
 
 Views parse the request and delegate: visibility is the run page's (run_get) and what of a
 run is shown is leaderboard.disclosure's, so every download says exactly what the page says
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -81,7 +82,7 @@ def _task_rows(request: HttpRequest, benchmark: str, version: str, task: str) ->
 
 
 @require_GET
-def task_results_csv(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
+def task_results_csv(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponseBase:
     _, _, rows = _task_rows(request, benchmark, version, task)
     return _csv([row.record() for row in rows], TASK_RANKING_COLUMNS, f"{benchmark}-{version}-{task}")
 
@@ -127,7 +128,7 @@ def _run_records(request: HttpRequest, run_id: int) -> tuple[Any, Any, list[dict
 
 
 @require_GET
-def run_results_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_results_csv(request: HttpRequest, run_id: int) -> HttpResponseBase:
     run, _, records = _run_records(request, run_id)
     return _csv(records, run_exports.TASK_COLUMNS, f"run-{run.pk}-tasks")
 

@@ -332,7 +332,8 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
 
 def _public_contract(release_task: ReleaseTask) -> str:
     """The task.yaml contract as YAML, with the anchor only where the release publishes it."""
-    # The release's own snapshot of task.yaml, never the shared Task row (issue 11: release text is a snapshot).
+    # The release's own snapshot of task.yaml, never the shared Task row: a later
+    # release that rewords the task must not change what this release showed.
     contract = dict(release_task.contract or {})
     metric = dict(contract.get("metric") or {})
     # Task.contract is stored without the anchor; dropping it again keeps that invariant here too.
@@ -412,8 +413,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     disclosure = run_disclosure(run, user=request.user, task_results=task_results)
     for result in task_results:
         slug = result.release_task.task.slug
-        result.measured_withheld = slug in disclosure.measured_hidden
-        result.scores_withheld = disclosure.task_scores_hidden(slug)
+        # Display-only attributes the template reads beside the row's own fields.
+        result.measured_withheld = slug in disclosure.measured_hidden  # type: ignore[attr-defined]
+        result.scores_withheld = disclosure.task_scores_hidden(slug)  # type: ignore[attr-defined]
     # A carried run's claims were made for (and compared on) its source release, not this one.
     diff = (
         [] if run.carried_from_id else comparison_rows(run.breakdown, run.submission.diff or [], disclosure=disclosure)
@@ -463,8 +465,10 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     for run in runs:
         # The same rule as the run page: an aggregate that would reveal a withheld anchor is not shown.
         disclosure = run_disclosure(run, user=request.user)
-        run.shown = {key: disclosure.aggregate(key, getattr(run, key)) for key in ("overall", "reproduction", "open")}
-        run.withheld = disclosure.aggregates_hidden
+        # Display-only attributes the template reads beside the row's own fields.
+        shown = {key: disclosure.aggregate(key, getattr(run, key)) for key in ("overall", "reproduction", "open")}
+        run.shown = shown  # type: ignore[attr-defined]
+        run.withheld = disclosure.aggregates_hidden  # type: ignore[attr-defined]
     badges = []
     for release in {run.release_id: run.release for run in runs if run.release.published}.values():
         args = [release.benchmark.slug, release.version]
@@ -475,7 +479,8 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     versions = agent_versions_declared(agent=agent_row, user=request.user)
     for agent_version in versions:
         meta = getattr(agent_version, "meta", None)
-        agent_version.description_html = render_markdown(meta.description_md) if meta else ""
+        description = render_markdown(meta.description_md) if meta else ""
+        agent_version.description_html = description  # type: ignore[attr-defined]  # display-only, for the template
     is_owner = request.user.is_authenticated and agent_row.owner_id == request.user.pk
     return render(
         request,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -34,7 +35,7 @@ def _episodes(request: HttpRequest, run_id: int) -> tuple[Any, list[dict[str, An
 
 
 @require_GET
-def run_episodes_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_episodes_csv(request: HttpRequest, run_id: int) -> HttpResponseBase:
     try:
         run, records = _episodes(request, run_id)
     except run_bundle.BundleUnavailable as error:
@@ -89,7 +90,7 @@ def run_artifacts(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
-def run_artifact_download(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
+def run_artifact_download(request: HttpRequest, run_id: int, name: str) -> HttpResponseBase:
     run, disclosure = _run(request, run_id)
     if not run_bundle.artifacts_allowed(run=run, disclosure=disclosure, user=request.user):
         return JsonResponse(

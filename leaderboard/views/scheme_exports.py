@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from leaderboard import run_exports
@@ -61,7 +62,7 @@ def _scorecard(benchmark: str, version: str) -> tuple[Any, list[dict[str, Any]]]
 
 
 @require_GET
-def scorecard_board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
+def scorecard_board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponseBase:
     _, rows = _scorecard(benchmark, version)
     return _csv(rows, boards.SCORECARD_COLUMNS, f"{benchmark}-{version}-scorecards")
 
@@ -83,7 +84,7 @@ def scorecard_board_json(request: HttpRequest, benchmark: str, version: str) -> 
 
 
 @require_GET
-def race_overall_csv(request: HttpRequest, benchmark: str) -> HttpResponse:
+def race_overall_csv(request: HttpRequest, benchmark: str) -> HttpResponseBase:
     race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     _, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
     return _csv(rows, boards.OVERALL_COLUMNS, f"{benchmark}-overall")
@@ -111,7 +112,7 @@ def _race(request: HttpRequest, benchmark: str, number: int) -> tuple[Any, list[
 
 
 @require_GET
-def race_results_csv(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
+def race_results_csv(request: HttpRequest, benchmark: str, number: int) -> HttpResponseBase:
     try:
         _, rows = _race(request, benchmark, number)
     except boards.RaceEmbargoed as error:
@@ -136,7 +137,7 @@ def _qualifying(benchmark: str) -> tuple[Any, Any, list[dict[str, Any]]]:
 
 
 @require_GET
-def race_qualifying_csv(request: HttpRequest, benchmark: str) -> HttpResponse:
+def race_qualifying_csv(request: HttpRequest, benchmark: str) -> HttpResponseBase:
     _, _, rows = _qualifying(benchmark)
     return _csv(rows, boards.QUALIFYING_COLUMNS, f"{benchmark}-qualifying")
 

@@ -11,7 +11,7 @@ sorted tuple of crate cells; it is hashable, so the solver can keep a visited se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "ACTIONS",
@@ -102,6 +102,28 @@ def parse_xsb(text: str) -> Level:
     level already solved, a side over MAX_SIDE, or a player who can walk off
     the board (the level must be enclosed by walls).
     """
+    lines = _xsb_rows(text)
+    height = len(lines)
+    width = max(len(line.rstrip()) for line in lines)
+    if height > MAX_SIDE or width > MAX_SIDE:
+        raise LevelError(f"the level is {width} x {height}; at most {MAX_SIDE} x {MAX_SIDE} is accepted")
+    pieces = _XsbPieces()
+    for row, line in enumerate(lines):
+        for col, char in enumerate(line.rstrip()):
+            pieces.add(row, col, char, width)
+    pieces.check()
+    player = pieces.players[0][0] * width + pieces.players[0][1]
+    level = Level(
+        width, height, frozenset(pieces.walls), frozenset(pieces.goals), State(player, tuple(sorted(pieces.crates)))
+    )
+    if is_solved(level, level.start):
+        raise LevelError("every crate already stands on a goal; expected a level with something to do")
+    _check_enclosed(level)
+    return level
+
+
+def _xsb_rows(text: str) -> list[str]:
+    """The level's rows, blank lines before and after dropped; refuses a non-text or empty level."""
     if not isinstance(text, str):
         raise LevelError(f"expected the level as text, got {type(text).__name__}")
     lines = text.replace("\r\n", "\n").split("\n")
@@ -111,42 +133,44 @@ def parse_xsb(text: str) -> Level:
         lines.pop()
     if not lines:
         raise LevelError("the level is empty; expected XSB rows of #@+$*. and spaces")
-    height = len(lines)
-    width = max(len(line.rstrip()) for line in lines)
-    if height > MAX_SIDE or width > MAX_SIDE:
-        raise LevelError(f"the level is {width} x {height}; at most {MAX_SIDE} x {MAX_SIDE} is accepted")
-    walls: set[int] = set()
-    goals: set[int] = set()
-    crates: list[int] = []
-    players: list[tuple[int, int]] = []
-    for row, line in enumerate(lines):
-        for col, char in enumerate(line.rstrip()):
-            if char not in _KNOWN:
-                raise LevelError(
-                    f"line {row + 1}, column {col + 1}: unknown character {char!r}; expected one of # @ + $ * . space"
-                )
-            cell = row * width + col
-            if char == WALL:
-                walls.add(cell)
-            if char in (GOAL, PLAYER_ON_GOAL, CRATE_ON_GOAL):
-                goals.add(cell)
-            if char in (CRATE, CRATE_ON_GOAL):
-                crates.append(cell)
-            if char in (PLAYER, PLAYER_ON_GOAL):
-                players.append((row, col))
-    if len(players) != 1:
-        where = ", ".join(f"line {r + 1} column {c + 1}" for r, c in players) or "none found"
-        raise LevelError(f"expected exactly one player (@ or +), found {len(players)} ({where})")
-    if not crates:
-        raise LevelError("expected at least one crate ($ or *), found none")
-    if len(crates) != len(goals):
-        raise LevelError(f"expected as many goals as crates, found {len(crates)} crates and {len(goals)} goals")
-    player = players[0][0] * width + players[0][1]
-    level = Level(width, height, frozenset(walls), frozenset(goals), State(player, tuple(sorted(crates))))
-    if is_solved(level, level.start):
-        raise LevelError("every crate already stands on a goal; expected a level with something to do")
-    _check_enclosed(level)
-    return level
+    return lines
+
+
+@dataclass
+class _XsbPieces:
+    """What parse_xsb collects cell by cell (cells numbered row * width + col)."""
+
+    walls: set[int] = field(default_factory=set)
+    goals: set[int] = field(default_factory=set)
+    crates: list[int] = field(default_factory=list)
+    players: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, row: int, col: int, char: str, width: int) -> None:
+        if char not in _KNOWN:
+            raise LevelError(
+                f"line {row + 1}, column {col + 1}: unknown character {char!r}; expected one of # @ + $ * . space"
+            )
+        cell = row * width + col
+        if char == WALL:
+            self.walls.add(cell)
+        if char in (GOAL, PLAYER_ON_GOAL, CRATE_ON_GOAL):
+            self.goals.add(cell)
+        if char in (CRATE, CRATE_ON_GOAL):
+            self.crates.append(cell)
+        if char in (PLAYER, PLAYER_ON_GOAL):
+            self.players.append((row, col))
+
+    def check(self) -> None:
+        """Exactly one player, at least one crate, as many goals as crates."""
+        if len(self.players) != 1:
+            where = ", ".join(f"line {r + 1} column {c + 1}" for r, c in self.players) or "none found"
+            raise LevelError(f"expected exactly one player (@ or +), found {len(self.players)} ({where})")
+        if not self.crates:
+            raise LevelError("expected at least one crate ($ or *), found none")
+        if len(self.crates) != len(self.goals):
+            raise LevelError(
+                f"expected as many goals as crates, found {len(self.crates)} crates and {len(self.goals)} goals"
+            )
 
 
 def _check_enclosed(level: Level) -> None:

@@ -1,4 +1,4 @@
-"""API for issue 13 features 7 and 8: the account's webhook, and withdrawing / hiding runs.
+"""API for the account's webhook, and withdrawing / hiding runs.
 
 Errors use the API's one shape (leaderboard.api_errors); see docs/api.md for every code.
 """
@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api_errors import ApiError
+from leaderboard.users import signed_in_user
 from submissions.services import notifications, visibility
 
 
@@ -61,13 +62,13 @@ class _RunActionView(APIView):
 @extend_schema(summary="Withdraw your run from the public boards", request=None, responses={200: RUN_STATE})
 class RunWithdrawView(_RunActionView):
     def act(self, request: Request, run_id: int) -> Any:
-        return visibility.run_withdraw(run_id=run_id, user=request.user)
+        return visibility.run_withdraw(run_id=run_id, user=signed_in_user(request))
 
 
 @extend_schema(summary="Restore your withdrawn run", request=None, responses={200: RUN_STATE})
 class RunRestoreView(_RunActionView):
     def act(self, request: Request, run_id: int) -> Any:
-        return visibility.run_restore(run_id=run_id, user=request.user)
+        return visibility.run_restore(run_id=run_id, user=signed_in_user(request))
 
 
 @extend_schema(
@@ -78,13 +79,13 @@ class RunRestoreView(_RunActionView):
 class RunHideView(_RunActionView):
     def act(self, request: Request, run_id: int) -> Any:
         reason = request.data.get("reason", "") if hasattr(request.data, "get") else ""
-        return visibility.run_hide(run_id=run_id, user=request.user, reason=str(reason))
+        return visibility.run_hide(run_id=run_id, user=signed_in_user(request), reason=str(reason))
 
 
 @extend_schema(summary="Staff: unhide a run", request=None, responses={200: RUN_STATE})
 class RunUnhideView(_RunActionView):
     def act(self, request: Request, run_id: int) -> Any:
-        return visibility.run_unhide(run_id=run_id, user=request.user)
+        return visibility.run_unhide(run_id=run_id, user=signed_in_user(request))
 
 
 WEBHOOK = inline_serializer(
@@ -113,7 +114,7 @@ class WebhookView(APIView):
     def get(self, request: Request) -> Response:
         from submissions.models import WebhookEndpoint
 
-        endpoint = WebhookEndpoint.objects.filter(user=request.user).first()
+        endpoint = WebhookEndpoint.objects.filter(user=signed_in_user(request)).first()
         if endpoint is None:
             raise ApiError(code="webhook_not_set", message="This account has no webhook.", status_code=404)
         return Response(_webhook_body(endpoint))
@@ -126,7 +127,7 @@ class WebhookView(APIView):
     def put(self, request: Request) -> Response:
         url = request.data.get("url", "") if hasattr(request.data, "get") else ""
         try:
-            endpoint, secret = notifications.webhook_set(user=request.user, url=str(url))
+            endpoint, secret = notifications.webhook_set(user=signed_in_user(request), url=str(url))
         except notifications.WebhookError as exc:
             raise ApiError(code=exc.code, message=exc.message) from None
         return Response(
@@ -135,7 +136,7 @@ class WebhookView(APIView):
 
     @extend_schema(summary="Remove your verdict webhook", request=None, responses={204: None})
     def delete(self, request: Request) -> Response:
-        if not notifications.webhook_delete(user=request.user):
+        if not notifications.webhook_delete(user=signed_in_user(request)):
             raise ApiError(code="webhook_not_set", message="This account has no webhook.", status_code=404)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -148,9 +149,9 @@ class WebhookRotateView(APIView):
     )
     def post(self, request: Request) -> Response:
         try:
-            secret = notifications.webhook_rotate_secret(user=request.user)
+            secret = notifications.webhook_rotate_secret(user=signed_in_user(request))
         except notifications.WebhookError as exc:
             raise ApiError(code=exc.code, message=exc.message, status_code=404) from None
         from submissions.models import WebhookEndpoint
 
-        return Response(_webhook_body(WebhookEndpoint.objects.get(user=request.user), secret))
+        return Response(_webhook_body(WebhookEndpoint.objects.get(user=signed_in_user(request)), secret))

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark, Evaluator, Task, Validator
+from leaderboard.users import signed_in_user
 from submissions.api.serializers import ErrorSerializer, SigningKeyRegisterSerializer, SigningKeySerializer
 from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
 from submissions.models import Run, SigningKey
@@ -90,7 +91,7 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 benchmark=benchmark if validator is not None else None,
                 tasks=tasks or None,
                 public_key_b64=form.validated_data["public_key"],
-                user=request.user,
+                user=signed_in_user(request),
             )
         except SigningKeyError as exc:
             raise ApiError(code="signing_key_invalid", message=str(exc)) from None
@@ -135,7 +136,7 @@ class RunRerunView(APIView):
     parser_classes = [MultiPartParser, JSONParser]
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
-        if request.method == "POST" and request.content_type.startswith("multipart/"):
+        if request.method == "POST" and (request.content_type or "").startswith("multipart/"):
             self.upload_guard: SizeLimitUploadHandler | None = install_size_limit(
                 request, max_bytes=settings.PODIUM_MAX_BUNDLE_BYTES
             )
@@ -162,14 +163,14 @@ class RunRerunView(APIView):
             raise ApiError(code="rerun_input", message="Give either a 'bundle' file or 'results', not both.")
         try:
             if upload is not None:
-                rerun = run_rerun_record_bundle(run=run, actor=request.user, bundle_file=upload, note=note)
+                rerun = run_rerun_record_bundle(run=run, actor=signed_in_user(request), bundle_file=upload, note=note)
             else:
                 if isinstance(results, str):
                     try:
                         results = json.loads(results)
                     except ValueError:
                         raise ApiError(code="results_invalid", message="results: expected a JSON object.") from None
-                rerun = run_rerun_record_results(run=run, actor=request.user, results=results, note=note)
+                rerun = run_rerun_record_results(run=run, actor=signed_in_user(request), results=results, note=note)
         except RerunError as exc:
             raise _rerun_error(exc) from None
         return Response(OfficialRerunSerializer(rerun).data, status=status.HTTP_201_CREATED)
@@ -193,7 +194,10 @@ class RunLevelView(APIView):
             raise ApiError(code="invalid_request", message=f"{field}: {problems[0]}")
         try:
             event = run_level_change(
-                run=run, actor=request.user, level=form.validated_data["level"], reason=form.validated_data["reason"]
+                run=run,
+                actor=signed_in_user(request),
+                level=form.validated_data["level"],
+                reason=form.validated_data["reason"],
             )
         except RerunError as exc:
             raise _rerun_error(exc) from None

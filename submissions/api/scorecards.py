@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api_errors import ApiError
+from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS
 from submissions.api.serializers import ErrorSerializer
@@ -127,7 +128,7 @@ class CardOpenView(APIView):
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         try:
             card = card_services.card_open(
-                user=request.user,
+                user=signed_in_user(request),
                 api_key=api_key,
                 benchmark_slug=data["benchmark"],
                 agent_name=data["agent"]["name"],
@@ -145,7 +146,7 @@ class CardDetailView(APIView):
     @extend_schema(summary="A scorecard so far", responses={200: _ANY, **_COMMON}, tags=["scorecards"])
     def get(self, request: Request, card_id: int) -> Response:
         try:
-            card = card_services.card_for_player(card_id=card_id, user=request.user)
+            card = card_services.card_for_player(card_id=card_id, user=signed_in_user(request))
         except card_services.CardError as exc:
             raise _raise(exc) from None
         return Response(card_json(_card(card.pk)))
@@ -163,7 +164,7 @@ class CardCloseView(APIView):
     )
     def post(self, request: Request, card_id: int) -> Response:
         try:
-            card = card_services.card_close(card_id=card_id, user=request.user)
+            card = card_services.card_close(card_id=card_id, user=signed_in_user(request))
         except card_services.CardError as exc:
             raise _raise(exc) from None
         return Response(card_json(_card(card.pk)))
@@ -181,7 +182,7 @@ class LevelResetView(APIView):
     )
     def post(self, request: Request, card_id: int, level_id: str) -> Response:
         try:
-            view = card_services.card_episode_reset(card_id=card_id, user=request.user, level_id=level_id)
+            view = card_services.card_episode_reset(card_id=card_id, user=signed_in_user(request), level_id=level_id)
         except card_services.CardError as exc:
             raise _raise(exc) from None
         return Response(card_services.episode_json(view))
@@ -201,7 +202,7 @@ class LevelActionView(APIView):
         data = _validated(ActionSerializer, request.data)
         try:
             view = card_services.card_episode_act(
-                card_id=card_id, user=request.user, level_id=level_id, action=data["action"]
+                card_id=card_id, user=signed_in_user(request), level_id=level_id, action=data["action"]
             )
         except card_services.CardError as exc:
             raise _raise(exc) from None

@@ -52,16 +52,17 @@ class SubmissionSerializer(serializers.ModelSerializer):
         }
     )
     def get_release(self, obj: Submission) -> dict[str, Any] | None:
-        if obj.release_id is None:
+        release = obj.release  # no query when release_id is null
+        if release is None:
             return None
-        return {"id": obj.release_id, "benchmark": obj.release.benchmark.slug, "version": obj.release.version}
+        return {"id": release.pk, "benchmark": release.benchmark.slug, "version": release.version}
 
     def _view(self, obj: Submission) -> SubmissionView:
         cached = getattr(obj, "_shown", None)
         if cached is None:
             request = self.context.get("request")
             cached = submission_view(obj, user=getattr(request, "user", None))
-            obj._shown = cached  # type: ignore[attr-defined]
+            obj._shown = cached  # type: ignore[attr-defined]  # memoised on the row for the other fields
         return cached
 
     @extend_schema_field(OpenApiTypes.STR)
@@ -120,7 +121,9 @@ class SiteKeySerializer(serializers.Serializer):
 class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
-    fields = serializers.DictField(required=False)
+    # DRF's serializer metaclass pops declared fields off the class, so this names the
+    # output key "fields" without replacing Serializer.fields at run time.
+    fields = serializers.DictField(required=False)  # type: ignore[assignment]
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -163,14 +166,14 @@ class SigningKeySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_owner(self, obj: SigningKey) -> str:
-        if obj.owner_kind == SigningKey.Owner.EVALUATOR and obj.evaluator_id:
+        if obj.owner_kind == SigningKey.Owner.EVALUATOR and obj.evaluator is not None:
             return obj.evaluator.simulator
         if obj.owner_kind == SigningKey.Owner.JUDGE:
             return obj.judge_name
-        return obj.validator.slug if obj.validator_id else ""
+        return obj.validator.slug if obj.validator is not None else ""
 
     def get_benchmark(self, obj: SigningKey) -> str | None:
-        return obj.benchmark.slug if obj.benchmark_id else None
+        return obj.benchmark.slug if obj.benchmark is not None else None
 
     @extend_schema_field({"type": "array", "items": {"type": "object"}})
     def get_tasks(self, obj: SigningKey) -> list[dict[str, str]]:

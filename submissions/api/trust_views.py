@@ -1,4 +1,4 @@
-"""Submitter and validator endpoints of the trust boundary (issue 11.1, 11.10):
+"""Submitter and validator endpoints of the trust boundary:
 challenges before a run, race entries by an agent's owner, and the runs
 validators owe. Views validate and delegate to services; every refusal is
 ``{"error": {"code", "message"}}`` with the service's stable code."""
@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api_errors import ApiError
+from leaderboard.users import signed_in_user
 from submissions.api.serializers import ErrorSerializer
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
@@ -76,7 +77,7 @@ class ChallengeView(APIView):
     def post(self, request: Request) -> Response:
         data = _valid(ChallengeRequestSerializer(data=request.data))
         try:
-            challenge = challenge_issue(user=request.user, request=ChallengeRequest(**data))
+            challenge = challenge_issue(user=signed_in_user(request), request=ChallengeRequest(**data))
         except BundleError as exc:
             raise _refused(exc) from None
         body = {
@@ -84,7 +85,7 @@ class ChallengeView(APIView):
             "format": FORMAT_V2,
             "benchmark": challenge.benchmark.slug,
             "release": challenge.release.version,
-            "race": challenge.race.number if challenge.race_id else None,
+            "race": challenge.race.number if challenge.race is not None else None,
             "agent_name": challenge.agent_version.agent.name,
             "agent_version": challenge.agent_version.version,
             "expires_at": challenge.expires_at,
@@ -122,7 +123,7 @@ class RaceEntryView(APIView):
         data = _valid(RaceEntryRequestSerializer(data=request.data))
         try:
             version, entry = race_entry_create(
-                user=request.user,
+                user=signed_in_user(request),
                 benchmark_slug=data["benchmark"],
                 race_number=data["race"],
                 agent_name=data["agent_name"],
@@ -158,7 +159,7 @@ def owed_run_rows(user: Any) -> list[dict[str, Any]]:
         {
             "benchmark": run.release.benchmark.slug,
             "release": run.release.version,
-            "race": run.race.number if run.race_id else None,
+            "race": run.race.number if run.race is not None else None,
             "validator": run.validator.slug,
             "agent": run.agent_version.agent.slug,
             "agent_version": run.agent_version.version,
@@ -186,13 +187,14 @@ class OwedRunsView(APIView):
         },
     )
     def get(self, request: Request) -> Response:
-        if not request.user.is_staff and not request.user.validators.exists():
+        user = signed_in_user(request)
+        if not user.is_staff and not user.validators.exists():
             raise ApiError(
                 code="not_a_validator",
                 message="this account acts for no validator; owed runs are listed to validators and staff",
                 status_code=status.HTTP_403_FORBIDDEN,
             )
-        rows = owed_run_rows(request.user)
+        rows = owed_run_rows(user)
         return Response({"count": len(rows), "results": OwedRunSerializer(rows, many=True).data})
 
 

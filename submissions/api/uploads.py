@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload, TemporaryFileUploadHandler
 from django.http import HttpRequest, QueryDict
 from django.utils.datastructures import MultiValueDict
@@ -39,8 +40,8 @@ class SizeLimitUploadHandler(FileUploadHandler):
         self.received = 0
 
     def handle_raw_input(
-        self, input_data: Any, META: dict[str, Any], content_length: int, boundary: bytes, encoding: str | None = None
-    ) -> tuple[QueryDict, MultiValueDict] | None:
+        self, input_data: Any, META: dict[str, Any], content_length: int, boundary: str, encoding: str | None = None
+    ) -> tuple[QueryDict, MultiValueDict[str, UploadedFile]] | None:
         if declared_too_large(content_length, max_bytes=self.max_bytes):
             self.too_large = True
             # Parsed as empty: the body is never read, nothing is stored.

@@ -31,6 +31,7 @@ from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark
 from leaderboard.selectors.visibility import viewer_is_staff
+from leaderboard.users import signed_in_user
 from submissions.api.serializers import (
     ErrorSerializer,
     SiteKeySerializer,
@@ -77,7 +78,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         return super().get_parsers()
 
     def get_queryset(self) -> QuerySet[Submission]:
-        user = self.request.user
+        user = signed_in_user(self.request)
         queryset = Submission.objects.select_related("release__benchmark", "run")
         if self.action == "retrieve" and viewer_is_staff(user):
             return queryset
@@ -135,10 +136,11 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         if benchmark is None:
             raise ApiError(code="benchmark_unknown", message=f"benchmark: no benchmark with slug {slug[:64]!r}.")
 
+        user = signed_in_user(request)
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         try:
             result = submission_upload(
-                user=request.user, api_key=api_key, benchmark=benchmark, file=upload, original_name=upload.name or ""
+                user=user, api_key=api_key, benchmark=benchmark, file=upload, original_name=upload.name or ""
             )
         except QuotaExceeded as exc:
             raise ApiError(
@@ -218,7 +220,8 @@ class LimitsView(APIView):
         from submissions.quotas import next_reset, quota_overview, validator_quota_overview
 
         benchmarks = list(Benchmark.objects.order_by("slug"))
-        rows = quota_overview(user=request.user, benchmarks=benchmarks)
+        user = signed_in_user(request)
+        rows = quota_overview(user=user, benchmarks=benchmarks)
         body = {
             "resets_at": next_reset().isoformat(),
             "benchmarks": [
@@ -227,7 +230,7 @@ class LimitsView(APIView):
             ],
             "validator_keys": [
                 {"key_id": row.key_id, "limit": row.limit, "used": row.used, "remaining": row.remaining}
-                for row in validator_quota_overview(user=request.user)
+                for row in validator_quota_overview(user=user)
             ],
         }
         response = Response(body)

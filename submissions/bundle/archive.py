@@ -100,6 +100,7 @@ class _CountingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    # RawIOBase types the buffer as any writable buffer; BufferedReader hands a memoryview.
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         data = self.raw.read(len(buffer))
         n = len(data)
@@ -121,6 +122,7 @@ class _LimitedStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    # RawIOBase types the buffer as any writable buffer; BufferedReader hands a memoryview.
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         try:
             data = self.source.read(len(buffer))
@@ -183,7 +185,7 @@ class _BoundedTarInfo(tarfile.TarInfo):
 
     limits: Limits = DEFAULT_LIMITS
 
-    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         limits = self.limits
         state = tarfile_.__dict__.setdefault("_podium_headers", {"chain": 0, "total": 0})
         if self.type == tarfile.GNUTYPE_SPARSE:
@@ -210,7 +212,9 @@ class _BoundedTarInfo(tarfile.TarInfo):
                 )
         else:
             state["chain"] = 0
-        return super()._proc_member(tarfile_)
+        # A private hook of tarfile's reader, absent from typeshed's TarInfo.
+        member: tarfile.TarInfo = super()._proc_member(tarfile_)  # type: ignore[misc]
+        return member
 
     # Sparse maps in pax headers (GNU sparse 0.0, 0.1, 1.0; 1.0 reads its map from the member's
     # data, as long as it says): refused before any map is read.
@@ -271,6 +275,30 @@ def iter_members(
     Every tar header is bounded before it is read (``Limits.max_header_bytes`` and the two
     header counts), so no header shape can make this hold more than that in memory.
     """
+    tar = _open_tar(payload, limits, name)
+    seen: set[str] = set()
+    count = 0
+    try:
+        while (info := _next_header(tar, name)) is not None:
+            count += 1
+            if count > limits.max_members:
+                raise BundleError("too_many_members", f"{name}: the archive has more than {limits.max_members} members")
+            member_name = _checked_member_name(info, name)
+            if member_name is None:
+                continue
+            if member_name in seen:
+                raise BundleError("duplicate_member", f"{name}: member {member_name!r} appears twice in the archive")
+            seen.add(member_name)
+            keep = member_name.endswith(".json")
+            _check_member_size(info, member_name, keep, limits, name)
+            target = None if extract_to is None else Path(extract_to, *member_name.split("/"))
+            yield _read_member(tar, info, member_name, keep, name, target)
+    finally:
+        tar.close()
+
+
+def _open_tar(payload: IO[bytes], limits: Limits, name: str) -> tarfile.TarFile:
+    """The tar reader over ``payload`` (zstd-compressed or not), every byte counted against ``limits``."""
     magic = payload.read(4)
     payload.seek(0)
     counter: _CountingReader | None = None
@@ -279,68 +307,66 @@ def iter_members(
         counter = _CountingReader(payload)
         # Across frames: multi-frame writers (pzstd) work, and the skippable
         # frame `seal` pads with (see write_archive) is skipped by zstd itself.
-        source = zstandard.ZstdDecompressor().stream_reader(  # type: ignore[assignment]
+        source = zstandard.ZstdDecompressor().stream_reader(
             io.BufferedReader(counter, _READ_CHUNK), read_across_frames=True
         )
     else:
         source = payload
     stream = io.BufferedReader(_LimitedStream(source, counter, limits, name), _READ_CHUNK)
     try:
-        tar = tarfile.open(fileobj=stream, mode="r|", tarinfo=_tarinfo_class(limits))  # noqa: SIM115 -- closed in finally
+        # Closed by the caller (iter_members, in its finally).
+        return tarfile.open(fileobj=stream, mode="r|", tarinfo=_tarinfo_class(limits))
     except tarfile.TarError:
         raise BundleError("invalid_archive", f"{name}: the decrypted payload is not a tar or tar.zst archive") from None
     except _HeaderRefused as refused:
         raise BundleError(refused.code, f"{name}: {refused.detail}") from None
-    seen: set[str] = set()
-    count = 0
+
+
+def _next_header(tar: tarfile.TarFile, name: str) -> tarfile.TarInfo | None:
+    """The next member's header, None at the end; a damaged or refused header is a BundleError."""
     try:
-        while True:
-            try:
-                info = tar.next()
-            except tarfile.TarError as exc:
-                raise BundleError("invalid_archive", f"{name}: the tar archive is damaged ({exc})") from None
-            except _HeaderRefused as refused:
-                raise BundleError(refused.code, f"{name}: {refused.detail}") from None
-            if info is None:
-                break
-            count += 1
-            if count > limits.max_members:
-                raise BundleError("too_many_members", f"{name}: the archive has more than {limits.max_members} members")
-            member_name = _safe_name(info.name, name)
-            if info.issym() or info.islnk():
-                raise BundleError(
-                    "link_member",
-                    f"{name}: member {info.name!r} is a {'symbolic' if info.issym() else 'hard'} link; "
-                    "only regular files are allowed",
-                )
-            if info.isdir():
-                continue
-            if not info.isfile() or info.issparse():
-                # A sparse member expands holes to zeros locally, outside the
-                # byte-count limits: refused like any special file.
-                raise BundleError("special_member", f"{name}: {_special_member(info.name)}")
-            if not member_name:
-                raise BundleError("unsafe_path", f"{name}: member {info.name!r} has an empty name")
-            if member_name in seen:
-                raise BundleError("duplicate_member", f"{name}: member {member_name!r} appears twice in the archive")
-            seen.add(member_name)
-            if info.size > limits.max_member_bytes:
-                raise BundleError(
-                    "too_large",
-                    f"{name}: member {member_name!r} has {info.size} bytes, more than the limit of "
-                    f"{limits.max_member_bytes} bytes",
-                )
-            keep = member_name.endswith(".json")
-            if keep and info.size > limits.max_json_member_bytes:
-                raise BundleError(
-                    "too_large",
-                    f"{name}: JSON member {member_name!r} has {info.size} bytes, more than the limit of "
-                    f"{limits.max_json_member_bytes} bytes",
-                )
-            target = None if extract_to is None else Path(extract_to, *member_name.split("/"))
-            yield _read_member(tar, info, member_name, keep, name, target)
-    finally:
-        tar.close()
+        return tar.next()
+    except tarfile.TarError as exc:
+        raise BundleError("invalid_archive", f"{name}: the tar archive is damaged ({exc})") from None
+    except _HeaderRefused as refused:
+        raise BundleError(refused.code, f"{name}: {refused.detail}") from None
+
+
+def _checked_member_name(info: tarfile.TarInfo, name: str) -> str | None:
+    """The member's safe name; None for a directory entry (skipped); links, special files
+    and empty names refused."""
+    member_name = _safe_name(info.name, name)
+    if info.issym() or info.islnk():
+        raise BundleError(
+            "link_member",
+            f"{name}: member {info.name!r} is a {'symbolic' if info.issym() else 'hard'} link; "
+            "only regular files are allowed",
+        )
+    if info.isdir():
+        return None
+    if not info.isfile() or info.issparse():
+        # A sparse member expands holes to zeros locally, outside the
+        # byte-count limits: refused like any special file.
+        raise BundleError("special_member", f"{name}: {_special_member(info.name)}")
+    if not member_name:
+        raise BundleError("unsafe_path", f"{name}: member {info.name!r} has an empty name")
+    return member_name
+
+
+def _check_member_size(info: tarfile.TarInfo, member_name: str, keep: bool, limits: Limits, name: str) -> None:
+    """The member's declared size within the limit (the tighter JSON limit for a kept .json member)."""
+    if info.size > limits.max_member_bytes:
+        raise BundleError(
+            "too_large",
+            f"{name}: member {member_name!r} has {info.size} bytes, more than the limit of "
+            f"{limits.max_member_bytes} bytes",
+        )
+    if keep and info.size > limits.max_json_member_bytes:
+        raise BundleError(
+            "too_large",
+            f"{name}: JSON member {member_name!r} has {info.size} bytes, more than the limit of "
+            f"{limits.max_json_member_bytes} bytes",
+        )
 
 
 def _read_member(
@@ -398,7 +424,7 @@ def write_archive(
     with open(dest, "wb") as raw:
         if compress:
             writer = zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=False)
-            target: IO[bytes] = writer  # type: ignore[assignment]
+            target: IO[bytes] = writer
         else:
             target = raw
         with tarfile.open(fileobj=target, mode="w|", format=tarfile.PAX_FORMAT) as tar:
@@ -419,7 +445,7 @@ def write_archive(
                         tar.addfile(info, f)
         if compress:
             writer.flush(zstandard.FLUSH_FRAME)
-            writer.close()
+            writer.close()  # type: ignore[no-untyped-call]  # zstandard's stub leaves close() unannotated
             pad = -raw.tell() % 512
             if pad:
                 if pad < _SKIPPABLE_HEADER:

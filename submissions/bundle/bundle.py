@@ -13,6 +13,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -140,7 +141,7 @@ def read_bundle_dir(
             digest.update(data)
         else:
             with open(path, "rb") as f:
-                for chunk in iter(lambda f=f: f.read(1 << 16), b""):
+                for chunk in iter(partial(f.read, 1 << 16), b""):
                     digest.update(chunk)
         members[rel] = Member(name=rel, size=size, sha256=digest.hexdigest(), data=data)
     return _assemble(members, members_as_sealed=members_as_sealed)
@@ -165,7 +166,26 @@ def _assemble(members: dict[str, Member], *, members_as_sealed: bool = False) ->
         manifest_doc["members"] = {n: m.sha256 for n, m in members.items() if n != MANIFEST}
     manifest = parse_manifest(manifest_doc)
     check_no_duplicate_keys(manifest_doc, where=MANIFEST)
-    # Every member but the manifest is listed with its SHA-256, and nothing else is present.
+    _check_listed_members(manifest, members)
+    sizes = {n: m.size for n, m in members.items() if n != MANIFEST}
+    _check_member_names(manifest.kind, sizes)
+    if manifest.kind == PAPER_GAP:
+        return _paper_gap(manifest, members, sizes)
+    member = _require(members, RACE_RUN_MEMBER, "a race_run bundle carries the validator's run")
+    doc = _json(member)
+    run = parse_race_run(doc, bound=manifest.bound)
+    check_no_duplicate_keys(doc, where=RACE_RUN_MEMBER)
+    if run.agent != manifest.agent:
+        raise BundleError(
+            "schema_error",
+            f"race_run.json: agent {run.agent.name} {run.agent.version} differs from manifest.json's "
+            f"{manifest.agent.name} {manifest.agent.version}",
+        )
+    return Bundle(kind=RACE_RUN, manifest=manifest, race_run=run, member_sizes=sizes)
+
+
+def _check_listed_members(manifest: Manifest, members: dict[str, Member]) -> None:
+    """Every member but the manifest is listed with its SHA-256, and nothing else is present."""
     for member_name in sorted(manifest.members):
         member = members.get(member_name)
         if member is None:
@@ -183,15 +203,19 @@ def _assemble(members: dict[str, Member], *, members_as_sealed: bool = False) ->
             raise BundleError(
                 "unexpected_member", f"{member_name}: present in the bundle but not listed in manifest.json members"
             )
-    sizes = {n: m.size for n, m in members.items() if n != MANIFEST}
+
+
+def _check_member_names(kind: str, sizes: dict[str, int]) -> None:
+    """Only the members a bundle of ``kind`` may carry: its own files, results/<slug>.json
+    (paper-gap) and anything under artifacts/."""
     allowed_top = {
         PAPER_GAP: {BREAKDOWN, FAITHFULNESS},
         RACE_RUN: {RACE_RUN_MEMBER},
-    }[manifest.kind]
+    }[kind]
     for member_name in sorted(sizes):
         if member_name.startswith(ARTIFACTS_PREFIX):
             continue
-        if manifest.kind == PAPER_GAP and member_name.startswith(RESULTS_PREFIX):
+        if kind == PAPER_GAP and member_name.startswith(RESULTS_PREFIX):
             if not member_name.endswith(".json") or member_name.count("/") != 1:
                 raise BundleError(
                     "schema_error", f"{member_name}: evaluator results must be named results/<task-slug>.json"
@@ -200,27 +224,38 @@ def _assemble(members: dict[str, Member], *, members_as_sealed: bool = False) ->
         if member_name not in allowed_top:
             raise BundleError(
                 "schema_error",
-                f"{member_name}: not a member of a {manifest.kind} bundle (allowed: "
+                f"{member_name}: not a member of a {kind} bundle (allowed: "
                 + ", ".join(sorted(allowed_top))
-                + (", results/<slug>.json" if manifest.kind == PAPER_GAP else "")
+                + (", results/<slug>.json" if kind == PAPER_GAP else "")
                 + ", artifacts/...)",
             )
-    if manifest.kind == PAPER_GAP:
-        return _paper_gap(manifest, members, sizes)
-    member = _require(members, RACE_RUN_MEMBER, "a race_run bundle carries the validator's run")
-    doc = _json(member)
-    run = parse_race_run(doc, bound=manifest.bound)
-    check_no_duplicate_keys(doc, where=RACE_RUN_MEMBER)
-    if run.agent != manifest.agent:
-        raise BundleError(
-            "schema_error",
-            f"race_run.json: agent {run.agent.name} {run.agent.version} differs from manifest.json's "
-            f"{manifest.agent.name} {manifest.agent.version}",
-        )
-    return Bundle(kind=RACE_RUN, manifest=manifest, race_run=run, member_sizes=sizes)
 
 
 def _paper_gap(manifest: Manifest, members: dict[str, Member], sizes: dict[str, int]) -> Bundle:
+    results = _paper_gap_results(manifest, members)
+    breakdown_doc = _json(_require(members, BREAKDOWN, "the claimed scores are compared with the recomputation"))
+    claimed = parse_breakdown(breakdown_doc)
+    check_no_duplicate_keys(breakdown_doc, where=BREAKDOWN)
+    faithfulness = {}
+    if FAITHFULNESS in members:
+        doc = _json(members[FAITHFULNESS])
+        faithfulness = parse_faithfulness(doc, bound=manifest.bound)
+        check_no_duplicate_keys(doc, where=FAITHFULNESS)
+        for slug in sorted(faithfulness):
+            if slug not in manifest.genres:
+                raise BundleError("schema_error", f"faithfulness.json: task {slug!r} has no results in this bundle")
+    return Bundle(
+        kind=PAPER_GAP,
+        manifest=manifest,
+        results=results,
+        claimed_breakdown=claimed,
+        faithfulness=faithfulness,
+        member_sizes=sizes,
+    )
+
+
+def _paper_gap_results(manifest: Manifest, members: dict[str, Member]) -> dict[str, EvaluatorResult]:
+    """The evaluator results by task: one per task the manifest lists, and no other."""
     results: dict[str, EvaluatorResult] = {}
     for member_name in sorted(members):
         if not member_name.startswith(RESULTS_PREFIX):
@@ -246,22 +281,4 @@ def _paper_gap(manifest: Manifest, members: dict[str, Member], sizes: dict[str, 
                 "schema_error",
                 f"{results[slug].member}: task {slug!r} is not listed in manifest.json tasks (declare its genre there)",
             )
-    breakdown_doc = _json(_require(members, BREAKDOWN, "the claimed scores are compared with the recomputation"))
-    claimed = parse_breakdown(breakdown_doc)
-    check_no_duplicate_keys(breakdown_doc, where=BREAKDOWN)
-    faithfulness = {}
-    if FAITHFULNESS in members:
-        doc = _json(members[FAITHFULNESS])
-        faithfulness = parse_faithfulness(doc, bound=manifest.bound)
-        check_no_duplicate_keys(doc, where=FAITHFULNESS)
-        for slug in sorted(faithfulness):
-            if slug not in manifest.genres:
-                raise BundleError("schema_error", f"faithfulness.json: task {slug!r} has no results in this bundle")
-    return Bundle(
-        kind=PAPER_GAP,
-        manifest=manifest,
-        results=results,
-        claimed_breakdown=claimed,
-        faithfulness=faithfulness,
-        member_sizes=sizes,
-    )
+    return results

@@ -281,7 +281,7 @@ def cmd_sign_results(args: argparse.Namespace) -> int:
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as tmp:
             json.dump(signed, tmp, indent=1, sort_keys=True, allow_nan=False)
             tmp.write("\n")
-        os.replace(tmp.name, path)
+        Path(tmp.name).replace(path)
     if Path(args.directory, "manifest.json").is_file():
         write_members(args.directory)
     bound = " (with the manifest's challenge)" if isinstance(challenge, str) else ""

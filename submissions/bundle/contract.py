@@ -1,4 +1,4 @@
-"""What every scheme's pure ``evaluate`` shares (issue 10 item 1): the trust inputs the
+"""What every scheme's pure ``evaluate`` shares: the trust inputs the
 server hands in (scoped keys), the challenge binding of podium-bundle/2 and the results
 digest behind ``duplicate_results``.
 

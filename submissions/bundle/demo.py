@@ -184,25 +184,20 @@ def write_paper_gap_bundle_dir(
     root = Path(dest)
     root.mkdir(parents=True, exist_ok=True)
 
-    results: dict[str, dict[str, Any]] = {}
-    for slug in chosen:
-        task = spec.tasks[slug]
-        episodes = _episodes(task, skill=skill, seed=seed, count=episodes_per_task)
-        if (
-            tamper == "missing_safety_metric"
-            and task.penalties
-            and not any(spec.tasks[s].penalties for s in chosen if s < slug)
-        ):
-            for episode in episodes:
-                episode["rates"] = {}
-        simulator = simulators.get(slug, "demo-sim")
-        results[slug] = {
-            "task": slug,
-            "evaluator": {"id": f"{simulator}-evaluator", "simulator": simulator, "version": "1.0"},
-            "episodes": episodes,
-        }
-        if challenge is not None:
-            results[slug]["challenge"] = challenge
+    results = {
+        slug: _result_doc(
+            spec,
+            slug,
+            simulator=simulators.get(slug, "demo-sim"),
+            episodes=_episodes(spec.tasks[slug], skill=skill, seed=seed, count=episodes_per_task),
+            # The first task with safety metrics loses them (the other tasks stay complete).
+            drop_rates=tamper == "missing_safety_metric"
+            and bool(spec.tasks[slug].penalties)
+            and not any(spec.tasks[s].penalties for s in chosen if s < slug),
+            challenge=challenge,
+        )
+        for slug in chosen
+    }
     faithful_rng = _rng(seed, "faithfulness")
     faithfulness: dict[str, dict[str, Any]] = {
         slug: {"faithful": faithful_rng.random() < 0.9, "judge": judge_name}
@@ -217,25 +212,9 @@ def write_paper_gap_bundle_dir(
         for slug in chosen
     }
     breakdown = gap.score_run(spec, scored).to_dict()
-    if keys_by_simulator is not None:
-        results = {
-            slug: sign_object(doc, keys_by_simulator[doc["evaluator"]["simulator"]])
-            if doc["evaluator"]["simulator"] in keys_by_simulator
-            else doc
-            for slug, doc in results.items()
-        }
-    elif key is not None:
-        results = {slug: sign_object(doc, key) for slug, doc in results.items()}
+    results = _signed_results(results, keys_by_simulator=keys_by_simulator, key=key)
     if judge_with is not None:
-        if challenge is None:
-            raise ValueError("judge_with needs a challenge: a judge's signature covers it")
-        judge_key = load_private_key(judge_with) if isinstance(judge_with, bytes | str) else judge_with
-        faithfulness = {
-            slug: sign_object(
-                {**entry, "task": slug, "rubric_version": rubric_version, "challenge": challenge}, judge_key
-            )
-            for slug, entry in faithfulness.items()
-        }
+        faithfulness = _judged(faithfulness, judge_with, challenge=challenge, rubric_version=rubric_version)
 
     genres = {slug: {"genre": spec.tasks[slug].genre} for slug in chosen}
     rng = _rng(seed, "usage")
@@ -254,28 +233,11 @@ def write_paper_gap_bundle_dir(
     }
     if challenge is not None:
         manifest["challenge"] = challenge
-
-    # -- tampering that happens before hashing (the bundle stays intact)
-    if tamper == "claimed_score":
-        first = sorted(breakdown["tasks"])[0]
-        breakdown["tasks"][first]["final"] += 0.05
-    elif tamper == "claimed_aggregate":
-        breakdown["aggregates"]["overall"] = (breakdown["aggregates"]["overall"] or 0.0) + 0.01
-    elif tamper == "missing_faithfulness":
-        faithfulness.pop(sorted(faithfulness)[0])
-    elif tamper == "unknown_task":
-        results["not-in-release"] = {**results[chosen[0]], "task": "not-in-release"}
-        manifest["tasks"]["not-in-release"] = {"genre": "open"}
-    elif tamper == "release_hash":
-        manifest["required_task_set_hash"] = hashlib.sha256(b"another task set").hexdigest()
-    elif tamper == "genre":
-        first = chosen[0]
-        manifest["tasks"][first]["genre"] = "open" if genres[first]["genre"] == "reproduction" else "reproduction"
-    elif tamper == "forged_signature":
-        if sign_with is None:
-            raise ValueError("tamper='forged_signature' needs sign_with")
-        first = chosen[0]
-        results[first]["episodes"][0]["metric"] = results[first]["episodes"][0]["metric"] + 1.0
+    _tamper_before_hashing(
+        tamper, breakdown=breakdown, faithfulness=faithfulness, results=results, manifest=manifest, chosen=chosen
+    )
+    if tamper == "forged_signature" and sign_with is None:
+        raise ValueError("tamper='forged_signature' needs sign_with")
 
     for slug, doc in results.items():
         _dump(root / "results" / f"{slug}.json", doc)
@@ -286,18 +248,101 @@ def write_paper_gap_bundle_dir(
         _write_artifact(root / "artifacts" / "trajectory.bin", artifact_bytes, seed)
     _dump(root / "manifest.json", manifest)
     sealing.write_members(root)
+    _tamper_after_hashing(tamper, root / "results" / f"{chosen[0]}.json", root)
+    return root
 
-    # -- tampering after hashing (what a transit or a hand edit would do)
+
+def _result_doc(
+    spec: gap.ReleaseSpec,
+    slug: str,
+    *,
+    simulator: str,
+    episodes: list[dict[str, Any]],
+    drop_rates: bool,
+    challenge: str | None,
+) -> dict[str, Any]:
+    """One evaluator result document (unsigned)."""
+    if drop_rates:
+        for episode in episodes:
+            episode["rates"] = {}
+    doc: dict[str, Any] = {
+        "task": slug,
+        "evaluator": {"id": f"{simulator}-evaluator", "simulator": simulator, "version": "1.0"},
+        "episodes": episodes,
+    }
+    if challenge is not None:
+        doc["challenge"] = challenge
+    return doc
+
+
+def _signed_results(
+    results: dict[str, dict[str, Any]], *, keys_by_simulator: dict[str, Any] | None, key: Any
+) -> dict[str, dict[str, Any]]:
+    """Each result signed by its simulator's key (``keys_by_simulator``) or by ``key``; unsigned without either."""
+    if keys_by_simulator is not None:
+        return {
+            slug: sign_object(doc, keys_by_simulator[doc["evaluator"]["simulator"]])
+            if doc["evaluator"]["simulator"] in keys_by_simulator
+            else doc
+            for slug, doc in results.items()
+        }
+    if key is not None:
+        return {slug: sign_object(doc, key) for slug, doc in results.items()}
+    return results
+
+
+def _judged(
+    faithfulness: dict[str, dict[str, Any]], judge_with: Any, *, challenge: str | None, rubric_version: str
+) -> dict[str, dict[str, Any]]:
+    """Each faithfulness verdict signed by the judge, over the task, rubric and challenge."""
+    if challenge is None:
+        raise ValueError("judge_with needs a challenge: a judge's signature covers it")
+    judge_key = load_private_key(judge_with) if isinstance(judge_with, bytes | str) else judge_with
+    return {
+        slug: sign_object({**entry, "task": slug, "rubric_version": rubric_version, "challenge": challenge}, judge_key)
+        for slug, entry in faithfulness.items()
+    }
+
+
+def _tamper_before_hashing(
+    tamper: str | None,
+    *,
+    breakdown: dict[str, Any],
+    faithfulness: dict[str, dict[str, Any]],
+    results: dict[str, dict[str, Any]],
+    manifest: dict[str, Any],
+    chosen: list[str],
+) -> None:
+    """Tampering that happens before hashing (the bundle stays intact), in place."""
+    if tamper == "claimed_score":
+        first = min(breakdown["tasks"])
+        breakdown["tasks"][first]["final"] += 0.05
+    elif tamper == "claimed_aggregate":
+        breakdown["aggregates"]["overall"] = (breakdown["aggregates"]["overall"] or 0.0) + 0.01
+    elif tamper == "missing_faithfulness":
+        faithfulness.pop(min(faithfulness))
+    elif tamper == "unknown_task":
+        results["not-in-release"] = {**results[chosen[0]], "task": "not-in-release"}
+        manifest["tasks"]["not-in-release"] = {"genre": "open"}
+    elif tamper == "release_hash":
+        manifest["required_task_set_hash"] = hashlib.sha256(b"another task set").hexdigest()
+    elif tamper == "genre":
+        task = manifest["tasks"][chosen[0]]
+        task["genre"] = "open" if task["genre"] == "reproduction" else "reproduction"
+    elif tamper == "forged_signature":
+        first = chosen[0]
+        results[first]["episodes"][0]["metric"] = results[first]["episodes"][0]["metric"] + 1.0
+
+
+def _tamper_after_hashing(tamper: str | None, path: Path, root: Path) -> None:
+    """Tampering after hashing (what a transit or a hand edit would do) to the result at ``path``."""
     if tamper == "member_hash":
-        path = root / "results" / f"{chosen[0]}.json"
         path.write_text(path.read_text(encoding="utf-8").replace('"aborted": false', '"aborted": true', 1))
     elif tamper == "nan":
-        path = root / "results" / f"{chosen[0]}.json"
         doc_text = path.read_text(encoding="utf-8")
         metric = json.loads(doc_text)["episodes"][0]["metric"]
         path.write_text(doc_text.replace(f'"metric": {json.dumps(metric)}', '"metric": NaN', 1), encoding="utf-8")
         sealing.write_members(root)  # NaN passes Python's json: the parser must catch it, not the hash
-    return root
 
 
 def _write_artifact(path: Path, size: int, seed: int) -> None:

@@ -69,8 +69,8 @@ def parse_identities(keys: Iterable[str]) -> list[x25519.Identity]:
     """
     identities: list[x25519.Identity] = []
     for blob in keys:
-        for line in str(blob).splitlines():
-            line = line.strip()
+        for raw_line in str(blob).splitlines():
+            line = raw_line.strip()
             if not line or line.startswith("#"):
                 continue
             try:
@@ -161,7 +161,7 @@ def decrypt_to_tempfile(
         raise BundleError("too_large", f"{name}: the file has {size} bytes, more than the limit of {max_bytes} bytes")
     with open(source, "rb") as f:
         head = f.read(len(AGE_ARMOR_MAGIC))
-    if not (head.startswith(AGE_MAGIC) or head.startswith(AGE_ARMOR_MAGIC)):
+    if not head.startswith((AGE_MAGIC, AGE_ARMOR_MAGIC)):
         if AGE_MAGIC.startswith(head):
             raise BundleError("truncated", f"{name}: the file ends inside the age header ({size} bytes)")
         raise BundleError(

@@ -16,7 +16,7 @@ evaluator's per-episode results and the release's scoring contract with
   by a judge key calibrated for that task. Otherwise the run is capped at
   ``validated`` and the message says why ("self-declared faithfulness", ...).
 
-Trust checks that refuse the bundle outright (issue 11): a signature by a key
+Trust checks that refuse the bundle outright: a signature by a key
 outside its scope (``key_out_of_scope``, ``judge_key_out_of_scope``), a signed
 document whose challenge is not the manifest's (``challenge_mismatch``), and an
 unsigned result for a task whose anchor is withheld (``unsigned_withheld_task``):

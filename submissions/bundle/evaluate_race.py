@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from scoring import compare as compare_scoring
@@ -119,12 +120,13 @@ def evaluate_race_run(bundle: Bundle, spec: RaceSpec) -> RaceOutcome:
     run = bundle.race_run
     if bundle.kind != RACE_RUN or run is None:
         return RaceOutcome(REJECTED, "wrong_kind", f"manifest.json: kind is {bundle.kind!r}, expected 'race_run'")
-    base = {
-        "agent_name": run.agent.name,
-        "agent_version": run.agent.version,
-        "validator": run.validator,
-        "challenge": bundle.manifest.challenge,
-    }
+    outcome = partial(
+        RaceOutcome,
+        agent_name=run.agent.name,
+        agent_version=run.agent.version,
+        validator=run.validator,
+        challenge=bundle.manifest.challenge,
+    )
     try:
         key_id, _ = _validator_key(bundle, spec)
         if not spec.expected_task_ids:
@@ -137,7 +139,7 @@ def evaluate_race_run(bundle: Bundle, spec: RaceSpec) -> RaceOutcome:
         except ScoringError as exc:
             raise BundleError("race_run_invalid", str(exc)) from None
     except BundleError as exc:
-        return RaceOutcome(REJECTED, exc.code, exc.message, **base)
+        return outcome(REJECTED, exc.code, exc.message)
     claimed, recomputed = _claimed_and_recomputed(run, score)
     diffs = compare_scoring.compare_claims(claimed, recomputed, tol=COMPARE_TOLERANCE)
     rows = [asdict(diff) for diff in diffs]
@@ -145,22 +147,21 @@ def evaluate_race_run(bundle: Bundle, spec: RaceSpec) -> RaceOutcome:
         # The embargo: a race episode's category must not come back out through the stored
         # diff (shown on "my submissions" and by the API) before the race is released.
         rows = [row for row in rows if not row["path"].endswith(".failure_category")]
-    common = {
-        **base,
-        "key_id": key_id,
-        "score": score,
-        "outcomes": outcomes,
+    outcome = partial(
+        outcome,
+        key_id=key_id,
+        score=score,
+        outcomes=outcomes,
         # The validator, race and agent stay in: two validators' identical receipts are two runs.
-        "results_digest": results_digest([("race_run.json", run.raw)]),
-    }
+        results_digest=results_digest([("race_run.json", run.raw)]),
+    )
     if compare_scoring.has_mismatch(diffs):
         wrong = ", ".join(diff.path for diff in diffs if diff.status != compare_scoring.MATCH)
-        return RaceOutcome(
+        return outcome(
             MISMATCH,
             "race_run_mismatch",
             f"the claimed values differ from the server's recomputation in: {wrong}",
             diff=rows,
-            **common,
         )
     message = ""
     if score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE:
@@ -175,4 +176,4 @@ def evaluate_race_run(bundle: Bundle, spec: RaceSpec) -> RaceOutcome:
             f"not attested: {bundle.manifest.format} bundles carry no submission challenge"
         )
     verdict = ATTESTED if bundle.manifest.bound else VALIDATED
-    return RaceOutcome(verdict, "", message, diff=rows, **common)
+    return outcome(verdict, "", message, diff=rows)

@@ -13,6 +13,7 @@ are refused, so a typo in a harness is caught instead of silently ignored.
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
@@ -72,7 +73,7 @@ def _fail(where: str, path: str, expected: str, value: object) -> BundleError:
     return BundleError("schema_error", f"{where}: {path} must be {expected}, got {shown}")
 
 
-def _obj(where: str, path: str, value: object, required: set[str], optional: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+def _obj(where: str, path: str, value: object, required: set[str], optional: Set[str] = frozenset()) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _fail(where, path, "an object", value)
     dups = getattr(value, "duplicates", ())
@@ -201,6 +202,27 @@ def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
     """Validate manifest.json (format and kind first, then the kind's fields)."""
     if not isinstance(value, dict):
         raise _fail(where, "the document", "an object", value)
+    fmt, kind = _format_and_kind(value, where)
+    required = _COMMON | (_PAPER_GAP if kind == PAPER_GAP else set()) | ({"challenge"} if fmt == FORMAT_V2 else set())
+    optional = set() if kind == PAPER_GAP else {"effort_tier", "runtime_seconds", "tokens"}
+    doc = _obj(where, "the document", value, required, optional)
+    benchmark = _slug(where, "benchmark", doc["benchmark"])
+    release = _text(where, "release", doc["release"], max_len=50)
+    agent_doc = _obj(where, "agent", doc["agent"], {"name", "version"})
+    agent = AgentInfo(
+        name=_text(where, "agent.name", agent_doc["name"], max_len=100),
+        version=_text(where, "agent.version", agent_doc["version"], max_len=100),
+    )
+    members = _members(where, doc["members"])
+    manifest = Manifest(format=fmt, kind=kind, benchmark=benchmark, release=release, agent=agent, members=members)
+    extra = _optional_fields(where, doc, fmt)
+    if kind == PAPER_GAP:
+        extra.update(_paper_gap_fields(where, doc))
+    return Manifest(**{**manifest.__dict__, **extra, "raw": dict(doc)})
+
+
+def _format_and_kind(value: dict[str, Any], where: str) -> tuple[str, str]:
+    """The manifest's format and kind, each one this server accepts."""
     fmt = value.get("format")
     if fmt not in FORMATS:
         shown = fmt if isinstance(fmt, str | int | float | type(None)) else type(fmt).__name__
@@ -218,24 +240,23 @@ def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
         )
     if kind not in KINDS:
         raise _fail(where, "kind", "one of " + ", ".join(repr(k) for k in KINDS), kind)
-    required = _COMMON | (_PAPER_GAP if kind == PAPER_GAP else set()) | ({"challenge"} if fmt == FORMAT_V2 else set())
-    optional = set() if kind == PAPER_GAP else {"effort_tier", "runtime_seconds", "tokens"}
-    doc = _obj(where, "the document", value, required, optional)
-    benchmark = _slug(where, "benchmark", doc["benchmark"])
-    release = _text(where, "release", doc["release"], max_len=50)
-    agent_doc = _obj(where, "agent", doc["agent"], {"name", "version"})
-    agent = AgentInfo(
-        name=_text(where, "agent.name", agent_doc["name"], max_len=100),
-        version=_text(where, "agent.version", agent_doc["version"], max_len=100),
-    )
+    return fmt, kind
+
+
+def _members(where: str, value: object) -> dict[str, str]:
+    """The members map: relative member paths (not manifest.json itself) to their SHA-256."""
     members: dict[str, str] = {}
-    for path, digest in _map(where, "members", doc["members"]).items():
+    for path, digest in _map(where, "members", value).items():
         if not _MEMBER_PATH.match(path) or ".." in path.split("/") or path == "manifest.json":
             raise _fail(where, f"members[{path!r}]", "a relative member path other than manifest.json", path)
         if not isinstance(digest, str) or not _HEX64.match(digest):
             raise _fail(where, f"members[{path!r}]", "a lower-case hex SHA-256 (64 digits)", digest)
         members[path] = digest
-    manifest = Manifest(format=fmt, kind=kind, benchmark=benchmark, release=release, agent=agent, members=members)
+    return members
+
+
+def _optional_fields(where: str, doc: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """The challenge (format v2) and the run's effort, runtime and tokens, where given."""
     extra: dict[str, Any] = {}
     if fmt == FORMAT_V2:
         extra["challenge"] = _challenge(where, "challenge", doc["challenge"])
@@ -247,23 +268,25 @@ def parse_manifest(value: object, *, where: str = "manifest.json") -> Manifest:
         tokens = _obj(where, "tokens", doc["tokens"], {"input", "output"})
         extra["tokens_input"] = _int(where, "tokens.input", tokens["input"], nullable=True)
         extra["tokens_output"] = _int(where, "tokens.output", tokens["output"], nullable=True)
-    if kind == PAPER_GAP:
-        digest = doc["required_task_set_hash"]
-        if not isinstance(digest, str) or not _HEX64.match(digest):
-            raise _fail(where, "required_task_set_hash", "a lower-case hex SHA-256 (64 digits)", digest)
-        extra["required_task_set_hash"] = digest
-        genres: dict[str, str] = {}
-        tasks = _map(where, "tasks", doc["tasks"], duplicate_code="duplicate_task")
-        if not tasks:
-            raise _fail(where, "tasks", "an object with at least one task", tasks)
-        for slug, entry in tasks.items():
-            _slug(where, f"tasks key {slug!r}", slug)
-            task = _obj(where, f"tasks[{slug!r}]", entry, {"genre"})
-            if task["genre"] not in GENRES:
-                raise _fail(where, f"tasks[{slug!r}].genre", "'reproduction' or 'open'", task["genre"])
-            genres[slug] = task["genre"]
-        extra["genres"] = genres
-    return Manifest(**{**manifest.__dict__, **extra, "raw": dict(doc)})
+    return extra
+
+
+def _paper_gap_fields(where: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """A paper-gap manifest's required task set hash and its tasks' genres."""
+    digest = doc["required_task_set_hash"]
+    if not isinstance(digest, str) or not _HEX64.match(digest):
+        raise _fail(where, "required_task_set_hash", "a lower-case hex SHA-256 (64 digits)", digest)
+    genres: dict[str, str] = {}
+    tasks = _map(where, "tasks", doc["tasks"], duplicate_code="duplicate_task")
+    if not tasks:
+        raise _fail(where, "tasks", "an object with at least one task", tasks)
+    for slug, entry in tasks.items():
+        _slug(where, f"tasks key {slug!r}", slug)
+        task = _obj(where, f"tasks[{slug!r}]", entry, {"genre"})
+        if task["genre"] not in GENRES:
+            raise _fail(where, f"tasks[{slug!r}].genre", "'reproduction' or 'open'", task["genre"])
+        genres[slug] = task["genre"]
+    return {"required_task_set_hash": digest, "genres": genres}
 
 
 # ------------------------------------------------------- evaluator results

@@ -89,9 +89,9 @@ def private_key_pem(key: Ed25519PrivateKey) -> bytes:
     )
 
 
-def load_private_key(data: bytes) -> Ed25519PrivateKey:
-    """Load a PKCS#8 PEM Ed25519 private key, or a base64 raw 32-byte seed."""
-    text = data.strip()
+def load_private_key(data: bytes | str) -> Ed25519PrivateKey:
+    """Load a PKCS#8 PEM Ed25519 private key, or a base64 raw 32-byte seed (bytes or text)."""
+    text = (data.encode("ascii") if isinstance(data, str) else data).strip()
     if text.startswith(b"-----BEGIN"):
         key = serialization.load_pem_private_key(text, password=None)
         if not isinstance(key, Ed25519PrivateKey):

@@ -18,7 +18,7 @@ from submissions.bundle.errors import BundleError
 __all__ = ["JSONObject", "parse_json"]
 
 
-class JSONObject(dict):  # type: ignore[type-arg]
+class JSONObject(dict[str, Any]):
     """A parsed JSON object that remembers keys that appeared twice.
 
     Only built when an object has a repeated key (plain dicts otherwise, for
@@ -91,18 +91,36 @@ def _float(text: str) -> float:
     return value
 
 
-def parse_json(data: bytes, *, member: str) -> Any:
-    """Parse ``data`` (UTF-8 JSON) or raise :class:`BundleError`.
-
-    Codes: ``invalid_json`` (encoding, syntax, duplicate key outside a task
-    map is reported later by the schema layer), ``non_finite_number``.
-    """
+def _utf8_text(data: bytes, member: str) -> str:
+    """``data`` as text: UTF-8 without a byte-order mark."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BundleError("invalid_json", f"{member}: not valid UTF-8 (byte {exc.start})") from None
     if text.startswith("\ufeff"):
         raise BundleError("invalid_json", f"{member}: starts with a byte-order mark; write plain UTF-8")
+    return text
+
+
+def _refuse_lone_surrogates(value: Any, member: str) -> None:
+    where = _lone_surrogate_path(value)
+    if where is not None:
+        # Python accepts "\ud800" and makes a string that cannot be encoded again: it would
+        # crash whatever stores or signs it. Said with the path only (the value cannot be shown).
+        raise BundleError(
+            "invalid_json",
+            f"{member}: {where} holds a \\u escape of a lone UTF-16 surrogate (U+D800..U+DFFF), "
+            "which is not a character; write the character itself or a valid surrogate pair",
+        )
+
+
+def parse_json(data: bytes, *, member: str) -> Any:
+    """Parse ``data`` (UTF-8 JSON) or raise :class:`BundleError`.
+
+    Codes: ``invalid_json`` (encoding, syntax, duplicate key outside a task
+    map is reported later by the schema layer), ``non_finite_number``.
+    """
+    text = _utf8_text(data, member)
     found: list[bool] = []
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -127,15 +145,7 @@ def parse_json(data: bytes, *, member: str) -> Any:
         # int() digit limit, absurd nesting: still bad JSON, never a traceback.
         raise BundleError("invalid_json", f"{member}: invalid JSON: {exc}") from None
     if _SURROGATE_ESCAPE.search(text):
-        where = _lone_surrogate_path(value)
-        if where is not None:
-            # Python accepts "\ud800" and makes a string that cannot be encoded again: it would
-            # crash whatever stores or signs it. Said with the path only (the value cannot be shown).
-            raise BundleError(
-                "invalid_json",
-                f"{member}: {where} holds a \\u escape of a lone UTF-16 surrogate (U+D800..U+DFFF), "
-                "which is not a character; write the character itself or a valid surrogate pair",
-            )
+        _refuse_lone_surrogates(value, member)
     if found and isinstance(value, dict):
         if not isinstance(value, JSONObject):
             value = JSONObject(value)

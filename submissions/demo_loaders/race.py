@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,36 @@ def _advance(race: Race, target: str) -> Race:
     return race
 
 
+def _submit_race_runs(number: int, target: str, submit: Callable[..., None]) -> None:
+    """Every validator's run of every entrant in race ``number`` (only the early reporters
+    while the race is still running), plus one infrastructure failure to re-run."""
+    tasks = race_tasks(number)
+    for (agent, version), skills in ENTRANTS.items():
+        if number not in skills or (target == "running" and (agent, version) not in RUNNING_REPORTED):
+            continue
+        for slug, _ in VALIDATORS:
+            base = f"race{number}-{agent}-{version}-{slug}"
+            if number == 2 and agent == "Checkout Bot" and slug == "validator-south":
+                submit(
+                    f"{base}-infra.age",
+                    validator=slug,
+                    agent=agent,
+                    version=version,
+                    race=number,
+                    outcomes=infrastructure_failure(tasks),
+                    tasks=tasks,
+                )
+            submit(
+                f"{base}.age",
+                validator=slug,
+                agent=agent,
+                version=version,
+                race=number,
+                outcomes=demo_outcomes(tasks, skills[number], salt=base),
+                tasks=tasks,
+            )
+
+
 def load_race_demo(*, stdout: Any) -> None:
     """Load the demo race benchmark through the real verification path."""
     from leaderboard.services.races import race_schedule
@@ -205,31 +236,7 @@ def load_race_demo(*, stdout: Any) -> None:
             continue
         if race.status == "scheduled":
             race = _advance(race, "running")
-        tasks = race_tasks(number)
-        for (agent, version), skills in ENTRANTS.items():
-            if number not in skills or (target == "running" and (agent, version) not in RUNNING_REPORTED):
-                continue
-            for slug, _ in VALIDATORS:
-                base = f"race{number}-{agent}-{version}-{slug}"
-                if number == 2 and agent == "Checkout Bot" and slug == "validator-south":
-                    submit(
-                        f"{base}-infra.age",
-                        validator=slug,
-                        agent=agent,
-                        version=version,
-                        race=number,
-                        outcomes=infrastructure_failure(tasks),
-                        tasks=tasks,
-                    )
-                submit(
-                    f"{base}.age",
-                    validator=slug,
-                    agent=agent,
-                    version=version,
-                    race=number,
-                    outcomes=demo_outcomes(tasks, skills[number], salt=base),
-                    tasks=tasks,
-                )
+        _submit_race_runs(number, target, submit)
         race.refresh_from_db()
         _advance(race, target)
     stdout.write(f"race demo: {benchmark.name} with {benchmark.races.count()} races\n")

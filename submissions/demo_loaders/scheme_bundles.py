@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import tarfile
 import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -123,8 +123,8 @@ def seal_members(members: Mapping[str, bytes], recipient: str) -> bytes:
             info.mtime = 0
             tar.addfile(info, io.BytesIO(data))
     with tempfile.TemporaryDirectory(prefix="podium-seal-") as work:
-        plain = os.path.join(work, "bundle.tar")
-        sealed = os.path.join(work, "bundle.tar.age")
+        plain = Path(work, "bundle.tar")
+        sealed = Path(work, "bundle.tar.age")
         with open(plain, "wb") as handle:
             handle.write(archive.getvalue())
         seal_file(plain, sealed, [recipient])

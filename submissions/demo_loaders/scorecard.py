@@ -195,7 +195,7 @@ def seed_example_plans(levels: list[DemoLevel]) -> list[Plan]:
         if level.level_id in used or remaining <= 0:
             continue
         # Out of steps while the budget fits what is left, else one unfinished episode with the rest.
-        spend = level.budget if level.budget <= remaining else remaining
+        spend = min(level.budget, remaining)
         plans.append(Plan(level.level_id, _bumps(level, spend)))
         used.add(level.level_id)
         remaining -= spend

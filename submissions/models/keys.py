@@ -7,7 +7,7 @@ from django.db import models
 class SigningKey(models.Model):
     """An Ed25519 public key registered by an admin for an evaluator, a judge or a validator.
 
-    Every key is scoped (issue 11.3): an evaluator key signs results only of tasks whose
+    Every key is scoped: an evaluator key signs results only of tasks whose
     simulator is its evaluator's (narrowed to ``tasks`` when any are listed); a judge key
     signs faithfulness verdicts only of the tasks it is calibrated for (``tasks``, each with
     its rubric version); a validator key signs race runs only of ``benchmark``.
@@ -55,11 +55,12 @@ class SigningKey(models.Model):
         ]
 
     def __str__(self) -> str:
-        owner = {
+        owners: dict[str, object] = {
             self.Owner.EVALUATOR: self.evaluator,
             self.Owner.VALIDATOR: self.validator,
             self.Owner.JUDGE: self.judge_name,
-        }.get(self.owner_kind)
+        }
+        owner = owners.get(self.owner_kind)
         return f"{self.owner_kind} {owner} key {self.key_id}"
 
 

@@ -1,4 +1,4 @@
-"""Verdict notifications (issue 13, feature 7): an account's webhook and the delivery rows.
+"""Verdict notifications: an account's webhook and the delivery rows.
 
 The NotificationDelivery row is the state machine of one message (one submission, one
 channel): pending -> sent, or pending -> failed once the retries are spent. The task that

@@ -1,4 +1,4 @@
-"""Rescoring (issue 13, feature 9): re-verify a release's stored bundles in bulk.
+"""Rescoring: re-verify a release's stored bundles in bulk.
 
 A Rescore is a two-stage job whose row is the state machine:
 proposing -> proposed (every item has its before/after) -> applying -> applied.

@@ -216,7 +216,7 @@ class RaceTaskOutcome(models.Model):
 
 
 class OfficialRerun(models.Model):
-    """An official re-run of a paper-gap run (issue 11 item 5): the re-run's own evaluator
+    """An official re-run of a paper-gap run: the re-run's own evaluator
     results, recomputed by the server, and their per-task comparison with the submitted run.
 
     ``breakdown`` is the recomputed score_breakdown of the re-run; ``comparison`` one row

@@ -99,7 +99,7 @@ class Submission(models.Model):
 
 
 class SubmissionChallenge(models.Model):
-    """A single-use nonce a harness asks for before a run (issue 11.1).
+    """A single-use nonce a harness asks for before a run.
 
     Bound to the account that asked, the benchmark, release (and race) and agent version;
     the bundle carries the token inside every signed object, so an evaluator's, judge's or

@@ -1,4 +1,4 @@
-"""Withdrawn and hidden runs (issue 13, feature 8): the append-only log of who took a run off
+"""Withdrawn and hidden runs: the append-only log of who took a run off
 the public boards (or put it back), when and why. Run.withdrawn_at / Run.hidden_at hold the
 current state; these rows are the history, never edited or deleted."""
 

@@ -1,9 +1,9 @@
-"""The one agent-ownership rule (issue 11.2), for every scheme and every entry point.
+"""The one agent-ownership rule, for every scheme and every entry point.
 
 An agent belongs to the account that first named it (``Agent.owner``); its slug
 is the identity, so ``Alice Agent`` and ``alice-agent`` are the same agent. Only
 the owner files runs under it (paper-gap bundles, challenges, race entries and,
-through ``agent_version_claim``, H1's server-played scorecards). An agent without
+through ``agent_version_claim``, the server-played scorecards). An agent without
 an owner (rows from before ownership existed) is nobody's to claim: staff assign it.
 
 The unit is the account, not a team: every other limit and credential of the
@@ -14,8 +14,7 @@ team model would add a second owner rule to every check; see docs/security-model
 
 from __future__ import annotations
 
-from typing import Any
-
+from django.contrib.auth.models import User
 from django.utils.text import slugify
 
 from leaderboard.models import Agent, AgentVersion
@@ -43,7 +42,7 @@ def _checked_slug(name: str, version: str) -> str:
     return slug
 
 
-def agent_owner_check(*, name: str, account: Any) -> Agent | None:
+def agent_owner_check(*, name: str, account: User) -> Agent | None:
     """The agent ``name`` stands for when ``account`` may file under it (None: not yet known).
 
     Raises ``agent_not_yours`` when the slug belongs to another account or to no account.
@@ -60,7 +59,7 @@ def agent_owner_check(*, name: str, account: Any) -> Agent | None:
     return agent
 
 
-def agent_version_claim(*, name: str, version: str, account: Any) -> AgentVersion:
+def agent_version_claim(*, name: str, version: str, account: User) -> AgentVersion:
     """The version of ``account``'s agent ``name``, creating the agent (owned by ``account``)
     and the version on first use. Raises ``agent_not_yours`` / ``agent_invalid``."""
     slug = _checked_slug(name, version)

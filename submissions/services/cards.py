@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -124,7 +125,7 @@ def _current_release(benchmark_slug: str) -> Release:
     return release
 
 
-def _consume_daily_card(*, user: Any, api_key: ApiKey | None, benchmark: Benchmark) -> None:
+def _consume_daily_card(*, user: User, api_key: ApiKey | None, benchmark: Benchmark) -> None:
     """Opening a card is the scorecard benchmark's daily submission (seed 001: "rate
     limited per key per day"), counted like an upload by submissions.quotas."""
     try:
@@ -133,7 +134,7 @@ def _consume_daily_card(*, user: Any, api_key: ApiKey | None, benchmark: Benchma
         raise CardError(429, "daily_limit_reached", exc.message, {"Retry-After": str(exc.retry_after)}) from None
 
 
-def card_open(*, user: Any, api_key: ApiKey | None, benchmark_slug: str, agent_name: str, agent_version: str) -> Card:
+def card_open(*, user: User, api_key: ApiKey | None, benchmark_slug: str, agent_name: str, agent_version: str) -> Card:
     """Open a card for ``user`` as agent ``agent_name`` ``agent_version`` (created on
     first use; another account's agent is refused). Counts against the daily limit."""
     release = _current_release(benchmark_slug)
@@ -166,7 +167,7 @@ def _locked_card(card_id: int) -> Card:
     return card
 
 
-def _check_player(card: Card, user: Any) -> None:
+def _check_player(card: Card, user: User) -> None:
     """Only the owner plays or closes a card. Another account learns nothing (404, like a
     card that does not exist); staff may look (GET) but not play someone else's card."""
     if card.owner_id == user.pk:
@@ -176,7 +177,7 @@ def _check_player(card: Card, user: Any) -> None:
     raise CardError(404, "card_not_found", f"No scorecard {card.pk}.")
 
 
-def card_for_player(*, card_id: int, user: Any) -> Card:
+def card_for_player(*, card_id: int, user: User) -> Card:
     """The card for GET: its owner, or staff. Closes it first when it has idled out."""
     with transaction.atomic():
         card = _locked_card(card_id)
@@ -307,7 +308,7 @@ def _end_unfinished(card: Card, *, keep: int | None, now: dt.datetime) -> None:
 
 
 @transaction.atomic
-def card_episode_reset(*, card_id: int, user: Any, level_id: str) -> EpisodeView:
+def card_episode_reset(*, card_id: int, user: User, level_id: str) -> EpisodeView:
     """Start ``level_id`` (or restart it while unfinished) and return its layout."""
     now = timezone.now()
     card = _open_card_for_play(card_id, user, now)
@@ -336,7 +337,7 @@ def card_episode_reset(*, card_id: int, user: Any, level_id: str) -> EpisodeView
     return episode_view(episode)
 
 
-def card_episode_act(*, card_id: int, user: Any, level_id: str, action: Any) -> EpisodeView:
+def card_episode_act(*, card_id: int, user: User, level_id: str, action: Any) -> EpisodeView:
     """Apply one move to the level's episode; it ends when solved, deadlocked (corner
     test) or when its steps reach the budget."""
     return card_episode_play(card_id=card_id, user=user, level_id=level_id, actions=[action])
@@ -450,7 +451,7 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
 
 
 @transaction.atomic
-def card_episode_play(*, card_id: int, user: Any, level_id: str, actions: Sequence[Any]) -> EpisodeView:
+def card_episode_play(*, card_id: int, user: User, level_id: str, actions: Sequence[Any]) -> EpisodeView:
     """Apply ``actions`` in order under one lock, stopping when the episode ends (the rest
     are not applied and not counted). The API sends one action per request; the demo
     loader plays whole scripted episodes through here, so both take the same path.
@@ -544,7 +545,7 @@ def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
 
 
 @transaction.atomic
-def card_close(*, card_id: int, user: Any) -> Card:
+def card_close(*, card_id: int, user: User) -> Card:
     """The player closes the card (closing a closed card again is refused: card_closed)."""
     now = timezone.now()
     card = _open_card_for_play(card_id, user, now)

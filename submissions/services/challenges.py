@@ -1,4 +1,4 @@
-"""Submission challenges (issue 11.1): single-use nonces that bind a run to its submitter.
+"""Submission challenges: single-use nonces that bind a run to its submitter.
 
 A harness asks for a challenge before a run (API with its key, or the upload
 page). The challenge is bound to the account, the benchmark, the release (and
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -57,7 +58,7 @@ def _release(request: ChallengeRequest) -> Release:
     return release
 
 
-def _race_target(request: ChallengeRequest, release: Release, user: Any) -> tuple[Race | None, Any]:
+def _race_target(request: ChallengeRequest, release: Release, user: User) -> tuple[Race | None, Any]:
     """(race, agent version) of a race-run challenge: asked by a validator's account, for an entered version."""
     if not user.is_staff and not user.validators.exists():
         raise BundleError(
@@ -84,7 +85,7 @@ def _race_target(request: ChallengeRequest, release: Release, user: Any) -> tupl
 
 
 @transaction.atomic
-def challenge_issue(*, user: Any, request: ChallengeRequest) -> SubmissionChallenge:
+def challenge_issue(*, user: User, request: ChallengeRequest) -> SubmissionChallenge:
     """A fresh challenge for ``user``. Paper-gap: the agent becomes ``user``'s on first use
     (``agent_not_yours`` when it is another account's). Race: see ``_race_target``."""
     release = _release(request)
@@ -114,7 +115,7 @@ def challenge_issue(*, user: Any, request: ChallengeRequest) -> SubmissionChalle
 
 
 def challenge_check(
-    *, token: str, user: Any, release: Release, race: Race | None, agent_name: str, agent_version: str
+    *, token: str, user: User, release: Release, race: Race | None, agent_name: str, agent_version: str
 ) -> SubmissionChallenge:
     """The challenge a bundle names, when it is ``user``'s, unused, unexpired and bound to
     what the bundle is for; else a rejection with its code. Reads only."""
@@ -172,7 +173,7 @@ def challenge_consume(*, challenge: SubmissionChallenge, submission: Submission)
         )
 
 
-def results_duplicate_check(*, digest: str, user: Any) -> None:
+def results_duplicate_check(*, digest: str, user: User) -> None:
     """``duplicate_results`` when another account already had these results accepted.
 
     Called inside the transaction that records the verdict. On PostgreSQL it first takes a

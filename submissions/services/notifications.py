@@ -1,4 +1,4 @@
-"""Verdict notifications (issue 13, feature 7): an email to the submitter and, when the account
+"""Verdict notifications: an email to the submitter and, when the account
 set one, a signed webhook POST.
 
 ``notifications_for_verdict`` is called once, inside the transaction that writes a submission's
@@ -34,10 +34,12 @@ import ssl
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import DatabaseError, transaction
 from django.urls import reverse
@@ -78,6 +80,20 @@ class _Target:
     address: str  # the checked IP the POST connects to
 
 
+def _refuse_private(hostname: str, addresses: list[str]) -> None:
+    """Every address the host resolves to is a public internet address."""
+    for address in addresses:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        # is_global is False for loopback, private, link-local, shared (CGNAT), reserved and
+        # IPv4-mapped forms of those; multicast is "global" to ipaddress but never a receiver.
+        if not ip.is_global or ip.is_multicast:
+            raise WebhookError(
+                "webhook_url_private",
+                f"url: {hostname[:100]!r} resolves to a non-public address; "
+                "webhooks are only sent to public internet addresses",
+            )
+
+
 def _resolve(url: str) -> _Target:
     """Check ``url`` against the rules in the module docstring; the address to connect to."""
     if len(url) > WEBHOOK_URL_MAX_CHARS:
@@ -100,18 +116,9 @@ def _resolve(url: str) -> _Target:
         raise WebhookError(
             "webhook_url_unresolvable", f"url: the host {parts.hostname[:100]!r} does not resolve"
         ) from None
-    addresses = sorted({info[4][0] for info in infos})
+    addresses = sorted({str(info[4][0]) for info in infos})
     if not settings.PODIUM_WEBHOOK_ALLOW_PRIVATE:
-        for address in addresses:
-            ip = ipaddress.ip_address(address.split("%", 1)[0])
-            # is_global is False for loopback, private, link-local, shared (CGNAT), reserved and
-            # IPv4-mapped forms of those; multicast is "global" to ipaddress but never a receiver.
-            if not ip.is_global or ip.is_multicast:
-                raise WebhookError(
-                    "webhook_url_private",
-                    f"url: {parts.hostname[:100]!r} resolves to a non-public address; "
-                    "webhooks are only sent to public internet addresses",
-                )
+        _refuse_private(parts.hostname, addresses)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -132,7 +139,7 @@ def _new_secret() -> str:
 
 
 @transaction.atomic
-def webhook_set(*, user: Any, url: str) -> tuple[WebhookEndpoint, str | None]:
+def webhook_set(*, user: User, url: str) -> tuple[WebhookEndpoint, str | None]:
     """Set (or change) the account's webhook URL. Returns the endpoint and, when a secret was
     created (first time), the secret: the only time it is ever returned."""
     url = webhook_url_check(url)
@@ -146,7 +153,7 @@ def webhook_set(*, user: Any, url: str) -> tuple[WebhookEndpoint, str | None]:
 
 
 @transaction.atomic
-def webhook_rotate_secret(*, user: Any) -> str:
+def webhook_rotate_secret(*, user: User) -> str:
     endpoint = WebhookEndpoint.objects.select_for_update().filter(user=user).first()
     if endpoint is None:
         raise WebhookError("webhook_not_set", "this account has no webhook")
@@ -155,7 +162,7 @@ def webhook_rotate_secret(*, user: Any) -> str:
     return endpoint.secret
 
 
-def webhook_delete(*, user: Any) -> bool:
+def webhook_delete(*, user: User) -> bool:
     deleted, _ = WebhookEndpoint.objects.filter(user=user).delete()
     return bool(deleted)
 
@@ -182,7 +189,7 @@ def notifications_for_verdict(*, submission: Submission) -> list[int]:
         logger.exception("submission %s: could not record its notifications", submission.pk)
         return []
     for delivery_id in created:
-        transaction.on_commit(lambda delivery_id=delivery_id: _enqueue(delivery_id), robust=True)
+        transaction.on_commit(partial(_enqueue, delivery_id), robust=True)
     return created
 
 
@@ -235,8 +242,8 @@ def notification_payload(submission: Submission) -> dict[str, Any]:
             "error_code": submission.error_code,
             "message": view.message,
             "kind": submission.kind,
-            "benchmark": submission.release.benchmark.slug if submission.release_id else None,
-            "release": submission.release.version if submission.release_id else None,
+            "benchmark": submission.release.benchmark.slug if submission.release is not None else None,
+            "release": submission.release.version if submission.release is not None else None,
             "run_id": run.pk if run is not None else None,
             "url": settings.SITE_URL.rstrip("/") + reverse("submission_detail", args=[submission.pk]),
             "finished_at": submission.finished_at.isoformat() if submission.finished_at else None,

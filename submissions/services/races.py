@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -34,6 +35,9 @@ from submissions.bundle.evaluate_race import RaceOutcome, RaceSpec, evaluate_rac
 from submissions.models import RaceRun, RaceTaskOutcome, SigningKey, Submission
 from submissions.quotas import QuotaExceeded, quota_refund, quota_scope, utc_day, validator_quota_consume
 from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
+
+if TYPE_CHECKING:
+    from submissions.bundle.bundle import Bundle
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ def _race_for(number: int | None, release: Release, agent_version: AgentVersion 
     race = Race.objects.select_related("release").filter(benchmark=release.benchmark, number=number).first()
     if race is None:
         raise BundleError("unknown_race", f"race run: benchmark {release.benchmark.slug!r} has no race number {number}")
-    if race.release_id is not None and race.release_id != release.pk:
+    if race.release is not None and race.release_id != release.pk:
         raise BundleError(
             "race_release_mismatch",
             f"race run: {race} belongs to release {race.release.version!r}, not {release.version!r}",
@@ -98,21 +102,23 @@ def _race_for(number: int | None, release: Release, agent_version: AgentVersion 
 
 def validator_keys() -> dict[str, ValidatorKey]:
     """key_id -> scope of every registered, unrevoked validator key."""
-    return {
-        key.key_id: ValidatorKey(
+    keys = {}
+    for key in SigningKey.objects.select_related("validator", "benchmark").filter(
+        owner_kind=SigningKey.Owner.VALIDATOR, revoked_at__isnull=True
+    ):
+        assert key.validator is not None  # signing_key_has_one_owner: a validator key names its validator
+        keys[key.key_id] = ValidatorKey(
             public_key=base64.b64decode(key.public_key),
             validator=key.validator.slug,
-            benchmark=key.benchmark.slug if key.benchmark_id else None,
+            benchmark=key.benchmark.slug if key.benchmark is not None else None,
         )
-        for key in SigningKey.objects.select_related("validator", "benchmark").filter(
-            owner_kind=SigningKey.Owner.VALIDATOR, revoked_at__isnull=True
-        )
-    }
+    return keys
 
 
-def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:
+def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
     """Everything the pure evaluator needs, and the refusals only the database can make. Reads only."""
     run = bundle.race_run
+    assert run is not None  # the dispatcher sends only race_run bundles here, and those carry their run
     release = scheme_release(
         benchmark_slug=bundle.manifest.benchmark, version=bundle.manifest.release, scheme=Benchmark.Scheme.RACE
     )
@@ -120,7 +126,7 @@ def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:
     agent_version = agent_version_find(name=run.agent.name, version=run.agent.version)
     race = _race_for(run.race, release, agent_version)
     submission.race = race
-    # Race entries are owned (issue 11.10): a version runs only when its owning account entered it.
+    # Race entries are owned: a version runs only when its owning account entered it.
     if agent_version is None or agent_version.agent.owner_id is None:
         raise BundleError(
             "not_entered",
@@ -140,7 +146,7 @@ def race_run_load(*, submission: Submission, bundle: Any) -> RaceContext:
     return RaceContext(release=release, race=race, agent_version=agent_version, spec=spec)
 
 
-def race_run_evaluate(bundle: Any, context: RaceContext) -> RaceOutcome:
+def race_run_evaluate(bundle: Bundle, context: RaceContext) -> RaceOutcome:
     return evaluate_race_run(bundle, context.spec)
 
 
@@ -223,7 +229,7 @@ def _charge_validator(*, submission: Submission, key: SigningKey, benchmark: Ben
 
 @transaction.atomic
 def race_entry_create(
-    *, user: Any, benchmark_slug: str, race_number: int | None, agent_name: str, agent_version: str
+    *, user: User, benchmark_slug: str, race_number: int | None, agent_name: str, agent_version: str
 ) -> tuple[AgentVersion, RaceEntry | None]:
     """Enter ``user``'s agent version in a race (None: register it for qualifying runs only).
 
@@ -247,7 +253,7 @@ def race_entry_create(
     return version, entry
 
 
-def owed_runs_for(*, user: Any) -> QuerySet[RaceRun]:
+def owed_runs_for(*, user: User) -> QuerySet[RaceRun]:
     """Runs owed after an infrastructure failure and not yet filed again: every one for staff,
     else those of the validators ``user`` acts for."""
     owed = RaceRun.objects.filter(needs_rerun=True).select_related(

@@ -1,4 +1,4 @@
-"""Official re-runs, downgrades and revocations of paper-gap runs (issue 11 item 5).
+"""Official re-runs, downgrades and revocations of paper-gap runs.
 
 ``verified`` means re-run: staff record the official re-run's own results, either as a
 bundle of the same format as a submission (sealed to the site key; through the admin or
@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.files import File
 from django.db import transaction
@@ -58,7 +59,7 @@ __all__ = [
 RERUN_TOLERANCE = DEFAULT_RERUN_TOLERANCE
 
 # Order of levels, lowest first: a change by staff may only go down.
-LEVEL_ORDER = [Run.Level.REVOKED, Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED]
+LEVEL_ORDER: list[str] = [Run.Level.REVOKED, Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED]
 
 
 class RerunError(Exception):
@@ -70,7 +71,7 @@ class RerunError(Exception):
         self.message = message
 
 
-def _staff(actor: Any) -> Any:
+def _staff(actor: User | None) -> Any:
     if actor is None or not getattr(actor, "is_authenticated", False) or not actor.is_staff:
         raise PermissionDenied("only staff members may record re-runs or change a run's level")
     return actor
@@ -90,7 +91,7 @@ def _submitted_finals(run: Run) -> dict[str, float | None]:
 def _record(
     *,
     run: Run,
-    actor: Any,
+    actor: User | None,
     source: str,
     evidence_sha256: str,
     breakdown: dict[str, Any],
@@ -126,7 +127,7 @@ def _record(
     rerun.save()
     if confirmed:
         method = f"official re-run: every task within {RERUN_TOLERANCE:g} of the submitted final score"
-        level = Run.Level.VERIFIED
+        level: str = Run.Level.VERIFIED
     else:
         outside = [row.task for row in rows if row.decides and not row.within]
         method = f"official re-run disagrees on {', '.join(outside)} (tolerance {RERUN_TOLERANCE:g})"[:200]
@@ -155,7 +156,7 @@ def _spool(uploaded: Any) -> tuple[Path, str]:
 
 
 @transaction.atomic
-def run_rerun_record_bundle(*, run: Run, actor: Any, bundle_file: Any, note: str = "") -> OfficialRerun:
+def run_rerun_record_bundle(*, run: Run, actor: User | None, bundle_file: Any, note: str = "") -> OfficialRerun:
     """Record an official re-run from a bundle of the submission format (an open binary file).
 
     The bundle must name the run's release and agent version, open with the site keys and
@@ -218,8 +219,9 @@ def run_rerun_record_bundle(*, run: Run, actor: Any, bundle_file: Any, note: str
         path.unlink(missing_ok=True)
 
 
-def _entered_results(results: Mapping[str, Any], spec: gap.ReleaseSpec) -> dict[str, gap.TaskResult]:
-    """Entered values -> one summary episode per task: {"measured": x, "rates": {...}, "faithful": bool}."""
+def _entered_results(results: object, spec: gap.ReleaseSpec) -> dict[str, gap.TaskResult]:
+    """Entered values -> one summary episode per task: {"measured": x, "rates": {...}, "faithful": bool}.
+    ``results`` is whatever staff sent; anything but a non-empty object is refused here."""
     if not isinstance(results, Mapping) or not results:
         raise RerunError("results_invalid", "results: expected an object of task slug -> {measured, rates, faithful}")
     out: dict[str, gap.TaskResult] = {}
@@ -248,7 +250,7 @@ def _entered_results(results: Mapping[str, Any], spec: gap.ReleaseSpec) -> dict[
 
 
 @transaction.atomic
-def run_rerun_record_results(*, run: Run, actor: Any, results: Mapping[str, Any], note: str = "") -> OfficialRerun:
+def run_rerun_record_results(*, run: Run, actor: User | None, results: object, note: str = "") -> OfficialRerun:
     """Record an official re-run from values staff enter: per task the measured metric, the
     safety rates and (reproduction) the faithfulness verdict. Recomputed with scoring.gap."""
     actor = _staff(actor)
@@ -274,7 +276,7 @@ def run_rerun_record_results(*, run: Run, actor: Any, results: Mapping[str, Any]
 
 
 @transaction.atomic
-def run_level_change(*, run: Run, actor: Any, level: str, reason: str) -> VerificationEvent:
+def run_level_change(*, run: Run, actor: User | None, level: str, reason: str) -> VerificationEvent:
     """Lower a run's level (attested, validated, or revoked: off every board), with a reason.
 
     Raises RerunError for a level that is not lower than the current one or a missing reason.

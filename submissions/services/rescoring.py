@@ -1,4 +1,4 @@
-"""Rescoring (issue 13, feature 9): re-verify a release's stored bundles in bulk, dry run first.
+"""Rescoring: re-verify a release's stored bundles in bulk, dry run first.
 
 1. ``rescore_propose`` (staff; admin action or ``manage.py rescore``) writes a Rescore and one
    RescoreItem per paper-gap run of the release, and enqueues ``submissions.tasks.compute_rescore``
@@ -35,6 +35,7 @@ import logging
 import math
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -87,14 +88,17 @@ def _differs(a: Any, b: Any) -> bool:
 
 def snapshot_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     """Per-field changes between two snapshots: [{"path", "before", "after"}], tasks as tasks.<slug>."""
-    rows = []
-    for name in (*AGGREGATES, "covered", "complete"):
-        if _differs(before.get(name), after.get(name)):
-            rows.append({"path": name, "before": before.get(name), "after": after.get(name)})
+    rows = [
+        {"path": name, "before": before.get(name), "after": after.get(name)}
+        for name in (*AGGREGATES, "covered", "complete")
+        if _differs(before.get(name), after.get(name))
+    ]
     tasks_before, tasks_after = before.get("tasks", {}), after.get("tasks", {})
-    for slug in sorted(set(tasks_before) | set(tasks_after)):
-        if _differs(tasks_before.get(slug), tasks_after.get(slug)):
-            rows.append({"path": f"tasks.{slug}", "before": tasks_before.get(slug), "after": tasks_after.get(slug)})
+    rows += [
+        {"path": f"tasks.{slug}", "before": tasks_before.get(slug), "after": tasks_after.get(slug)}
+        for slug in sorted(set(tasks_before) | set(tasks_after))
+        if _differs(tasks_before.get(slug), tasks_after.get(slug))
+    ]
     return rows
 
 
@@ -112,7 +116,9 @@ def _check_target(release: Release, target: Release) -> None:
 
 
 @transaction.atomic
-def rescore_propose(*, release: Release, user: Any, reason: str = "", target_release: Release | None = None) -> Rescore:
+def rescore_propose(
+    *, release: Release, user: User, reason: str = "", target_release: Release | None = None
+) -> Rescore:
     """Stage 1: a dry-run rescore of every paper-gap run of ``release`` (staff only), in place or,
     with ``target_release`` (a newer version of the same benchmark), onto that release."""
     if not getattr(user, "is_staff", False):
@@ -215,13 +221,13 @@ def rescore_compute(*, rescore_id: Any) -> Rescore | None:
     and a retry resumes at the first pending item."""
     from leaderboard.selectors.releases import release_spec
     from scoring.errors import ScoringError
-    from submissions.bundle.errors import BundleError
 
     rescore = Rescore.objects.select_related("release", "target_release").filter(pk=rescore_id).first()
     if rescore is None or rescore.state != Rescore.State.PROPOSING:
         return rescore
     target = rescore.target_release
     source_spec: gap.ReleaseSpec | None = None
+    spec_error = ""
     try:
         # Carrying: the target's spec scores; the source's says what the run was made against.
         spec = release_spec(target or rescore.release)
@@ -233,29 +239,7 @@ def rescore_compute(*, rescore_id: Any) -> Rescore | None:
         "run__submission"
     )
     for item in pending:
-        run = item.run
-        item.before = _snapshot_run(run)
-        refusal = ""
-        if spec is not None and target is not None and source_spec is not None:
-            refusal = carry_refusal(
-                run=run, source=rescore.release, target=target, source_spec=source_spec, target_spec=spec
-            )
-        if spec is None:
-            item.state, item.error = RescoreItem.State.FAILED, spec_error
-        elif refusal:
-            item.state, item.error = RescoreItem.State.FAILED, refusal
-        else:
-            try:
-                breakdown = _recompute(run, spec)
-            except (BundleError, ScoringError) as exc:
-                item.state = RescoreItem.State.FAILED
-                item.error = f"{getattr(exc, 'code', 'not_scorable')}: {str(getattr(exc, 'message', exc))[:250]}"
-            else:
-                item.breakdown = breakdown
-                item.after = _snapshot_breakdown(breakdown)
-                item.diff = snapshot_diff(item.before, item.after)
-                item.state = RescoreItem.State.CHANGED if item.diff else RescoreItem.State.UNCHANGED
-        item.save(update_fields=["before", "after", "breakdown", "diff", "state", "error"])
+        _compute_item(item, rescore=rescore, spec=spec, spec_error=spec_error, source_spec=source_spec)
     with transaction.atomic():
         locked = Rescore.objects.select_for_update().get(pk=rescore.pk)
         if (
@@ -266,6 +250,44 @@ def rescore_compute(*, rescore_id: Any) -> Rescore | None:
             locked.proposed_at = timezone.now()
             locked.save(update_fields=["state", "proposed_at"])
     return locked
+
+
+def _compute_item(
+    item: RescoreItem,
+    *,
+    rescore: Rescore,
+    spec: gap.ReleaseSpec | None,
+    spec_error: str,
+    source_spec: gap.ReleaseSpec | None,
+) -> None:
+    """Recompute one item of a proposal and save it (its run is never changed here)."""
+    from scoring.errors import ScoringError  # deferred: the same as rescore_compute's
+    from submissions.bundle.errors import BundleError  # deferred: the same as rescore_compute's
+
+    run = item.run
+    target = rescore.target_release
+    item.before = _snapshot_run(run)
+    refusal = ""
+    if spec is not None and target is not None and source_spec is not None:
+        refusal = carry_refusal(
+            run=run, source=rescore.release, target=target, source_spec=source_spec, target_spec=spec
+        )
+    if spec is None:
+        item.state, item.error = RescoreItem.State.FAILED, spec_error
+    elif refusal:
+        item.state, item.error = RescoreItem.State.FAILED, refusal
+    else:
+        try:
+            breakdown = _recompute(run, spec)
+        except (BundleError, ScoringError) as exc:
+            item.state = RescoreItem.State.FAILED
+            item.error = f"{getattr(exc, 'code', 'not_scorable')}: {str(getattr(exc, 'message', exc))[:250]}"
+        else:
+            item.breakdown = breakdown
+            item.after = _snapshot_breakdown(breakdown)
+            item.diff = snapshot_diff(item.before, item.after)
+            item.state = RescoreItem.State.CHANGED if item.diff else RescoreItem.State.UNCHANGED
+    item.save(update_fields=["before", "after", "breakdown", "diff", "state", "error"])
 
 
 def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list[dict[str, Any]]) -> None:
@@ -323,7 +345,7 @@ def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list
     )
 
 
-def rescore_apply(*, rescore_id: Any, user: Any) -> Rescore:
+def rescore_apply(*, rescore_id: Any, user: User) -> Rescore:
     """Stage 3: write every changed item of a proposed rescore (staff only); safe to run twice."""
     from submissions.services.runs import _enqueue_confidence
 

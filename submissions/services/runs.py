@@ -32,7 +32,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -49,6 +49,10 @@ from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import Outcome, evaluate_paper_gap
 from submissions.models import Run, RunEpisodes, SigningKey, SigningKeyTask, Submission, TaskResult, VerificationEvent
 from submissions.services.agents import agent_version_claim
+
+if TYPE_CHECKING:
+    from submissions.bundle.bundle import Bundle
+
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +131,7 @@ def scoped_judge_keys(pks: dict[str, int] | None = None) -> dict[str, JudgeKey]:
     return keys
 
 
-def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
+def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext:
     """The published release the manifest names, its scoring contract and the keys. Reads only."""
     # selectors import the boards' models: import late
     from leaderboard.selectors.releases import RELEASE_SPEC_COLUMNS, release_spec_from_rows
@@ -180,7 +184,7 @@ def paper_gap_load(*, submission: Submission, bundle: Any) -> PaperGapContext:
     )
 
 
-def paper_gap_evaluate(bundle: Any, context: PaperGapContext) -> Outcome:
+def paper_gap_evaluate(bundle: Bundle, context: PaperGapContext) -> Outcome:
     """The pure evaluator with the server's inputs."""
     return evaluate_paper_gap(
         bundle,
@@ -279,7 +283,9 @@ def run_record_paper_gap(
                 episodes=check.episodes if check else 0,
                 faithful=check.faithful if check else None,
                 signature=check.signature if check else "unsigned",
-                signing_key_id=keys.get(check.key_id) if check and check.signature == "valid" else None,
+                signing_key_id=keys.get(check.key_id)
+                if check and check.signature == "valid" and check.key_id
+                else None,
                 faithfulness_source=check.faithfulness_source if check else "",
                 judge=(check.judge if check else "")[:100],
                 rubric_version=(check.rubric_version if check else "")[:100],
@@ -292,14 +298,14 @@ def run_record_paper_gap(
     VerificationEvent.objects.create(
         run=run, level=level, actor=None, method=AUTOMATIC_METHOD[level], evidence_sha256=submission.sha256
     )
-    run_cost_refresh(run=run)  # precomputed, like its standing (issue 13: the board's cost column)
+    run_cost_refresh(run=run)  # precomputed, like its standing (the board's cost column)
     standings_update_version(release=release, agent_version_id=agent_version.pk)
     if not run.confidence:
         _enqueue_confidence(run.pk)
     return run
 
 
-def _enqueue_confidence(run_id: Any) -> None:
+def _enqueue_confidence(run_id: int) -> None:
     from submissions.tasks import compute_run_confidence  # tasks import the services: import late
 
     transaction.on_commit(lambda: compute_run_confidence.delay(run_id))
@@ -310,7 +316,7 @@ def _enqueue_confidence(run_id: Any) -> None:
 CONFIDENCE_SEED = 0
 
 
-def run_confidence_compute(*, run_id: Any) -> Run | None:
+def run_confidence_compute(*, run_id: int) -> Run | None:
     """Compute and store a paper-gap run's bootstrap intervals (settings.PODIUM_BOOTSTRAP_RESAMPLES
     resamples, seed ``CONFIDENCE_SEED``), then put them on the run's Standing rows.
 

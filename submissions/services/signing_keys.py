@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -52,26 +52,15 @@ def decode_public_key(public_key_b64: str) -> bytes:
     return raw
 
 
-@transaction.atomic
-def signing_key_register(
+def _check_owner_and_scope(
     *,
-    evaluator: Evaluator | None = None,
-    validator: Validator | None = None,
-    judge_name: str = "",
-    benchmark: Benchmark | None = None,
-    tasks: dict[Task, str] | None = None,
-    public_key_b64: str,
-    user: Any,
-) -> SigningKey:
-    """Register a key for exactly one evaluator, validator or judge (named ``judge_name``).
-
-    Scopes: a validator key needs ``benchmark`` (the race runs it may sign); a judge key
-    needs ``tasks`` ({task: rubric version} it is calibrated for); an evaluator key may be
-    narrowed to ``tasks`` of its simulator. Registering the same key again for the same
-    owner returns the existing row (adding any new task scopes); for a different owner
-    (or after it was revoked) it is refused.
-    """
-    judge_name = (judge_name or "").strip()
+    evaluator: Evaluator | None,
+    validator: Validator | None,
+    judge_name: str,
+    benchmark: Benchmark | None,
+    tasks: dict[Task, str] | None,
+) -> None:
+    """Exactly one owner, and the scope that owner's kind of key needs (see signing_key_register)."""
     owners = [evaluator is not None, validator is not None, bool(judge_name)]
     if sum(owners) != 1:
         raise SigningKeyError("owner: a signing key belongs to exactly one evaluator, validator or judge")
@@ -86,6 +75,31 @@ def signing_key_register(
             raise SigningKeyError(f"tasks: {task.slug!r} runs on {task.simulator}, not on {evaluator}")
         if judge_name and not (rubric or "").strip():
             raise SigningKeyError(f"tasks: {task.slug!r} needs the rubric version the judge was calibrated with")
+
+
+@transaction.atomic
+def signing_key_register(
+    *,
+    evaluator: Evaluator | None = None,
+    validator: Validator | None = None,
+    judge_name: str = "",
+    benchmark: Benchmark | None = None,
+    tasks: dict[Task, str] | None = None,
+    public_key_b64: str,
+    user: User | None,
+) -> SigningKey:
+    """Register a key for exactly one evaluator, validator or judge (named ``judge_name``).
+
+    Scopes: a validator key needs ``benchmark`` (the race runs it may sign); a judge key
+    needs ``tasks`` ({task: rubric version} it is calibrated for); an evaluator key may be
+    narrowed to ``tasks`` of its simulator. Registering the same key again for the same
+    owner returns the existing row (adding any new task scopes); for a different owner
+    (or after it was revoked) it is refused.
+    """
+    judge_name = (judge_name or "").strip()
+    _check_owner_and_scope(
+        evaluator=evaluator, validator=validator, judge_name=judge_name, benchmark=benchmark, tasks=tasks
+    )
     raw = decode_public_key(public_key_b64)
     key_id = signing_key_id(raw)
     kind = (
@@ -128,7 +142,7 @@ def signing_key_register(
 
 
 @transaction.atomic
-def signing_key_revoke(*, signing_key: SigningKey, user: Any) -> SigningKey:
+def signing_key_revoke(*, signing_key: SigningKey, user: User) -> SigningKey:
     """Revoke a key (idempotent): it stops attesting new submissions."""
     locked = SigningKey.objects.select_for_update().get(pk=signing_key.pk)
     if locked.revoked_at is None:

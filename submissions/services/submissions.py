@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
@@ -104,7 +105,7 @@ def bundle_spool(uploaded_file: Any, spool: IO[bytes]) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def _existing(*, sha256: str, user: Any) -> Submission | None:
+def _existing(*, sha256: str, user: User) -> Submission | None:
     existing = Submission.objects.filter(sha256=sha256).first()
     if existing is None:
         return None
@@ -141,13 +142,14 @@ def _store(name: str, spool: IO[bytes]) -> None:
             if stored != name:  # a concurrent upload of the same bytes won the race for the name
                 default_storage.delete(stored)
     except (OSError, BotoCoreError, ClientError) as exc:
-        logger.error("could not store bundle %s: %s: %s", name, type(exc).__name__, exc)
+        # An outage, not a bug: one line per failed store; the traceback would add only the client's internals.
+        logger.error("could not store bundle %s: %s: %s", name, type(exc).__name__, exc)  # noqa: TRY400
         raise StorageUnavailable(f"cannot store {name}") from exc
 
 
 def submission_create(
     *,
-    user: Any,
+    user: User,
     uploaded_file: Any,
     api_key: ApiKey | None = None,
     original_name: str = "",

@@ -34,17 +34,18 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import shutil
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -55,6 +56,11 @@ from django.utils import timezone
 from submissions import site_keys
 from submissions.bundle.errors import BundleError
 from submissions.models import Submission
+
+if TYPE_CHECKING:
+    from submissions.bundle.archive import Limits
+    from submissions.bundle.bundle import Bundle
+
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +85,7 @@ class Verdict:
 # ------------------------------------------------------------------ the claim
 
 
-def _claim(submission_id: Any, owner: str = "") -> Submission | None:
+def _claim(submission_id: uuid.UUID | str, owner: str = "") -> Submission | None:
     """Move the row to verifying under ``owner``'s lease (a fresh token when empty) and count the
     attempt; None when there is nothing to do (done, missing, or leased by another live owner)."""
     owner = owner or uuid.uuid4().hex
@@ -131,7 +137,7 @@ def _claim(submission_id: Any, owner: str = "") -> Submission | None:
         return submission
 
 
-def lease_held(submission: Submission, now: Any) -> bool:
+def lease_held(submission: Submission, now: dt.datetime) -> bool:
     """Whether the row's lease is still running (a row from before leases: its claim time plus one lease)."""
     expires: Any = submission.lease_expires_at
     if expires is None and submission.verifying_since is not None:
@@ -150,7 +156,7 @@ class _Heartbeat:
     only while the row is still verifying under ``owner``, so a taken-over row is never claimed back.
     """
 
-    def __init__(self, submission_id: Any, owner: str) -> None:
+    def __init__(self, submission_id: uuid.UUID | str, owner: str) -> None:
         self.submission_id = submission_id
         self.owner = owner
         self.stopped = threading.Event()
@@ -187,7 +193,7 @@ def _storable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> None:
+def _finish(submission: Submission, verdict: Verdict, *, now: dt.datetime | None = None) -> None:
     """The one place a verdict is written (the row is locked by the caller)."""
     submission.status = Submission.Status.DONE
     submission.verdict = verdict.verdict
@@ -223,7 +229,7 @@ def _finish(submission: Submission, verdict: Verdict, *, now: Any = None) -> Non
 RETRYING_MESSAGE = "verification was interrupted by a temporary fault on the server; it will be retried automatically"
 
 
-def _mark_error(submission_id: Any, message: str = RETRYING_MESSAGE) -> None:
+def _mark_error(submission_id: uuid.UUID | str, message: str = RETRYING_MESSAGE) -> None:
     """Record a transient fault; best effort (the database itself may be the fault).
 
     A connection the fault left unusable (the server ended it) is closed first, so this
@@ -276,7 +282,7 @@ def _test_delay() -> None:
 # --------------------------------------------------------------- the service
 
 
-def submission_verify(*, submission_id: Any, lease_owner: str = "") -> Submission | None:
+def submission_verify(*, submission_id: uuid.UUID | str, lease_owner: str = "") -> Submission | None:
     """Verify one submission end to end; safe to call any number of times.
 
     ``lease_owner`` names the caller for the lease (the Celery task passes its task id, which
@@ -315,18 +321,18 @@ def _verify_claimed(submission: Submission) -> Submission:
         raise
 
 
-def open_stored_bundle(path: Path) -> Any:
+def open_stored_bundle(path: Path) -> Bundle:
     """Decrypt and read a stored bundle with every site key and the server's limits."""
     from submissions.bundle.bundle import open_bundle
 
     return open_bundle(path, site_keys.all_identities(), limits=bundle_limits())
 
 
-def _open_bundle(path: Path) -> Any:
+def _open_bundle(path: Path) -> Bundle:
     return open_stored_bundle(path)
 
 
-def bundle_limits() -> Any:
+def bundle_limits() -> Limits:
     """The archive limits the server applies: the bundle package's defaults, with the site's upload cap."""
     from submissions.bundle.archive import Limits
 
@@ -335,7 +341,7 @@ def bundle_limits() -> Any:
 
 @dataclass(frozen=True)
 class Scheme:
-    """One scheme's half of the verification contract (issue 10 item 1).
+    """One scheme's half of the verification contract.
 
     ``load(submission=, bundle=)`` reads what the pure evaluator needs and refuses what only
     the database can tell (raising BundleError; it writes nothing). ``evaluate(bundle,
@@ -368,7 +374,7 @@ def schemes() -> dict[str, Scheme]:
     }
 
 
-def _dispatch(submission: Submission, bundle: Any) -> Submission:
+def _dispatch(submission: Submission, bundle: Bundle) -> Submission:
     """The one dispatcher: declared benchmark, then the bundle's scheme through the contract."""
     kind = bundle.kind
     declared = submission.declared_benchmark
@@ -393,7 +399,7 @@ def _dispatch(submission: Submission, bundle: Any) -> Submission:
     return _verify_with(scheme, submission, bundle)
 
 
-def _verify_with(scheme: Scheme, submission: Submission, bundle: Any) -> Submission:
+def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Submission:
     """load -> challenge -> pure evaluate -> duplicate results -> record and verdict, in that order.
 
     Nothing is written before the verdict is known: a refusal at any step leaves only the
@@ -409,6 +415,7 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Any) -> Submiss
         challenge = None
         if bundle.manifest.bound:
             agent = bundle.manifest.agent
+            assert bundle.manifest.challenge is not None  # schema.parse_manifest requires it in a bound format
             challenge = challenge_check(
                 token=bundle.manifest.challenge,
                 user=submission.submitter,
@@ -452,7 +459,7 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Any) -> Submiss
     return _conclude(submission, None, write)
 
 
-def bundle_release_ref(bundle: Any) -> tuple[str, str]:
+def bundle_release_ref(bundle: Bundle) -> tuple[str, str]:
     """(benchmark slug, release version) a bundle's manifest names."""
     return str(bundle.manifest.benchmark), str(bundle.manifest.release)
 
@@ -475,7 +482,9 @@ def _jsonable_diff(diff: Any) -> list[Any]:
     return rows
 
 
-def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Submission:
+def _conclude(
+    submission: Submission, verdict: Verdict | None, write: Callable[[Submission], Verdict] | None
+) -> Submission:
     """Write the outcome under a fresh row lock, unless another run of this task got there first.
 
     ``write(locked)`` (optional) creates the run rows inside the same transaction and
@@ -500,6 +509,7 @@ def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Su
                 # (rolled back, partial rows and all) before the handler below records it.
                 verdict = write(locked)
             if locked.status != Submission.Status.DONE:  # ``write`` may have written it already
+                assert verdict is not None  # every caller passes a verdict or a writer that returns one
                 _finish(locked, verdict)
     except BundleError as exc:
         with transaction.atomic():
@@ -513,7 +523,7 @@ def _conclude(submission: Submission, verdict: Verdict | None, write: Any) -> Su
     return locked
 
 
-def stuck_submission_ids(*, now: Any = None) -> list[Any]:
+def stuck_submission_ids(*, now: dt.datetime | None = None) -> list[uuid.UUID]:
     """Submissions that should be verifying but nobody is working on (for the beat sweeper).
 
     Verifying rows whose lease ran out, and received or error rows untouched for

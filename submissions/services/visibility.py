@@ -1,4 +1,4 @@
-"""Withdraw and hide (issue 13, feature 8): take a run off the public boards, or put it back.
+"""Withdraw and hide: take a run off the public boards, or put it back.
 
 * The submitter may **withdraw** their own run (and restore it later). A withdrawn run leaves
   every public board, list and export; its page stays visible to its submitter and staff,
@@ -16,8 +16,7 @@ appends a RunVisibilityEvent (the audit log); nothing is deleted.
 
 from __future__ import annotations
 
-from typing import Any
-
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -45,7 +44,7 @@ def run_is_delisted(*, submission_private: bool, withdrawn: bool, hidden: bool) 
     return submission_private or withdrawn or hidden
 
 
-def _lock(run_id: Any) -> Run:
+def _lock(run_id: object) -> Run:
     if not isinstance(run_id, int) or not 0 < run_id <= MAX_ID:
         raise VisibilityError("not_found", f"run {str(run_id)[:30]}: no such run", status=404)
     run = Run.objects.select_for_update().select_related("submission", "release").filter(pk=run_id).first()
@@ -54,7 +53,7 @@ def _lock(run_id: Any) -> Run:
     return run
 
 
-def _save(run: Run, *, action: str, actor: Any, reason: str = "") -> Run:
+def _save(run: Run, *, action: str, actor: User | None, reason: str = "") -> Run:
     run.is_private = run_is_delisted(
         submission_private=run.submission.is_private,
         withdrawn=run.withdrawn_at is not None,
@@ -68,7 +67,7 @@ def _save(run: Run, *, action: str, actor: Any, reason: str = "") -> Run:
     return run
 
 
-def _check_owner(run: Run, user: Any) -> None:
+def _check_owner(run: Run, user: User) -> None:
     if not getattr(user, "is_authenticated", False):
         raise VisibilityError("not_authenticated", "sign in or send an API key to change a run", status=401)
     if run.submission.submitter_id != user.pk:
@@ -79,7 +78,7 @@ def _check_owner(run: Run, user: Any) -> None:
 
 
 @transaction.atomic
-def run_withdraw(*, run_id: Any, user: Any) -> Run:
+def run_withdraw(*, run_id: int, user: User) -> Run:
     """The submitter takes their run off the public boards (idempotent: withdrawing twice is a no-op)."""
     run = _lock(run_id)
     _check_owner(run, user)
@@ -90,7 +89,7 @@ def run_withdraw(*, run_id: Any, user: Any) -> Run:
 
 
 @transaction.atomic
-def run_restore(*, run_id: Any, user: Any) -> Run:
+def run_restore(*, run_id: int, user: User) -> Run:
     """The submitter puts a withdrawn run back (it stays off the boards while staff hide it)."""
     run = _lock(run_id)
     _check_owner(run, user)
@@ -101,7 +100,7 @@ def run_restore(*, run_id: Any, user: Any) -> Run:
 
 
 @transaction.atomic
-def run_hide(*, run_id: Any, user: Any, reason: str) -> Run:
+def run_hide(*, run_id: int, user: User, reason: str) -> Run:
     """Staff hide a run with a public reason (hiding again replaces the reason, logged again)."""
     if not _is_staff(user):
         raise VisibilityError("staff_only", "only staff can hide a run", status=403)
@@ -119,7 +118,7 @@ def run_hide(*, run_id: Any, user: Any, reason: str) -> Run:
 
 
 @transaction.atomic
-def run_unhide(*, run_id: Any, user: Any) -> Run:
+def run_unhide(*, run_id: int, user: User) -> Run:
     if not _is_staff(user):
         raise VisibilityError("staff_only", "only staff can unhide a run", status=403)
     run = _lock(run_id)

@@ -190,7 +190,7 @@ def test_a_release_price_table_is_public_and_a_draft_release_is_not_found(world)
     from leaderboard.models import Release, ReleasePrice
 
     release = world["release"]
-    ReleasePrice.objects.create(release=release, model="*", input_usd_per_mtok=Decimal("3"), output_usd_per_mtok=15)
+    ReleasePrice.objects.create(release=release, model="*", input_usd_per_mtok=Decimal(3), output_usd_per_mtok=15)
     url = reverse("api-release-prices", args=[release.pk])
     assert client_for().get(url).json() == [{"model": "*", "input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0}]
     Release.objects.filter(pk=release.pk).update(published=False)

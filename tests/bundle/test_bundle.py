@@ -23,7 +23,7 @@ def _error(path: Path, key: str) -> BundleError:
 
 
 def _first_result(directory: Path) -> Path:
-    return sorted((directory / "results").glob("*.json"))[0]
+    return min((directory / "results").glob("*.json"))
 
 
 def test_it_reads_every_member_of_a_demo_bundle(sealed_demo, site_identity):

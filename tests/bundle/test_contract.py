@@ -40,7 +40,7 @@ def test_a_key_of_the_right_simulator_signs_every_task(demo_dir, release, evalua
 
 def test_an_unsigned_result_of_a_withheld_task_is_refused_and_a_published_one_is_not(demo_dir, release):
     bundle = read_bundle_dir(demo_dir())
-    first = sorted(bundle.results)[0]
+    first = min(bundle.results)
     refused = _evaluate(bundle, release, evaluator_keys={}, withheld=frozenset({first}))
     assert (refused.verdict, refused.error_code) == ("rejected", "unsigned_withheld_task")
     assert refused.breakdown is None and refused.diff == []
@@ -49,7 +49,7 @@ def test_an_unsigned_result_of_a_withheld_task_is_refused_and_a_published_one_is
 
 def test_a_signed_result_carrying_another_challenge_is_refused(demo_dir, release, evaluator_key):
     directory = demo_dir(challenge=CHALLENGE)
-    path = sorted((directory / "results").glob("*.json"))[0]
+    path = min((directory / "results").glob("*.json"))
     doc = json.loads(path.read_text())
     doc["challenge"] = "d" * 43
     path.write_text(json.dumps(doc))

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 
 AGE = shutil.which("age") or "/usr/bin/age"
 
-if not os.path.exists(AGE):
+if not Path(AGE).exists():
     if os.environ.get("REQUIRE_SERVICES"):
         pytest.fail("the age command-line tool is missing (apt-get install age) and REQUIRE_SERVICES is set")
     pytest.skip("the age command-line tool is missing: apt-get install age", allow_module_level=True)

@@ -30,15 +30,15 @@ import pytest
 from tests.servers import BIN, REPO_ROOT, free_port, multipart, request
 
 DOC = REPO_ROOT / "docs" / "deploy.md"
-STEP = re.compile(r"<!-- deploy-step: (?P<name>[a-z-]+) -->\n```sh\n(?P<body>.*?)```", re.S)
-ENV_BLOCK = re.compile(r"<!-- deploy-env -->\n```sh\n(?P<body>.*?)```", re.S)
+STEP = re.compile(r"<!-- deploy-step: (?P<name>[a-z-]+) -->\n```sh\n(?P<body>.*?)```", re.DOTALL)
+ENV_BLOCK = re.compile(r"<!-- deploy-env -->\n```sh\n(?P<body>.*?)```", re.DOTALL)
 READY_TIMEOUT_SECONDS = 60
 VERDICT_TIMEOUT_SECONDS = 120
 # The document's log format (Django's lines): UTC time, level, [pid], logger: message.
 DJANGO_LOG_LINE = re.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} INFO \[\d+\] submissions\.services\.submissions: submission \S+ "
     r"received \(",
-    re.M,
+    re.MULTILINE,
 )
 
 

@@ -28,16 +28,16 @@ def admin_changes(client, admin_user, release) -> list[str]:
     client.force_login(admin_user)
     page = client.get(reverse("admin:leaderboard_release_change", args=[release.pk])).content.decode()
     client.logout()
-    listed = re.search(r"<ul class='release-diff'>(.*?)</ul>", page, re.S)
+    listed = re.search(r"<ul class='release-diff'>(.*?)</ul>", page, re.DOTALL)
     assert listed is not None, "the admin page shows no diff"
     return re.findall(r"<li>(.*?)</li>", listed.group(1))
 
 
 def public_changes(client, release) -> list[str]:
     page = client.get(reverse("release_detail", args=[release.benchmark.slug, release.version])).content.decode()
-    listed = re.search(r'<ul class="changes">(.*?)</ul>', page, re.S)
+    listed = re.search(r'<ul class="changes">(.*?)</ul>', page, re.DOTALL)
     assert listed is not None, "the release page shows no diff"
-    return [re.sub(r"<[^>]+>", "", item).strip() for item in re.findall(r"<li>(.*?)</li>", listed.group(1), re.S)]
+    return [re.sub(r"<[^>]+>", "", item).strip() for item in re.findall(r"<li>(.*?)</li>", listed.group(1), re.DOTALL)]
 
 
 def test_the_admin_and_the_release_page_both_report_a_changed_penalty_limit(

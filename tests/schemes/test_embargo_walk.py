@@ -118,14 +118,20 @@ def raw_values(race, *, except_filed_by=None) -> dict[str, str]:
         for text in forms(standing.overall):
             values[text] = f"Overall of {standing.agent_version} as of race {race.number}"
     for run in RaceRun.objects.filter(race=race).select_related("submission"):
-        if except_filed_by is not None and run.submission.submitter_id == except_filed_by.pk:
-            continue
-        if run.score is not None:
-            for text in forms(run.score):
-                values[text] = f"score of race run {run.pk}"
-        for outcome in RaceTaskOutcome.objects.filter(run=run):
-            for text in forms(outcome.paid_reward):
-                values[text] = f"paid reward of {outcome.task_id} in race run {run.pk}"
+        if except_filed_by is None or run.submission.submitter_id != except_filed_by.pk:
+            values.update(_run_values(run))
+    return values
+
+
+def _run_values(run) -> dict[str, str]:
+    """One race run's raw values (its score and paid rewards) in every printed form -> what it is."""
+    values: dict[str, str] = {}
+    if run.score is not None:
+        for text in forms(run.score):
+            values[text] = f"score of race run {run.pk}"
+    for outcome in RaceTaskOutcome.objects.filter(run=run):
+        for text in forms(outcome.paid_reward):
+            values[text] = f"paid reward of {outcome.task_id} in race run {run.pk}"
     return values
 
 
@@ -159,7 +165,7 @@ def links(body: str, content_type: str) -> list[str]:
             elif isinstance(value, list):
                 for item in value:
                     walk(item)
-            elif isinstance(value, str) and (value.startswith("http://testserver/") or value.startswith("/")):
+            elif isinstance(value, str) and value.startswith(("http://testserver/", "/")):
                 found.append(value)
 
         try:

@@ -157,13 +157,32 @@ def test_zero_resamples_are_rejected() -> None:
     assert str(error.value) == "bootstrap: resamples must be an integer >= 1, got 0"
 
 
+def _replicate_final(task, episodes: list, result: TaskResult) -> float | None:
+    """One episode resample of a task scored by score_run's own functions; None if nothing was measured."""
+    from scoring.gap import aggregate_episodes, task_score
+
+    aggregate = aggregate_episodes(episodes, task.penalties)
+    if aggregate.measured is None:
+        return None
+    return task_score(
+        measured=aggregate.measured,
+        paper_value=task.paper_value,
+        direction=task.direction,
+        cap=task.cap,
+        penalties=task.penalties,
+        rates=aggregate.rates,
+        genre=task.genre,
+        faithful=result.faithful,
+    ).final
+
+
 def _reference_intervals(spec: ReleaseSpec, run: dict[str, TaskResult], resamples: int, seed: int) -> dict:
     """The documented estimator written the slow, obvious way, replaying the same random stream:
     every task-level resample, and every drawn task's episode resample, scored by score_run's
     own functions (aggregate_episodes, task_score) one at a time."""
     import numpy as np
 
-    from scoring.gap import EXCLUDE, aggregate_episodes, task_score
+    from scoring.gap import EXCLUDE, aggregate_episodes
 
     rng = np.random.default_rng(seed)
     covered = sorted(slug for slug in run if aggregate_episodes(run[slug].episodes, {}).measured is not None)
@@ -179,25 +198,9 @@ def _reference_intervals(spec: ReleaseSpec, run: dict[str, TaskResult], resample
     }
     replicates: dict[str, list[float | None]] = {}
     for slug in covered:
-        task, episodes = spec.tasks[slug], run[slug].episodes
+        episodes = run[slug].episodes
         picks = rng.integers(0, len(episodes), size=(usage[slug], len(episodes)), dtype=np.uint16)
-        replicates[slug] = []
-        for row in picks:
-            aggregate = aggregate_episodes([episodes[i] for i in row], task.penalties)
-            if aggregate.measured is None:
-                replicates[slug].append(None)
-                continue
-            scored = task_score(
-                measured=aggregate.measured,
-                paper_value=task.paper_value,
-                direction=task.direction,
-                cap=task.cap,
-                penalties=task.penalties,
-                rates=aggregate.rates,
-                genre=task.genre,
-                faithful=run[slug].faithful,
-            )
-            replicates[slug].append(scored.final)
+        replicates[slug] = [_replicate_final(spec.tasks[slug], [episodes[i] for i in row], run[slug]) for row in picks]
     intervals = {}
     for name, pool in pools.items():
         if not pool:

@@ -32,7 +32,7 @@ def readme_blocks() -> list[str]:
     """The ```sh blocks of the README's "Submitting from a script" section."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text.split("## Submitting from a script", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    return re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
 
 
 def bash(script: str, *, cwd: Path, env: dict[str, str]) -> str:

@@ -51,7 +51,7 @@ def corrected(release_from_spec, demo_release):
 def fewer_tasks(release_from_spec, demo_release):
     """Release 0.7: one task dropped, so another required task set."""
     spec, _ = demo_release_spec()
-    dropped = sorted(spec.tasks)[0]
+    dropped = min(spec.tasks)
     smaller = dataclasses.replace(spec, tasks={slug: task for slug, task in spec.tasks.items() if slug != dropped})
     return release_from_spec(smaller, benchmark=DEMO_BENCHMARK, version="0.7"), dropped
 

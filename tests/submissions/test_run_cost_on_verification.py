@@ -15,7 +15,7 @@ from submissions.services.verification import submission_verify
 @pytest.mark.django_db
 def test_a_verified_run_is_priced_with_the_release_price_table(demo_release, seal, owner):
     ReleasePrice.objects.create(
-        release=demo_release, model="*", input_usd_per_mtok=Decimal("3"), output_usd_per_mtok=Decimal("15")
+        release=demo_release, model="*", input_usd_per_mtok=Decimal(3), output_usd_per_mtok=Decimal(15)
     )
     submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal(agent_name="Priced")), is_private=False)
     submission_verify(submission_id=submission.pk)

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import stat
 import subprocess
+from pathlib import Path
 
 import pyrage
 import pytest
@@ -46,7 +46,7 @@ def test_export_holds_every_identity_but_only_the_operators_identity_opens_it(ke
     data = target.read_bytes()
     assert data.startswith(b"-----BEGIN AGE ENCRYPTED FILE-----")
     assert b"AGE-SECRET-KEY" not in data
-    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+    assert stat.S_IMODE(Path(target).stat().st_mode) == 0o600
     plain = pyrage.decrypt(data, [operator[0]]).decode()
     assert [key.key_id for key in site_keys.parse_keyring(plain)] == [key.key_id for key in site_keys.site_keys()]
     with pytest.raises(pyrage.DecryptError):
@@ -72,7 +72,7 @@ def test_import_onto_a_fresh_host_restores_the_keyring_with_the_same_current_key
     capsys.readouterr()
     call_command("site_keys", "import", str(target), "--identity", str(operator[1]))
     assert [key.key_id for key in site_keys.site_keys()] == original
-    assert stat.S_IMODE(os.stat(keyring).st_mode) == 0o600
+    assert stat.S_IMODE(Path(keyring).stat().st_mode) == 0o600
     assert f"2 key(s) added; current key {original[-1]}" in capsys.readouterr().out
 
 

@@ -1,5 +1,5 @@
-import os
 import stat
+from pathlib import Path
 
 import pyrage
 import pytest
@@ -18,7 +18,7 @@ def keyring(settings, tmp_path):
 
 def test_generate_writes_a_keyring_only_its_owner_can_read(keyring, capsys):
     call_command("site_keys", "generate")
-    assert stat.S_IMODE(os.stat(keyring).st_mode) == 0o600
+    assert stat.S_IMODE(Path(keyring).stat().st_mode) == 0o600
     key_id, public = site_keys.current_public_key()
     assert public.startswith("age1")
     assert key_id == site_keys.key_id_for(public)

@@ -337,7 +337,7 @@ def test_an_unsigned_result_for_a_withheld_anchor_task_is_refused(api, upload, o
     from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE, demo_release_spec
 
     spec, _ = demo_release_spec()
-    withheld = sorted(spec.tasks)[0]
+    withheld = min(spec.tasks)
     release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, withheld=frozenset({withheld}))
     submission = upload(api(owner), seal(tasks=[withheld]))
     assert (submission.verdict, submission.error_code) == ("rejected", "unsigned_withheld_task")
@@ -353,7 +353,7 @@ def test_a_withheld_anchor_task_signed_by_its_evaluator_is_scored(
     from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE, demo_release_spec
 
     spec, _ = demo_release_spec()
-    withheld = sorted(spec.tasks)[0]
+    withheld = min(spec.tasks)
     release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, withheld=frozenset({withheld}))
     key = Ed25519PrivateKey.generate()
     signing_key_register(

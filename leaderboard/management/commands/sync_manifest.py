@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.manifest import ManifestError, read_manifest_zip
+from leaderboard.manifest import ManifestError, ManifestSource, read_manifest_zip
 from leaderboard.services.release_sync import release_sync
 
 
@@ -32,10 +32,11 @@ class Command(BaseCommand):
             if user is None:
                 raise CommandError(f"no user named {options['user']!r}")
         try:
-            if path.is_file() and path.suffix.lower() == ".zip":
-                source = read_manifest_zip(path.read_bytes(), label=path.name)
-            else:
-                source = path
+            source: ManifestSource | Path = (
+                read_manifest_zip(path.read_bytes(), label=path.name)
+                if path.is_file() and path.suffix.lower() == ".zip"
+                else path
+            )
             result = release_sync(manifest=source, user=user)
         except ManifestError as exc:
             raise CommandError(f"{path}: manifest refused\n{exc}") from None
