@@ -1,0 +1,349 @@
+"""The architecture as a test (docs/architecture.md): which module may import which.
+
+Read with the standard library's ``ast`` only, never by importing the code, so the checks
+see function-level imports too and hold for code paths no test happens to run:
+
+- ``submissions`` depends on ``leaderboard``, never the reverse: no module of ``leaderboard``
+  imports ``submissions``, except ``leaderboard.site`` (settings, URLs, WSGI/ASGI, Celery),
+  the one module that wires both apps together;
+- ``leaderboard.site`` is the top: no module outside it imports it;
+- ``scoring`` is pure: it imports neither app nor Django;
+- no import cycle between project modules (module-level imports; migrations left out);
+- an import inside a function says why on its line or the line above (Celery
+  autodiscovery, an optional dependency, a command that loads Django first, ...).
+
+Each check is a function over a source tree, so the meta-tests at the bottom can feed it a
+tiny synthetic tree and see it fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("leaderboard", "submissions", "scoring")
+# The site sub-package: settings, root URLconf, WSGI/ASGI, the Celery app. It alone imports both apps.
+SITE = "leaderboard.site"
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # the module containing the statement
+    target: str  # the module imported (``from pkg import name`` -> pkg.name when that is a module)
+    line: int
+    end_line: int
+    function_level: bool
+    type_checking: bool  # inside ``if TYPE_CHECKING:`` (never executed)
+
+
+def module_files(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Every module of the given packages by dotted name, migrations left out (a migration
+    is frozen history that names whatever models existed when it was written)."""
+    found: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if "migrations" in parts:
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _resolve_from(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(module: str, path: Path, known: set[str]) -> list[Import]:
+    """The import statements of one module, each resolved to the module it names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: list[Import] = []
+
+    def visit(node: ast.AST, in_function: bool, in_type_checking: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    found.append(
+                        Import(
+                            module,
+                            alias.name,
+                            child.lineno,
+                            child.end_lineno or child.lineno,
+                            in_function,
+                            in_type_checking,
+                        )
+                    )
+            elif isinstance(child, ast.ImportFrom):
+                base = _resolve_from(module, is_package, child)
+                for alias in child.names:
+                    candidate = f"{base}.{alias.name}"
+                    target = candidate if candidate in known else base
+                    found.append(
+                        Import(
+                            module,
+                            target,
+                            child.lineno,
+                            child.end_lineno or child.lineno,
+                            in_function,
+                            in_type_checking,
+                        )
+                    )
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(child, True, in_type_checking)
+            elif isinstance(child, ast.If) and _is_type_checking(child.test):
+                for statement in child.body:
+                    visit(ast.Module(body=[statement], type_ignores=[]), in_function, True)
+                for statement in child.orelse:
+                    visit(ast.Module(body=[statement], type_ignores=[]), in_function, in_type_checking)
+            else:
+                visit(child, in_function, in_type_checking)
+
+    visit(tree, False, False)
+    return found
+
+
+def all_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Import]:
+    files = module_files(root, packages)
+    known = set(files)
+    return [imp for module, path in files.items() for imp in imports_of(module, path, known)]
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def forbidden_imports(imports: list[Import]) -> list[str]:
+    """Imports against the layering: leaderboard -> submissions (outside leaderboard.site),
+    anything -> leaderboard.site (from outside it), and scoring -> either app or Django."""
+    problems = []
+    for imp in imports:
+        where = f"{imp.importer}:{imp.line} imports {imp.target}"
+        if _in(imp.importer, "leaderboard") and not _in(imp.importer, SITE) and _in(imp.target, "submissions"):
+            problems.append(f"{where} (leaderboard never imports submissions; submissions depends on leaderboard)")
+        if _in(imp.target, SITE) and not _in(imp.importer, SITE):
+            problems.append(f"{where} (the site package is the top: only it imports both apps, nothing imports it)")
+        if _in(imp.importer, "scoring") and any(
+            _in(imp.target, name) for name in ("leaderboard", "submissions", "django", "rest_framework")
+        ):
+            problems.append(f"{where} (scoring is pure: no app, no Django)")
+    return problems
+
+
+def import_cycles(imports: list[Import]) -> list[list[str]]:
+    """Strongly connected components (more than one module) of the graph of module-level
+    imports between project modules: each is at least one import cycle."""
+    modules = {imp.importer for imp in imports}
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for imp in imports:
+        if imp.function_level or imp.type_checking or imp.target not in modules or imp.target == imp.importer:
+            continue
+        graph[imp.importer].add(imp.target)
+
+    # Tarjan's algorithm, iterative (the graph has hundreds of nodes; no recursion limit to meet).
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(start, sorted(graph[start]))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, pending = work[-1]
+            if pending:
+                successor = pending.pop()
+                if successor not in index:
+                    index[successor] = low[successor] = counter
+                    counter += 1
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, sorted(graph[successor])))
+                elif successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(sorted(component))
+    return sorted(components)
+
+
+def _comment_lines(path: Path) -> set[int]:
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+    return {token.start[0] for token in tokens if token.type == tokenize.COMMENT}
+
+
+def uncommented_function_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """Imports inside a function with no comment on their lines or the line above."""
+    files = module_files(root, packages)
+    known = set(files)
+    problems = []
+    for module, path in files.items():
+        local = [imp for imp in imports_of(module, path, known) if imp.function_level]
+        if not local:
+            continue
+        comments = _comment_lines(path)
+        for imp in local:
+            if not comments & set(range(imp.line - 1, imp.end_line + 1)):
+                problems.append(f"{module}:{imp.line} imports {imp.target} inside a function without saying why")
+    return sorted(set(problems))
+
+
+# ---------------------------------------------------------------- the project
+
+
+@functools.cache
+def project_imports() -> tuple[Import, ...]:
+    return tuple(all_imports(ROOT))
+
+
+def test_no_leaderboard_module_outside_the_site_package_imports_submissions() -> None:
+    problems = [p for p in forbidden_imports(list(project_imports())) if "leaderboard never" in p]
+    assert problems == []
+
+
+def test_no_module_outside_the_site_package_imports_it() -> None:
+    problems = [p for p in forbidden_imports(list(project_imports())) if "site package is the top" in p]
+    assert problems == []
+
+
+def test_scoring_imports_neither_app_nor_django() -> None:
+    problems = [p for p in forbidden_imports(list(project_imports())) if "scoring is pure" in p]
+    assert problems == []
+
+
+def test_no_import_cycle_between_project_modules() -> None:
+    assert import_cycles(list(project_imports())) == []
+
+
+def test_every_function_level_import_says_why_in_a_comment() -> None:
+    assert uncommented_function_imports(ROOT) == []
+
+
+def test_the_checks_see_every_package_of_the_project() -> None:
+    # A package added at the top level without being listed here would escape every check.
+    top_level = {path.parent.name for path in ROOT.glob("*/__init__.py") if path.parent.name not in {"tests", "bench"}}
+    assert top_level == set(PACKAGES)
+
+
+# ---------------------------------------------------------------- the checker can fail
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def synthetic(tmp_path: Path) -> Path:
+    return _tree(
+        tmp_path,
+        {
+            "leaderboard/__init__.py": "",
+            "leaderboard/models.py": "from django.db import models\n",
+            "leaderboard/site/__init__.py": "",
+            "leaderboard/site/urls.py": "import submissions.views\nimport leaderboard.views\n",
+            "leaderboard/views.py": "from leaderboard import models\n",
+            "submissions/__init__.py": "",
+            "submissions/views.py": "from leaderboard.models import Run\n",
+            "scoring/__init__.py": "",
+            "scoring/gap.py": "import math\n",
+        },
+    )
+
+
+def test_the_checker_passes_a_tree_that_keeps_the_rules(synthetic: Path) -> None:
+    imports = all_imports(synthetic)
+    assert forbidden_imports(imports) == []
+    assert import_cycles(imports) == []
+    assert uncommented_function_imports(synthetic) == []
+
+
+def test_the_checker_reports_a_leaderboard_module_importing_submissions_even_inside_a_function(
+    synthetic: Path,
+) -> None:
+    _tree(synthetic, {"leaderboard/views.py": "def page():\n    # deferred: why\n    from submissions import views\n"})
+    assert forbidden_imports(all_imports(synthetic)) == [
+        "leaderboard.views:3 imports submissions.views "
+        "(leaderboard never imports submissions; submissions depends on leaderboard)"
+    ]
+
+
+def test_the_checker_reports_an_app_module_importing_the_site_package(synthetic: Path) -> None:
+    _tree(synthetic, {"submissions/views.py": "from leaderboard.site.urls import urlpatterns\n"})
+    assert forbidden_imports(all_imports(synthetic)) == [
+        "submissions.views:1 imports leaderboard.site.urls "
+        "(the site package is the top: only it imports both apps, nothing imports it)"
+    ]
+
+
+def test_the_checker_reports_scoring_importing_django(synthetic: Path) -> None:
+    _tree(synthetic, {"scoring/gap.py": "from django.conf import settings\n"})
+    assert forbidden_imports(all_imports(synthetic)) == [
+        "scoring.gap:1 imports django.conf (scoring is pure: no app, no Django)"
+    ]
+
+
+def test_the_checker_reports_a_cycle_through_a_from_import_of_a_module(synthetic: Path) -> None:
+    # ``from leaderboard import views`` names the module leaderboard.views, not the package.
+    _tree(synthetic, {"leaderboard/models.py": "from leaderboard import views\n"})
+    assert import_cycles(all_imports(synthetic)) == [["leaderboard.models", "leaderboard.views"]]
+
+
+def test_the_checker_ignores_a_cycle_closed_only_inside_a_function(synthetic: Path) -> None:
+    _tree(synthetic, {"leaderboard/models.py": "def f():\n    import leaderboard.views  # deferred: why\n"})
+    assert import_cycles(all_imports(synthetic)) == []
+
+
+def test_the_checker_reports_a_function_level_import_without_a_comment(synthetic: Path) -> None:
+    _tree(
+        synthetic,
+        {
+            "submissions/views.py": (
+                "def a():\n    import json\n\n"
+                "def b():\n    # deferred: the reason\n    import json\n\n"
+                "def c():\n    import json  # deferred: the reason\n"
+            )
+        },
+    )
+    assert uncommented_function_imports(synthetic) == [
+        "submissions.views:2 imports json inside a function without saying why"
+    ]
