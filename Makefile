@@ -40,10 +40,10 @@ lint: bootstrap
 # schedules the sweeper; two would double every sweep). Its schedule file goes under
 # var/ (settings.CELERY_BEAT_SCHEDULE_FILENAME), never the repository root.
 worker: bootstrap
-	$(BIN)/celery -A leaderboard worker --loglevel=INFO
+	$(BIN)/celery -A leaderboard.site worker --loglevel=INFO
 
 beat: bootstrap
-	$(BIN)/celery -A leaderboard beat --loglevel=INFO
+	$(BIN)/celery -A leaderboard.site beat --loglevel=INFO
 
 clean:
 	rm -rf $(VENV) var

@@ -78,7 +78,7 @@ def bench_environment(prefix: str) -> tuple[dict[str, str], str, str]:
     env = dict(os.environ)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+            "DJANGO_SETTINGS_MODULE": "leaderboard.site.settings",
             "DJANGO_ENV": "development",
             "DEBUG": "0",
             "PODIUM_VAR_DIR": str(work),
@@ -117,9 +117,19 @@ def load(run_count: int) -> tuple[str, str]:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from leaderboard.models import Agent, AgentVersion, Benchmark, Evaluator, Release, ReleaseTask, Task
+    from leaderboard.models import (
+        Agent,
+        AgentVersion,
+        Benchmark,
+        Evaluator,
+        Release,
+        ReleaseTask,
+        Run,
+        Task,
+        TaskResult,
+    )
     from leaderboard.services.standings import standings_refresh
-    from submissions.models import Run, Submission, TaskResult
+    from submissions.models import Submission
 
     with connection.schema_editor() as editor:
         for model in apps.get_models():
@@ -262,9 +272,9 @@ def writer(slug: str, version: str, rate: float, seconds: float) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
-    from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask
+    from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask, Run, TaskResult
     from leaderboard.services.standings import standings_update_version
-    from submissions.models import Run, Submission, TaskResult
+    from submissions.models import Submission
 
     rng = random.Random(1)
     release = Release.objects.get(benchmark__slug=slug, version=version)
@@ -437,7 +447,7 @@ def main() -> None:  # noqa: C901
         server = subprocess.Popen(
             [
                 str(ROOT / ".venv" / "bin" / "gunicorn"),
-                "leaderboard.wsgi:application",
+                "leaderboard.site.wsgi:application",
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",

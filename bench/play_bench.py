@@ -142,7 +142,8 @@ def main() -> None:  # noqa: C901
         connection.close()
         port = free_port()
         server = subprocess.Popen(
-            [str(ROOT / ".venv" / "bin" / "gunicorn"), "leaderboard.wsgi:application", "--bind", f"127.0.0.1:{port}",
+            [str(ROOT / ".venv" / "bin" / "gunicorn"), "leaderboard.site.wsgi:application",
+             "--bind", f"127.0.0.1:{port}",
              "--workers", str(args.workers), "--log-level", "warning"],
             cwd=ROOT, env=env,
         )  # fmt: skip

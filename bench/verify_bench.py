@@ -77,7 +77,7 @@ def setup_django(work: Path, database_url: str = "") -> None:
     os.environ["MEDIA_ROOT"] = str(work / "media")
     os.environ["PODIUM_SITE_KEYS"] = str(pyrage.x25519.Identity.generate())
     os.environ["LOG_LEVEL"] = "WARNING"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.site.settings")
     import django
 
     django.setup()
@@ -107,7 +107,8 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
-    from leaderboard.celery import app
+    from leaderboard.models import Run
+    from leaderboard.site.celery import app
     from submissions import site_keys
     from submissions.bundle.demo import (
         DEMO_BENCHMARK,
@@ -116,7 +117,6 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
         seal_dir,
         write_paper_gap_bundle_dir,
     )
-    from submissions.models import Run
     from submissions.services.runs import run_confidence_compute
     from submissions.services.submissions import submission_create
     from submissions.services.verification import submission_verify
@@ -227,7 +227,7 @@ def _sealed_uploads(work: Path, count: int, *, new_versions: bool, tag: str) -> 
 def _verify_cpu(ids: list[Any]) -> tuple[float, float]:
     """Verify the uploads as a worker does (verdict, then the intervals); runs per second of this
     process's CPU, and per second of wall clock (which includes the database server's work)."""
-    from submissions.models import Run
+    from leaderboard.models import Run
     from submissions.services.runs import run_confidence_compute
     from submissions.services.verification import submission_verify
 
@@ -248,9 +248,9 @@ def _preload(total: int) -> float:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
-    from leaderboard.models import Agent, AgentVersion, Release
+    from leaderboard.models import Agent, AgentVersion, Release, Run
     from leaderboard.services.standings import standings_refresh
-    from submissions.models import Run, Submission
+    from submissions.models import Submission
 
     began = time.perf_counter()
     release = Release.objects.get()
@@ -317,7 +317,7 @@ def verify_child(ids_path: str, start_at: float) -> None:
     """Child process: at ``start_at`` (epoch seconds, so that start-up is not timed and both
     children begin together), verify the listed uploads as a worker would (verdict, then
     intervals); print when it finished as JSON."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.site.settings")
     import django
 
     django.setup()
@@ -413,7 +413,7 @@ def latency(work: Path, broker_url: str, uploads: int, rate: float) -> None:
     connection.close()
     log = (work / "worker.log").open("wb")
     worker = subprocess.Popen(
-        [str(Path(sys.executable).parent / "celery"), "-A", "leaderboard", "worker", "--pool=solo",
+        [str(Path(sys.executable).parent / "celery"), "-A", "leaderboard.site", "worker", "--pool=solo",
          "-Q", f"{queue},{followups}", "-n", f"{queue}@%h", "--without-heartbeat", "--without-gossip",
          "--without-mingle", "--loglevel=WARNING"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -440,11 +440,12 @@ def latency(work: Path, broker_url: str, uploads: int, rate: float) -> None:
 
 def latency_child(work: Path, uploads: int, rate: float) -> None:
     """Child process (broker configured): upload at ``rate``/s, wait for every verdict, print the line."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.site.settings")
     import django
 
     django.setup()
-    from submissions.models import Run, Submission
+    from leaderboard.models import Run
+    from submissions.models import Submission
 
     ids = _sealed_uploads_paced(work, uploads, rate)
     deadline = time.monotonic() + 120

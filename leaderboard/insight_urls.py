@@ -1,10 +1,10 @@
 """Routes of the per-task, history and comparison views and of the run and scheme-board
-downloads. Mounted by leaderboard/urls.py before the scheme and site routes; every path here
+downloads. Mounted by leaderboard/site/urls.py before the scheme and site routes; every path here
 is new, none shadows an older one."""
 
 from django.urls import URLPattern, URLResolver, path
 
-from leaderboard.views import insights, run_files, scheme_exports
+from leaderboard.views import insights, scheme_exports
 
 urlpatterns: list[URLPattern | URLResolver] = [
     # paper-gap: per task, history
@@ -25,14 +25,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="release_history_json",
     ),
     # runs: downloads, artifacts, comparison
-    path("runs/compare/", insights.run_compare_page, name="run_compare"),
-    path("runs/compare.json", insights.run_compare_json, name="run_compare_json"),
     path("runs/<int:run_id>/results.csv", insights.run_results_csv, name="run_results_csv"),
     path("runs/<int:run_id>/results.json", insights.run_results_json, name="run_results_json"),
-    path("runs/<int:run_id>/episodes.csv", run_files.run_episodes_csv, name="run_episodes_csv"),
-    path("runs/<int:run_id>/episodes.json", run_files.run_episodes_json, name="run_episodes_json"),
-    path("runs/<int:run_id>/artifacts/", run_files.run_artifacts, name="run_artifacts"),
-    path("runs/<int:run_id>/artifacts/<path:name>", run_files.run_artifact_download, name="run_artifact_download"),
     # scorecard boards
     path(
         "scorecards/<slug:benchmark>/<str:version>/board.csv",

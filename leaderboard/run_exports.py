@@ -1,4 +1,4 @@
-"""A run's per-task results (and per-episode results, see leaderboard.selectors.run_bundle)
+"""A run's per-task results (and per-episode results, see submissions.selectors.run_bundle)
 as CSV/JSON records, through leaderboard.disclosure: the same values the run page shows
 to the same viewer, withheld ones as empty cells named in a ``withheld`` column.
 """

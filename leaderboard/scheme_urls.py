@@ -10,10 +10,6 @@ from leaderboard.views import race as race_views
 from leaderboard.views import scorecard as scorecard_views
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("scorecards/cards/<int:pk>/", scorecard_views.scorecard_detail, name="scorecard_detail"),
-    path(
-        "scorecards/cards/<int:pk>/episodes/<str:level>/", scorecard_views.scorecard_episode, name="scorecard_episode"
-    ),
     path("scorecards/<slug:benchmark>/", scorecard_views.scorecard_benchmark, name="scorecard_benchmark"),
     path("scorecards/<slug:benchmark>/<str:version>/", scorecard_views.scorecard_board, name="scorecard_board"),
     path("races/runs/<int:pk>/", race_views.race_run_detail, name="race_run_detail"),

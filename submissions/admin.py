@@ -21,20 +21,19 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from leaderboard.models import Benchmark, Evaluator, Task, Validator
-from leaderboard.users import signed_in_user
-from submissions.models import (
-    Card,
-    CardEpisode,
-    CardMove,
+from leaderboard.models import (
+    Benchmark,
+    Evaluator,
     OfficialRerun,
     Run,
     SigningKey,
-    Submission,
-    SubmissionChallenge,
+    Task,
     TaskResult,
+    Validator,
     VerificationEvent,
 )
+from leaderboard.users import signed_in_user
+from submissions.models import Card, CardEpisode, CardMove, Submission, SubmissionChallenge
 from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
 from submissions.services.signing_keys import (
     SigningKeyError,
@@ -163,8 +162,8 @@ class RunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Verification")
     def verification_actions(self, obj: Run) -> str:
-        rerun = reverse("admin:submissions_run_rerun", args=[obj.pk])
-        level = reverse("admin:submissions_run_level", args=[obj.pk])
+        rerun = reverse("admin:leaderboard_run_rerun", args=[obj.pk])
+        level = reverse("admin:leaderboard_run_level", args=[obj.pk])
         return format_html(
             '<a class="button" href="{}">Record an official re-run…</a> '
             '<a class="button" href="{}">Lower the level…</a>',
@@ -175,8 +174,8 @@ class RunAdmin(ReadOnlyAdmin):
     def get_urls(self):
         wrap = self.admin_site.admin_view
         return [
-            path("<int:pk>/rerun/", wrap(self.rerun_view), name="submissions_run_rerun"),
-            path("<int:pk>/level/", wrap(self.level_view), name="submissions_run_level"),
+            path("<int:pk>/rerun/", wrap(self.rerun_view), name="leaderboard_run_rerun"),
+            path("<int:pk>/level/", wrap(self.level_view), name="leaderboard_run_level"),
             *super().get_urls(),
         ]
 
@@ -215,7 +214,7 @@ class RunAdmin(ReadOnlyAdmin):
                 problem = str(exc)
             else:
                 self.message_user(request, f"official re-run recorded: {rerun.get_outcome_display()}", messages.SUCCESS)
-                return HttpResponseRedirect(reverse("admin:submissions_run_change", args=[run.pk]))
+                return HttpResponseRedirect(reverse("admin:leaderboard_run_change", args=[run.pk]))
         return self._form_page(request, run, form, "Record an official re-run", problem)
 
     def level_view(self, request: HttpRequest, pk: int) -> HttpResponse:
@@ -238,7 +237,7 @@ class RunAdmin(ReadOnlyAdmin):
                 problem = str(exc)
             else:
                 self.message_user(request, f"run {run.pk} is now {form.cleaned_data['level']}", messages.SUCCESS)
-                return HttpResponseRedirect(reverse("admin:submissions_run_change", args=[run.pk]))
+                return HttpResponseRedirect(reverse("admin:leaderboard_run_change", args=[run.pk]))
         return self._form_page(request, run, form, "Lower the level", problem)
 
 

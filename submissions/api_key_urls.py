@@ -1,4 +1,4 @@
-"""API key pages, mounted at /accounts/api-keys/ by leaderboard/urls.py."""
+"""API key pages, mounted at /accounts/api-keys/ by leaderboard/site/urls.py."""
 
 from django.urls import path
 

@@ -235,7 +235,7 @@ class ValidatorKeyQuota:
 
 def validator_quota_overview(*, user: User) -> list[ValidatorKeyQuota]:
     """The active validator keys ``user`` has filed race runs with, each with today's use (two queries)."""
-    from submissions.models import RaceRun, SigningKey
+    from leaderboard.models import RaceRun, SigningKey
 
     keys = list(
         SigningKey.objects.filter(

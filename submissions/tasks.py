@@ -10,7 +10,7 @@ row, so a bundle that kills its worker still ends bounded.
 
 Queues: verification and the sweeper on settings.CELERY_TASK_DEFAULT_QUEUE,
 follow-ups (compute_run_confidence) on settings.PODIUM_FOLLOWUP_QUEUE (routed by
-leaderboard.celery.route_task); workers consume both, verdicts first.
+leaderboard.site.celery.route_task); workers consume both, verdicts first.
 """
 
 from __future__ import annotations

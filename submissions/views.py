@@ -24,11 +24,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark
-from leaderboard.selectors import paper_gap as selectors
+from leaderboard.uploads import declared_too_large
 from leaderboard.users import signed_in_user
-from submissions.api.uploads import declared_too_large
 from submissions.models import Submission
 from submissions.quotas import QuotaExceeded
+from submissions.selectors import submissions as submission_selectors
 from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
 
 logger = logging.getLogger(__name__)
@@ -214,7 +214,7 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
 
 
 def _own(request: HttpRequest, submission_id: UUID) -> Submission:
-    return selectors.submission_get_own(submission_id=submission_id, user=signed_in_user(request))
+    return submission_selectors.submission_get_own(submission_id=submission_id, user=signed_in_user(request))
 
 
 @require_GET
@@ -297,5 +297,7 @@ def owed_runs(request: HttpRequest) -> HttpResponse:
 @require_GET
 def my_submissions(request: HttpRequest) -> HttpResponse:
     return render(
-        request, "submissions/list.html", {"submissions": selectors.submissions_of(user=signed_in_user(request))}
+        request,
+        "submissions/list.html",
+        {"submissions": submission_selectors.submissions_of(user=signed_in_user(request))},
     )

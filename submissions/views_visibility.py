@@ -11,7 +11,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from submissions.models import Run
 from submissions.services import visibility
 
 
@@ -54,15 +53,3 @@ def run_hide_view(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 def run_unhide_view(request: HttpRequest, run_id: int) -> HttpResponse:
     return _act(request, run_id, visibility.run_unhide, "Run unhidden.")
-
-
-def run_hidden_response(request: HttpRequest, run_id: int) -> HttpResponse | None:
-    """410 Gone with the public reason when the run exists and staff hid it; None otherwise.
-
-    Called only after the run page refused the viewer (so owner and staff never get here):
-    the visitor sees that a run was there and why it went, nothing of its scores or agent.
-    """
-    run = Run.objects.filter(pk=run_id, hidden_at__isnull=False).only("pk", "hidden_at", "hidden_reason").first()
-    if run is None:
-        return None
-    return render(request, "leaderboard/run_hidden.html", {"run": run}, status=410)

@@ -84,7 +84,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def _celery_runs_tasks_in_process(request: pytest.FixtureRequest):
     """Ordinary tests run Celery tasks eagerly, so they need no worker; tests that
     use the real worker (the `celery_worker` fixtures) send to its queue instead."""
-    from leaderboard.celery import app
+    from leaderboard.site.celery import app
 
     uses_worker = bool({"celery_worker", "celery_worker_factory"} & set(request.fixturenames))
     saved = (app.conf.task_always_eager, app.conf.task_default_queue, settings.PODIUM_FOLLOWUP_QUEUE)
@@ -109,7 +109,7 @@ def _test_database_url() -> str:
 
 
 class CeleryWorker:
-    """A real `celery -A leaderboard worker --pool=solo` subprocess on the test database."""
+    """A real `celery -A leaderboard.site worker --pool=solo` subprocess on the test database."""
 
     def __init__(self, log_dir: Path, extra_env: dict[str, str]) -> None:
         self.log_dir = log_dir
@@ -126,7 +126,7 @@ class CeleryWorker:
         self.log_path = self.log_dir / f"{'beat' if beat else 'worker'}-{self.starts}.log"
         env = {
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+            "DJANGO_SETTINGS_MODULE": "leaderboard.site.settings",
             "DATABASE_URL": _test_database_url(),
             "DB_CONN_MAX_AGE": "0",
             "CELERY_BROKER_URL": os.environ["CELERY_BROKER_URL"],
@@ -142,14 +142,14 @@ class CeleryWorker:
         }
         celery = str(Path(sys.executable).parent / "celery")
         command = [
-            celery, "-A", "leaderboard", "worker", "--pool=solo", "-Q", f"{TEST_QUEUE},{TEST_FOLLOWUP_QUEUE}",
+            celery, "-A", "leaderboard.site", "worker", "--pool=solo", "-Q", f"{TEST_QUEUE},{TEST_FOLLOWUP_QUEUE}",
             "-n", f"{TEST_QUEUE}-{self.starts}@%h", "--without-heartbeat", "--without-gossip",
             "--without-mingle", "--loglevel=INFO",
         ]  # fmt: skip
         ready = " ready."
         if beat:
             schedule = self.log_dir / f"celerybeat-schedule-{self.starts}"
-            command = [celery, "-A", "leaderboard", "beat", "-s", str(schedule), "--loglevel=INFO"]
+            command = [celery, "-A", "leaderboard.site", "beat", "-s", str(schedule), "--loglevel=INFO"]
             ready = "beat: Starting..."
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(

@@ -2,7 +2,7 @@
 
 A private ``redis-server`` on a free loopback port (a test that stops Redis stops its
 own, never the shared one on 6379) and the web process under gunicorn with the
-committed config (leaderboard/gunicorn.conf.py). Every process is started in a new
+committed config (leaderboard/site/gunicorn.conf.py). Every process is started in a new
 session and stopped by its own pid.
 """
 
@@ -81,7 +81,7 @@ class PrivateRedis:
 
 
 class WebServer:
-    """The web process: gunicorn with leaderboard/gunicorn.conf.py, on a free loopback port."""
+    """The web process: gunicorn with leaderboard/site/gunicorn.conf.py, on a free loopback port."""
 
     def __init__(self, log_dir: Path, env: dict[str, str], *, workers: int = 1) -> None:
         self.port = free_port()
@@ -96,7 +96,7 @@ class WebServer:
     def start(self) -> WebServer:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [str(BIN / "gunicorn"), "-c", "leaderboard/gunicorn.conf.py"],
+            [str(BIN / "gunicorn"), "-c", "leaderboard/site/gunicorn.conf.py"],
             cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         log.close()
@@ -178,11 +178,11 @@ def site_env(var_dir: Path, **overrides: str) -> dict[str, str]:
     """
     from django.conf import settings
 
-    from leaderboard.celery import app
+    from leaderboard.site.celery import app
 
     return {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+        "DJANGO_SETTINGS_MODULE": "leaderboard.site.settings",
         "DATABASE_URL": database_url(),
         "DB_CONN_MAX_AGE": "0",
         "CELERY_QUEUE": app.conf.task_default_queue,

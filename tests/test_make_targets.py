@@ -30,17 +30,17 @@ def dry_run(target: str) -> str:
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_worker_starts_a_worker_without_an_embedded_beat():
     command = dry_run("worker")
-    assert "celery -A leaderboard worker" in command
+    assert "celery -A leaderboard.site worker" in command
     assert " -B" not in command and "--beat" not in command
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_beat_starts_beat_whose_schedule_file_lands_under_var_and_not_the_repository_root(tmp_path):
-    assert "celery -A leaderboard beat" in dry_run("beat")
+    assert "celery -A leaderboard.site beat" in dry_run("beat")
     before = set(REPO_ROOT.glob("celerybeat-schedule*"))
     env = {**os.environ, "PODIUM_VAR_DIR": str(tmp_path), "CELERY_BROKER_URL": "memory://", "DATABASE_URL": ""}
     beat = subprocess.Popen(
-        [str(REPO_ROOT / ".venv" / "bin" / "celery"), "-A", "leaderboard", "beat", "--loglevel=INFO"],
+        [str(REPO_ROOT / ".venv" / "bin" / "celery"), "-A", "leaderboard.site", "beat", "--loglevel=INFO"],
         cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:

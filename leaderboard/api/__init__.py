@@ -1,1 +1,1 @@
-"""Public read endpoints of the REST API (mounted by leaderboard/api_urls.py)."""
+"""Public read endpoints of the REST API (mounted by leaderboard/site/api_urls.py)."""

@@ -14,18 +14,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.admin import UPLOAD_LIMITS
-from leaderboard.api_errors import ApiError
-from leaderboard.manifest import ManifestError, read_manifest_zip
-from leaderboard.models import Race
-from leaderboard.services.release_gates import ReleaseGateError
-from leaderboard.services.release_sync import release_sync
-from submissions.api.serializers import (
+from leaderboard.api.serializers import (
     ErrorSerializer,
     ManifestSyncResultSerializer,
     ManifestUploadSerializer,
     RaceStatusSerializer,
 )
-from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
+from leaderboard.api_errors import ApiError
+from leaderboard.manifest import ManifestError, read_manifest_zip
+from leaderboard.models import Race
+from leaderboard.services.release_gates import ReleaseGateError
+from leaderboard.services.release_sync import release_sync
+from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 
 # A zip never needs to be larger than what it may unpack to (the admin form's limits).
 MANIFEST_MAX_BYTES = UPLOAD_LIMITS.max_total_bytes

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.selectors import releases_visible
+from leaderboard.api.serializers import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice
@@ -31,7 +32,6 @@ from leaderboard.services.declarations import (
     baseline_mark,
     baseline_unmark,
 )
-from submissions.api.serializers import ErrorSerializer
 
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid declaration"),

@@ -17,12 +17,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.api.serializers import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.api_query import MAX_ID
 from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors import scheme_boards as boards
 from leaderboard.selectors import scorecard as scorecard_selectors
-from submissions.api.serializers import ErrorSerializer
 
 NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such benchmark, release or race")}
 

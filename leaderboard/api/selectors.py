@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 
-from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Task
+from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Run, Task, TaskResult
 from leaderboard.selectors.agents import agent_versions_public, agents_public
 from leaderboard.selectors.visibility import releases_visible as _releases_visible
 from leaderboard.selectors.visibility import runs_visible_to, viewer_is_staff
 from leaderboard.users import Viewer
-from submissions.models import Run, TaskResult
 
 AnyUser = Viewer
 

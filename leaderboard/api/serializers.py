@@ -19,10 +19,22 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
-from leaderboard.models import Agent, AgentVersion, Benchmark, Evaluator, Release, ReleaseTask, Standing, Task
+from leaderboard.models import (
+    Agent,
+    AgentVersion,
+    Benchmark,
+    Evaluator,
+    OfficialRerun,
+    Release,
+    ReleaseTask,
+    Run,
+    Standing,
+    Task,
+    TaskResult,
+    VerificationEvent,
+)
 from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.users import Viewer
-from submissions.models import OfficialRerun, Run, TaskResult, VerificationEvent
 
 NULLABLE_NUMBER = {"type": "number", "format": "double", "nullable": True}
 WITHHELD_LIST = {
@@ -427,3 +439,34 @@ class RunDetailSerializer(RunSerializer):
         return TaskResultSerializer(  # type: ignore[return-value]  # many=True: a ListSerializer, data is a list
             obj.task_results.all(), many=True, context={"disclosure": self.disclosure(obj)}
         ).data
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    # DRF's serializer metaclass pops declared fields off the class, so this names the
+    # output key "fields" without replacing Serializer.fields at run time.
+    fields = serializers.DictField(required=False)  # type: ignore[assignment]
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+class ManifestUploadSerializer(serializers.Serializer):
+    manifest = serializers.FileField(help_text="A zip of the manifest directory (release.yaml + tasks/...).")
+
+
+class ManifestSyncResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["created", "updated", "unchanged"])
+    release = serializers.DictField()
+    changes = serializers.ListField(child=serializers.CharField())
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class RaceStatusSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    benchmark = serializers.CharField()
+    number = serializers.IntegerField()
+    status = serializers.CharField()
+    released_at = serializers.DateTimeField(allow_null=True)

@@ -23,6 +23,7 @@ from leaderboard.api.conditional import ConditionalGetMixin, etag_matches, not_m
 from leaderboard.api.serializers import (
     AgentSerializer,
     BenchmarkSerializer,
+    ErrorSerializer,
     ReleaseSerializer,
     RunDetailSerializer,
     RunSerializer,
@@ -34,7 +35,6 @@ from leaderboard.api_errors import ApiError
 from leaderboard.api_query import MAX_ID, whole_number
 from leaderboard.models import Standing, Task
 from leaderboard.selectors.paper_gap import SORTS, BoardQueryError, board_query_from_params, board_rows_all
-from submissions.api.serializers import ErrorSerializer
 
 if TYPE_CHECKING:
     from rest_framework.permissions import _PermissionClass  # the stub's name for one entry

@@ -88,7 +88,7 @@ class RunCost(models.Model):
         RECORDED = "recorded"  # harness-recorded tokens x the release's price table
         DECLARED = "declared"  # the owner's declared USD per run
 
-    run = models.OneToOneField("submissions.Run", on_delete=models.CASCADE, related_name="cost", primary_key=True)
+    run = models.OneToOneField("leaderboard.Run", on_delete=models.CASCADE, related_name="cost", primary_key=True)
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="+")
     usd = models.FloatField()
     basis = models.CharField(max_length=8, choices=Basis.choices)

@@ -76,7 +76,7 @@ class ScorecardStanding(models.Model):
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="scorecard_standings")
     agent = models.ForeignKey("leaderboard.Agent", on_delete=models.CASCADE, related_name="+")
-    scorecard = models.ForeignKey("submissions.ScorecardRun", on_delete=models.CASCADE, related_name="+")
+    scorecard = models.ForeignKey("leaderboard.ScorecardRun", on_delete=models.CASCADE, related_name="+")
     rank = models.PositiveIntegerField()
 
     class Meta:

@@ -35,7 +35,7 @@ class Standing(models.Model):
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="standings")
     tab = models.CharField(max_length=16, choices=Tab.choices)
-    run = models.ForeignKey("submissions.Run", on_delete=models.CASCADE, related_name="standings")
+    run = models.ForeignKey("leaderboard.Run", on_delete=models.CASCADE, related_name="standings")
     agent_version = models.ForeignKey(AgentVersion, on_delete=models.CASCADE, related_name="+")
     score = models.FloatField(null=True)
     ci_low = models.FloatField(null=True)

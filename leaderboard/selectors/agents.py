@@ -23,7 +23,7 @@ PUBLIC_RUN_LEVELS = ("validated", "attested", "verified")
 
 def agent_versions_public(*, user: Viewer | None = None) -> QuerySet[AgentVersion]:
     """Agent versions with at least one public run (every version for staff)."""
-    from submissions.models import RaceRun, Run, ScorecardRun
+    from leaderboard.models import RaceRun, Run, ScorecardRun
 
     versions = AgentVersion.objects.all()
     if _is_staff(user):

@@ -41,7 +41,7 @@ def race_signals(*, race: Any) -> RaceSignals | None:
     nothing of a run's outcome, so an embargoed race shows no more than its run list does."""
     if race is None:
         return None
-    from submissions.models import RaceRun
+    from leaderboard.models import RaceRun
 
     return _signals(RaceRun.objects.filter(race=race))
 
@@ -50,7 +50,7 @@ def qualifying_signals(*, release: Any) -> RaceSignals | None:
     """The same for the qualifying runs of a race benchmark's release (runs outside any race)."""
     if release is None:
         return None
-    from submissions.models import RaceRun
+    from leaderboard.models import RaceRun
 
     return _signals(RaceRun.objects.filter(release=release, race__isnull=True))
 

@@ -17,11 +17,10 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from django.http import Http404, QueryDict
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
-from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Standing
+from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Run, Standing, TaskResult
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
 from leaderboard.users import Viewer
-from submissions.models import Run, TaskResult
 
 LEVELS = PUBLIC_RUN_LEVELS
 WEIGHTS = tuple(AgentVersionMeta.Weights.values)

@@ -10,25 +10,22 @@ and related rows come through select_related/prefetch_related. Anchors
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404, QueryDict
 from django.urls import reverse
 
 from leaderboard.api_query import whole_number
-from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Standing, Task
+from leaderboard.models import Agent, Benchmark, OfficialRerun, Release, ReleaseTask, Run, Standing, Task, TaskResult
 from leaderboard.selectors.agents import agents_public
 from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
 from leaderboard.selectors.visibility import releases_visible, run_is_visible
 from leaderboard.users import Viewer
-from submissions.models import OfficialRerun, Run, Submission, TaskResult
 
 BOARD_PAGE_SIZE = 50
 CHART_DEFAULT_N = 10
@@ -587,25 +584,6 @@ def agent_best_standing(*, release: Release, agent_slug: str) -> Standing | None
 
 
 # --- submissions --------------------------------------------------------------------------------
-
-
-def submissions_of(*, user: User) -> QuerySet[Submission]:
-    """A submitter's own submissions, private and failed ones included."""
-    return (
-        Submission.objects.filter(submitter=user)
-        .select_related("release__benchmark", "declared_benchmark", "run")
-        .order_by("-created_at")
-    )
-
-
-def submission_get_own(*, submission_id: uuid.UUID | str, user: User) -> Submission:
-    """One of the user's own submissions, or 404 (never 403: others' ids are not confirmed)."""
-    submission = (
-        Submission.objects.select_related("release__benchmark", "run").filter(pk=submission_id, submitter=user).first()
-    )
-    if submission is None:
-        raise Http404("No such submission")
-    return submission
 
 
 def task_by_benchmark(*, benchmark_slug: str, task_slug: str) -> Task:

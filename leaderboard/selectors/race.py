@@ -17,13 +17,12 @@ from typing import Any
 from django.db.models import Prefetch
 from django.http import Http404
 
-from leaderboard.models import AgentVersion, Benchmark, Race, Release
+from leaderboard.models import AgentVersion, Benchmark, Race, RaceRun, RaceTaskOutcome, Release
 from leaderboard.models.races import OverallStanding, RaceResult
 from leaderboard.selectors.releases import benchmark_of_scheme
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.users import Viewer
 from scoring import race as race_scoring
-from submissions.models import RaceRun, RaceTaskOutcome
 
 FAILURE_MESSAGES: dict[str, str] = {category.code: category.message for category in race_scoring.FAILURE_CATEGORIES}
 EMBARGO_NOTE = "Under embargo until the race result is released"

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboard.disclosure import run_disclosure
-from leaderboard.models import ReleaseTask
+from leaderboard.models import ReleaseTask, TaskResult
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS
 from leaderboard.users import Viewer
 from scoring.proportion import wilson_interval
-from submissions.models import TaskResult
 
 # Heavy columns the ranking never reads (a breakdown or a diff can be many kilobytes per run).
 _DEFERRED = ("run__breakdown", "run__submission__diff", "run__submission__error_message", "run__confidence")

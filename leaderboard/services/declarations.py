@@ -22,9 +22,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, Release, ReleasePrice, RunCost
+from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, Release, ReleasePrice, Run, RunCost
 from leaderboard.users import Viewer
-from submissions.models import Run
 
 # The price table's catch-all row: used when no row names the version's base model.
 DEFAULT_PRICE_MODEL = "*"

@@ -22,12 +22,11 @@ from collections import defaultdict
 from django.db import transaction
 from django.db.models import F
 
-from leaderboard.models import Benchmark, Race, Release
+from leaderboard.models import Benchmark, Race, RaceRun, Release, ScorecardRun
 from leaderboard.models.races import OverallStanding, RaceResult, ScorecardStanding
 from leaderboard.services.standings import LEADERBOARD_LEVELS
 from scoring import race as race_scoring
 from scoring import scorecard as scorecard_scoring
-from submissions.models import RaceRun, ScorecardRun
 
 # Races that have started count; a scheduled race has no results yet.
 STARTED_STATUSES = (Race.Status.RUNNING, Race.Status.EMBARGOED, Race.Status.RELEASED)

@@ -33,9 +33,8 @@ from django.db import connections, transaction
 from django.db.models import Field, Model
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
-from leaderboard.models import Baseline, Release, Standing
+from leaderboard.models import Baseline, Release, Run, Standing
 from scoring.leaderboard import rank_key
-from submissions.models import Run
 
 # Verification levels that enter a leaderboard; mismatch and rejected never do.
 LEADERBOARD_LEVELS = (Run.Level.VALIDATED, Run.Level.ATTESTED, Run.Level.VERIFIED)

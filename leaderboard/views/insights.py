@@ -20,7 +20,6 @@ from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
 from leaderboard.selectors import history as history_selectors
 from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors import race as race_selectors
-from leaderboard.selectors.run_compare import CompareQueryError, compare_ids_from_params, run_compare
 from leaderboard.selectors.task_ranking import task_ranking
 from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.views.paper_gap import bad_request
@@ -163,63 +162,6 @@ def run_results_json(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 # --- comparing two runs ----------------------------------------------------------------------
-
-
-@require_GET
-def run_compare_page(request: HttpRequest) -> HttpResponse:
-    """Two runs side by side: ``?a=<run id>&b=<run id>`` (a shareable URL)."""
-    if not request.GET.get("a") and not request.GET.get("b"):
-        return render(request, "leaderboard/compare.html", {"comparison": None})
-    try:
-        a_id, b_id = compare_ids_from_params(request.GET)
-        comparison = run_compare(a_id=a_id, b_id=b_id, user=request.user)
-    except CompareQueryError as error:
-        return bad_request(request, str(error))
-    return render(
-        request,
-        "leaderboard/compare.html",
-        {
-            "comparison": comparison,
-            "a": comparison.a,
-            "b": comparison.b,
-            "withheld_reason": WITHHELD_SCORE_REASON,
-            "swap_query": f"a={comparison.b.pk}&b={comparison.a.pk}",
-        },
-    )
-
-
-@require_GET
-def run_compare_json(request: HttpRequest) -> HttpResponse:
-    try:
-        a_id, b_id = compare_ids_from_params(request.GET)
-        comparison = run_compare(a_id=a_id, b_id=b_id, user=request.user)
-    except CompareQueryError as error:
-        return _json_error("invalid_query", str(error), 400)
-
-    def ref(run: Any) -> dict[str, Any]:
-        return {
-            "id": run.pk,
-            "release": run.release.version,
-            "agent": run.agent_version.agent.slug,
-            "version": run.agent_version.version,
-            "verification": run.level,
-        }
-
-    payload = {
-        "benchmark": comparison.a.release.benchmark.slug,
-        "a": ref(comparison.a),
-        "b": ref(comparison.b),
-        "same_release": comparison.same_release,
-        "notes": {
-            "difference": "b - a; null when either value is withheld or absent",
-            "intervals_overlap": "95% bootstrap intervals: aggregates over tasks and episodes, a task's final "
-            "over its episodes (null while a bundle cannot be read)",
-            "pass_rate_intervals_overlap": "95% Wilson intervals of the pass rates over the episodes",
-        },
-        "aggregates": [row.record() for row in comparison.aggregates],
-        "tasks": [row.record() for row in comparison.tasks],
-    }
-    return _json(payload, f"compare-{comparison.a.pk}-{comparison.b.pk}")
 
 
 # --- history ---------------------------------------------------------------------------------

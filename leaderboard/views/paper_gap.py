@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET
 from leaderboard.api.serializers import rerun_comparison
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclosure
 from leaderboard.markdown import render_markdown
-from leaderboard.models import Benchmark, ReleaseTask, Standing
+from leaderboard.models import Benchmark, ReleaseTask, Run, Standing
 from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
 from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
@@ -400,8 +400,6 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         run = selectors.run_get(run_id=run_id, user=request.user)
     except Http404:
         # A run staff hid says so publicly (410 with the reason); any other refusal stays a 404.
-        from submissions.views_visibility import run_hidden_response
-
         hidden = run_hidden_response(request, run_id)
         if hidden is not None:
             return hidden
@@ -487,3 +485,15 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
         "leaderboard/agent.html",
         {"agent": agent_row, "runs": runs, "badges": badges, "versions": versions, "is_owner": is_owner},
     )
+
+
+def run_hidden_response(request: HttpRequest, run_id: int) -> HttpResponse | None:
+    """410 Gone with the public reason when the run exists and staff hid it; None otherwise.
+
+    Called only after the run page refused the viewer (so owner and staff never get here):
+    the visitor sees that a run was there and why it went, nothing of its scores or agent.
+    """
+    run = Run.objects.filter(pk=run_id, hidden_at__isnull=False).only("pk", "hidden_at", "hidden_reason").first()
+    if run is None:
+        return None
+    return render(request, "leaderboard/run_hidden.html", {"run": run}, status=410)

@@ -1,1 +1,1 @@
-"""Submitter and admin endpoints of the REST API (mounted by leaderboard/api_urls.py)."""
+"""Submitter and admin endpoints of the REST API (mounted by leaderboard/site/api_urls.py)."""

@@ -17,13 +17,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
+from leaderboard.api.serializers import ErrorSerializer, OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
-from leaderboard.models import Benchmark, Evaluator, Task, Validator
+from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, Task, Validator
+from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
-from submissions.api.serializers import ErrorSerializer, SigningKeyRegisterSerializer, SigningKeySerializer
-from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
-from submissions.models import Run, SigningKey
+from submissions.api.serializers import SigningKeyRegisterSerializer, SigningKeySerializer
 from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
 from submissions.services.signing_keys import SigningKeyError, signing_key_register
 from submissions.services.submissions import bundle_too_large

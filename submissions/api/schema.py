@@ -1,4 +1,4 @@
-"""OpenAPI description of the Api-Key scheme (imported by leaderboard/api_urls.py so it registers)."""
+"""OpenAPI description of the Api-Key scheme (imported by leaderboard/site/api_urls.py so it registers)."""
 
 from __future__ import annotations
 

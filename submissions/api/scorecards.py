@@ -22,11 +22,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.api.serializers import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS
-from submissions.api.serializers import ErrorSerializer
 from submissions.models import ApiKey, Card, CardEpisode
 from submissions.services import cards as card_services
 

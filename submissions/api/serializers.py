@@ -9,7 +9,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from leaderboard.disclosure import SubmissionView, submission_view
-from submissions.models import SigningKey, Submission
+from leaderboard.models import SigningKey
+from submissions.models import Submission
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
@@ -118,18 +119,6 @@ class SiteKeySerializer(serializers.Serializer):
     public_key = serializers.CharField(help_text="age X25519 recipient (age1...) bundles are encrypted to.")
 
 
-class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    # DRF's serializer metaclass pops declared fields off the class, so this names the
-    # output key "fields" without replacing Serializer.fields at run time.
-    fields = serializers.DictField(required=False)  # type: ignore[assignment]
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = ErrorDetailSerializer()
-
-
 class SigningKeyRegisterSerializer(serializers.Serializer):
     owner_kind = serializers.ChoiceField(choices=SigningKey.Owner.choices)
     owner = serializers.CharField(
@@ -181,22 +170,3 @@ class SigningKeySerializer(serializers.ModelSerializer):
             {"task": scope.task.slug, "rubric_version": scope.rubric_version}
             for scope in obj.task_scopes.select_related("task").order_by("task__slug")
         ]
-
-
-class ManifestUploadSerializer(serializers.Serializer):
-    manifest = serializers.FileField(help_text="A zip of the manifest directory (release.yaml + tasks/...).")
-
-
-class ManifestSyncResultSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["created", "updated", "unchanged"])
-    release = serializers.DictField()
-    changes = serializers.ListField(child=serializers.CharField())
-    notes = serializers.ListField(child=serializers.CharField())
-
-
-class RaceStatusSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    benchmark = serializers.CharField()
-    number = serializers.IntegerField()
-    status = serializers.CharField()
-    released_at = serializers.DateTimeField(allow_null=True)

@@ -13,9 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.api.serializers import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
-from submissions.api.serializers import ErrorSerializer
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
 from submissions.services.challenges import CHALLENGE_TTL, ChallengeRequest, challenge_issue

@@ -28,17 +28,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.conditional import ConditionalGetMixin
+from leaderboard.api.serializers import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark
 from leaderboard.selectors.visibility import viewer_is_staff
+from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
-from submissions.api.serializers import (
-    ErrorSerializer,
-    SiteKeySerializer,
-    SubmissionSerializer,
-    SubmissionUploadSerializer,
-)
-from submissions.api.uploads import SizeLimitUploadHandler, install_size_limit
+from submissions.api.serializers import SiteKeySerializer, SubmissionSerializer, SubmissionUploadSerializer
 from submissions.models import ApiKey, Submission
 from submissions.quotas import QuotaExceeded
 from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload

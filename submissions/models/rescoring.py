@@ -56,7 +56,7 @@ class RescoreItem(models.Model):
         APPLIED = "applied"
 
     rescore = models.ForeignKey(Rescore, on_delete=models.CASCADE, related_name="items")
-    run = models.ForeignKey("submissions.Run", on_delete=models.PROTECT, related_name="+")
+    run = models.ForeignKey("leaderboard.Run", on_delete=models.PROTECT, related_name="+")
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     # {"overall", "reproduction", "open", "pass_rate", "covered", "complete", "tasks": {slug: final}}
     before = models.JSONField(default=dict)
@@ -66,7 +66,7 @@ class RescoreItem(models.Model):
     error = models.CharField(max_length=300, blank=True)
     # A carrying rescore: the run apply created on the target release.
     carried_run = models.ForeignKey(
-        "submissions.Run", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "leaderboard.Run", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
 
     class Meta:

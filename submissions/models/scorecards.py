@@ -38,6 +38,11 @@ class Card(models.Model):
     # Last reset or action: idle expiry counts from here.
     last_activity_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # The scorecard run closing the card recorded (leaderboard's result model; the one-to-one
+    # is here so leaderboard never names submissions). Set once, under the card's row lock.
+    run = models.OneToOneField(
+        "leaderboard.ScorecardRun", null=True, blank=True, on_delete=models.PROTECT, related_name="card"
+    )
 
     class Meta:
         ordering = ["-opened_at", "-id"]

@@ -51,6 +51,17 @@ class Submission(models.Model):
     declared_benchmark = models.ForeignKey(
         "leaderboard.Benchmark", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The run this submission produced (none until verification accepts it). The one-to-one is
+    # on this side so that the result models (leaderboard) never name submissions; its unique
+    # constraint, with the Run created only under this row's lock when run_id is null
+    # (submissions.services.runs), keeps one Run per submission however many workers race.
+    run = models.OneToOneField(
+        "leaderboard.Run", null=True, blank=True, on_delete=models.PROTECT, related_name="submission"
+    )
+    # Likewise the race run of a race_run submission (submissions.services.races).
+    race_run = models.OneToOneField(
+        "leaderboard.RaceRun", null=True, blank=True, on_delete=models.PROTECT, related_name="submission"
+    )
     file = models.FileField(upload_to="bundles/%Y/%m/")
     original_name = models.CharField(max_length=255, blank=True)  # display only; never a path
     # Unique among uploads (the upload service's same-bytes check relies on it); a submission

@@ -15,7 +15,7 @@ class RunVisibilityEvent(models.Model):
         HIDDEN = "hidden"
         UNHIDDEN = "unhidden"
 
-    run = models.ForeignKey("submissions.Run", on_delete=models.PROTECT, related_name="visibility_events")
+    run = models.ForeignKey("leaderboard.Run", on_delete=models.PROTECT, related_name="visibility_events")
     action = models.CharField(max_length=16, choices=Action.choices)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
     reason = models.TextField(blank=True)

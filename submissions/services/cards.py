@@ -40,12 +40,12 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Release, ScorecardLevel
+from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
 from submissions import rows
 from submissions.bundle.errors import BundleError
-from submissions.models import ApiKey, Card, CardEpisode, CardMove, Run, ScorecardRun
+from submissions.models import ApiKey, Card, CardEpisode, CardMove
 from submissions.quotas import QuotaExceeded, quota_consume, quota_scope
 from submissions.services.agents import agent_version_claim
 

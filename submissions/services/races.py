@@ -25,14 +25,14 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 
-from leaderboard.models import AgentVersion, Benchmark, Race, RaceEntry, Release
+from leaderboard.models import AgentVersion, Benchmark, Race, RaceEntry, RaceRun, RaceTaskOutcome, Release, SigningKey
 from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.scheme_standings import race_standings_update
 from scoring import race as race_scoring
 from submissions.bundle.contract import ValidatorKey
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate_race import RaceOutcome, RaceSpec, evaluate_race_run
-from submissions.models import RaceRun, RaceTaskOutcome, SigningKey, Submission
+from submissions.models import Submission
 from submissions.quotas import QuotaExceeded, quota_refund, quota_scope, utc_day, validator_quota_consume
 from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
 

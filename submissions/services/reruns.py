@@ -39,12 +39,12 @@ from django.core.exceptions import PermissionDenied
 from django.core.files import File
 from django.db import transaction
 
+from leaderboard.models import OfficialRerun, Run, VerificationEvent
 from leaderboard.selectors.releases import release_spec
 from leaderboard.services.standings import standings_update_version
 from scoring import gap
 from scoring.errors import ScoringError
 from scoring.rerun import DEFAULT_RERUN_TOLERANCE, compare_finals
-from submissions.models import OfficialRerun, Run, VerificationEvent
 from submissions.services.submissions import SubmissionRejected, bundle_spool
 
 __all__ = [

@@ -39,12 +39,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Release, ReleaseTask
+from leaderboard.models import Benchmark, Release, ReleaseTask, Run, TaskResult, VerificationEvent
 from leaderboard.selectors.releases import version_key
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_update_version
 from scoring import gap
-from submissions.models import Rescore, RescoreItem, Run, Submission, TaskResult, VerificationEvent
+from submissions.models import Rescore, RescoreItem, Submission
 
 logger = logging.getLogger(__name__)
 

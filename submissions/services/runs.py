@@ -39,7 +39,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Release, ReleaseTask
+from leaderboard.models import (
+    Benchmark,
+    Release,
+    ReleaseTask,
+    Run,
+    RunEpisodes,
+    SigningKey,
+    SigningKeyTask,
+    TaskResult,
+    VerificationEvent,
+)
 from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_set_interval, standings_update_version
@@ -47,7 +57,7 @@ from scoring import gap
 from submissions.bundle.contract import EvaluatorKey, JudgeKey
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import Outcome, evaluate_paper_gap
-from submissions.models import Run, RunEpisodes, SigningKey, SigningKeyTask, Submission, TaskResult, VerificationEvent
+from submissions.models import Submission
 from submissions.services.agents import agent_version_claim
 
 if TYPE_CHECKING:

@@ -17,8 +17,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Evaluator, Task, Validator
-from submissions.models import SigningKey, SigningKeyTask
+from leaderboard.models import Benchmark, Evaluator, SigningKey, SigningKeyTask, Task, Validator
 
 ED25519_PUBLIC_KEY_BYTES = 32
 

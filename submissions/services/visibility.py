@@ -21,9 +21,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.api_query import MAX_ID
+from leaderboard.models import Run
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.services.standings import standings_update_version
-from submissions.models import Run, RunVisibilityEvent
+from submissions.models import RunVisibilityEvent
 
 # Longest public reason staff may give (Run.hidden_reason's column).
 HIDDEN_REASON_MAX_CHARS = 500

@@ -21,14 +21,19 @@ from leaderboard.models import (
     Benchmark,
     Evaluator,
     Race,
+    RaceRun,
+    RaceTaskOutcome,
     Release,
     ReleaseTask,
+    Run,
     Standing,
     Task,
+    TaskResult,
     Validator,
+    VerificationEvent,
 )
 from submissions.api_keys import api_key_create
-from submissions.models import RaceRun, RaceTaskOutcome, Run, Submission, TaskResult, VerificationEvent
+from submissions.models import Submission
 
 # Anchors that must never leave the server, and an embargoed failure category.
 WITHHELD_ANCHOR = 0.4132587

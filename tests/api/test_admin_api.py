@@ -11,8 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from leaderboard.models import Evaluator, Release
-from submissions.models import SigningKey
+from leaderboard.models import Evaluator, Release, SigningKey
 
 pytestmark = pytest.mark.django_db
 

@@ -95,7 +95,7 @@ def test_production_cookies_are_secure_and_hsts_is_on() -> None:
     result = subprocess.run(
         [sys.executable, "-c", f"import django;django.setup();{script}"],
         cwd=ROOT,
-        env={**_production_env(SECRET_KEY="s" * 60), "DJANGO_SETTINGS_MODULE": "leaderboard.settings"},
+        env={**_production_env(SECRET_KEY="s" * 60), "DJANGO_SETTINGS_MODULE": "leaderboard.site.settings"},
         capture_output=True,
         text=True,
         timeout=120,

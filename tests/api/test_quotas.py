@@ -15,9 +15,9 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from leaderboard.models import Benchmark
+from leaderboard.models import Benchmark, SigningKey
 from submissions.api_keys import api_key_create, api_key_revoke
-from submissions.models import DailyCount, SigningKey, Submission
+from submissions.models import DailyCount, Submission
 from submissions.quotas import (
     QuotaExceeded,
     next_reset,

@@ -79,7 +79,7 @@ def test_the_schema_of_kind_and_run_says_they_may_be_null(world: Any, client_for
 
 
 def test_run_detail_conforms_to_the_schema_with_withheld_fields(world: Any, client_for: Any) -> None:
-    from submissions.models import TaskResult
+    from leaderboard.models import TaskResult
 
     # An unsigned result on the withheld-anchor task: its scores and the aggregates are null.
     TaskResult.objects.filter(run=world.public_run, release_task__anchor_published=False).update(signature="unsigned")

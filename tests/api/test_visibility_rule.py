@@ -12,8 +12,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 from rest_framework.test import APIClient
 
+from leaderboard.models import Run
 from leaderboard.selectors.visibility import releases_visible, run_is_visible, runs_visible_to, viewer_is_staff
-from submissions.models import Run
 
 pytestmark = pytest.mark.django_db
 

@@ -54,8 +54,8 @@ def doc_env_names() -> list[str]:
 
 
 def test_every_variable_the_deployment_doc_sets_is_read_by_the_settings_or_the_gunicorn_config():
-    sources = (REPO_ROOT / "leaderboard" / "settings.py").read_text() + (
-        REPO_ROOT / "leaderboard" / "gunicorn.conf.py"
+    sources = (REPO_ROOT / "leaderboard" / "site" / "settings.py").read_text() + (
+        REPO_ROOT / "leaderboard" / "site" / "gunicorn.conf.py"
     ).read_text()
     names = doc_env_names()
     assert names, "the environment block is empty"
@@ -186,7 +186,7 @@ def count_rows(database_url: str) -> tuple[int, int]:
 
     with psycopg.connect(database_url) as conn:
         submissions = conn.execute("SELECT count(*) FROM submissions_submission").fetchone()[0]
-        runs = conn.execute("SELECT count(*) FROM submissions_run").fetchone()[0]
+        runs = conn.execute("SELECT count(*) FROM leaderboard_run").fetchone()[0]
     return submissions, runs
 
 

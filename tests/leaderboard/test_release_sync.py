@@ -428,8 +428,8 @@ def test_a_sync_that_loses_a_race_on_a_unique_row_asks_to_sync_again(
 
 
 def test_an_unpublished_release_with_runs_is_frozen_too(demo_dir: Path, edit, staff) -> None:
-    from leaderboard.models import Agent, AgentVersion
-    from submissions.models import Run, Submission
+    from leaderboard.models import Agent, AgentVersion, Run
+    from submissions.models import Submission
 
     release = release_sync(manifest=demo_dir, user=staff).release
     agent = Agent.objects.create(slug="a", name="A", owner=staff)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 from django.core.cache import cache
 
-from leaderboard.models import Benchmark, Release, Validator
+from leaderboard.models import Benchmark, Release, SigningKey, Validator
 from submissions.bundle.signatures import generate_signing_key, key_id_for, public_key_b64
 from submissions.demo_loaders import scheme_bundles
-from submissions.models import SigningKey
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ import io
 import pytest
 from django.urls import reverse
 
+from leaderboard.models import RaceRun
 from submissions.demo_loaders.race import load_race_demo
 from submissions.demo_loaders.scorecard import load_scorecard_demo
-from submissions.models import RaceRun
 
 pytestmark = pytest.mark.django_db
 

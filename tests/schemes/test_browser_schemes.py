@@ -84,8 +84,7 @@ def test_a_visitor_sees_no_failure_category_of_the_live_race(live_server: Any, p
 
 
 def _revealed_demo() -> Any:
-    from leaderboard.models import Release
-    from submissions.models import ScorecardRun
+    from leaderboard.models import Release, ScorecardRun
 
     load_scorecard_demo(stdout=io.StringIO())
     Release.objects.filter(benchmark__slug="sokoban-hidden").update(reveal_hidden_levels=True)
@@ -149,7 +148,8 @@ def test_a_deadlocked_episode_marks_its_deadlock_step(live_server: Any, page: An
 def test_without_the_reveal_setting_a_visitor_sees_steps_but_no_board_and_no_actions(
     live_server: Any, page: Any
 ) -> None:
-    from submissions.models import CardEpisode, ScorecardRun
+    from leaderboard.models import ScorecardRun
+    from submissions.models import CardEpisode
 
     load_scorecard_demo(stdout=io.StringIO())
     run = ScorecardRun.objects.get(agent_version__agent__name="Crate Whisperer")

@@ -8,11 +8,11 @@ import io
 
 from django.urls import reverse
 
-from leaderboard.models import Race
+from leaderboard.models import Race, RaceRun, ScorecardRun
 from leaderboard.models.races import OverallStanding, ScorecardStanding
 from submissions.demo_loaders.race import load_race_demo
 from submissions.demo_loaders.scorecard import load_scorecard_demo
-from submissions.models import Card, CardMove, RaceRun, ScorecardRun, Submission
+from submissions.models import Card, CardMove, Submission
 
 
 def test_the_scorecard_demo_plays_the_seed_example_once(db, client):

@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 from schemes_race_helpers import RACE_TASKS, accepted, env_error, members, scoring_outcomes
 
+from leaderboard.models import RaceRun
 from leaderboard.selectors.race import race_outcomes_visible
 from leaderboard.services import races as lifecycle
 from scoring.race import FAILURE_CATEGORIES, TaskOutcome
-from submissions.models import RaceRun
 
 # Every string that would name or describe a failure category.
 CATEGORY_STRINGS = [category.code for category in FAILURE_CATEGORIES] + [

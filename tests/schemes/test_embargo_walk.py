@@ -20,10 +20,9 @@ import pytest
 from django.urls import reverse
 from schemes_race_helpers import RACE_TASKS, accepted, challenge_for, enter, members, scoring_outcomes
 
-from leaderboard.models import Agent
+from leaderboard.models import Agent, RaceRun, RaceTaskOutcome
 from leaderboard.models.races import OverallStanding, RaceResult
 from leaderboard.services import races as lifecycle
-from submissions.models import RaceRun, RaceTaskOutcome
 
 MAX_PAGES = 400
 SKIP_PREFIXES = ("/admin/", "/static/", "/media/", "/accounts/logout", "/api/v1/schema", "/api/v1/docs")

@@ -9,11 +9,12 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from leaderboard.models import ScorecardRun
 from leaderboard.models.races import ScorecardStanding
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import parse_xsb, solve
 from submissions.api_keys import api_key_create
-from submissions.models import Card, CardEpisode, CardMove, ScorecardRun
+from submissions.models import Card, CardEpisode, CardMove
 from submissions.services.cards import cards_close_idle
 from tests.schemes.conftest import PLAY_LEVELS
 

@@ -11,10 +11,10 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from schemes_race_helpers import RACE_TASKS, enter, entrant, env_error, members, scoring_outcomes
 
-from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry
+from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun
 from leaderboard.services.races import race_close, race_schedule, race_start
 from submissions.api_keys import api_key_create
-from submissions.models import RaceRun, SubmissionChallenge
+from submissions.models import SubmissionChallenge
 
 pytestmark = pytest.mark.django_db
 

@@ -6,11 +6,10 @@ import pytest
 from django.urls import reverse
 from schemes_race_helpers import RACE_TASKS, accepted, enter, env_error, members, rejected, scoring_outcomes
 
-from leaderboard.models import Race
+from leaderboard.models import Race, RaceRun, RaceTaskOutcome
 from leaderboard.models.races import OverallStanding, RaceResult
 from leaderboard.services import races as lifecycle
 from leaderboard.services.races import RaceTransitionError, race_close, race_schedule, race_start
-from submissions.models import RaceRun, RaceTaskOutcome
 
 
 @pytest.fixture

@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from leaderboard.models import ScorecardRun
 from leaderboard.models.races import ScorecardStanding
 from submissions.api_keys import api_key_create
-from submissions.models import Card, CardEpisode, CardMove, ScorecardRun
+from submissions.models import Card, CardEpisode, CardMove
 from tests.conftest import _test_database_url, services_missing
 from tests.schemes.conftest import write_play_manifest
 
@@ -46,7 +47,7 @@ def live_url(request, transactional_db, settings) -> Iterator[str]:
     port = _free_port()
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+        "DJANGO_SETTINGS_MODULE": "leaderboard.site.settings",
         "DATABASE_URL": _test_database_url(),
         "DB_CONN_MAX_AGE": "0",
         "SECRET_KEY": settings.SECRET_KEY,
@@ -54,7 +55,8 @@ def live_url(request, transactional_db, settings) -> Iterator[str]:
         "LOG_LEVEL": "WARNING",
     }
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "leaderboard.wsgi:application", "--bind", f"127.0.0.1:{port}",
+        [str(Path(sys.executable).parent / "gunicorn"), "leaderboard.site.wsgi:application",
+         "--bind", f"127.0.0.1:{port}",
          "--workers", "2", "--log-level", "warning"],
         cwd=ROOT, env=env, start_new_session=True,
     )  # fmt: skip

@@ -12,10 +12,10 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from schemes_race_helpers import RACE_TASKS, members, scoring_outcomes
 
-from leaderboard.models import Agent, AgentVersion
+from leaderboard.models import Agent, AgentVersion, ScorecardRun
 from leaderboard.models.races import RaceResult, ScorecardStanding
 from leaderboard.services import races as lifecycle
-from submissions.models import ScorecardRun, Submission
+from submissions.models import Submission
 
 SCORECARD = ("sokoban-play", "p1")  # tests/schemes/conftest.py: play_release
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import random
 
-from leaderboard.models import Agent, AgentVersion
+from leaderboard.models import Agent, AgentVersion, Run, ScorecardRun
 from leaderboard.models.races import ScorecardStanding
 from leaderboard.services.scheme_standings import scorecard_standing_update, scorecard_standings_refresh
-from submissions.models import Run, ScorecardRun
 from submissions.models.scorecards import Card
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from schemes_race_helpers import members, scoring_outcomes
 
-from submissions.models import DailyCount, RaceRun, SigningKey
+from leaderboard.models import RaceRun, SigningKey
+from submissions.models import DailyCount
 from submissions.quotas import quota_consume, quota_peek, quota_scope
 
 QUALIFYING = [f"q{index:02d}" for index in range(10)]

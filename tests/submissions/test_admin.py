@@ -7,9 +7,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from leaderboard.models import Evaluator
+from leaderboard.models import Evaluator, Run, SigningKey, VerificationEvent
 from submissions.bundle.signatures import public_key_b64
-from submissions.models import Run, SigningKey, Submission, VerificationEvent
+from submissions.models import Submission
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
 
@@ -56,7 +56,7 @@ def test_an_admin_records_an_official_re_run_bundle_and_the_run_becomes_verified
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     response = admin_client.post(
-        reverse("admin:submissions_run_rerun", args=[run.pk]),
+        reverse("admin:leaderboard_run_rerun", args=[run.pk]),
         {"bundle": SimpleUploadedFile("rerun.age", seal()), "results": "", "note": "hidden seeds, 3 GPUs"},
     )
     assert response.status_code == 302, response.content.decode()[:800]
@@ -69,7 +69,7 @@ def test_an_admin_records_an_official_re_run_bundle_and_the_run_becomes_verified
 @pytest.mark.django_db
 def test_the_admin_can_no_longer_add_a_verified_event_by_hand(admin_client, run):
     response = admin_client.post(
-        reverse("admin:submissions_verificationevent_add"),
+        reverse("admin:leaderboard_verificationevent_add"),
         {"run": run.pk, "method": "official re-run", "evidence_sha256": "cd" * 32, "note": ""},
     )
     assert response.status_code == 403
@@ -81,10 +81,10 @@ def test_the_admin_can_no_longer_add_a_verified_event_by_hand(admin_client, run)
 def test_verification_events_can_be_neither_changed_nor_deleted(admin_client, run):
     event = VerificationEvent.objects.get(run=run)
     change = admin_client.post(
-        reverse("admin:submissions_verificationevent_change", args=[event.pk]),
+        reverse("admin:leaderboard_verificationevent_change", args=[event.pk]),
         {"run": run.pk, "method": "edited", "evidence_sha256": "00" * 32},
     )
-    delete = admin_client.post(reverse("admin:submissions_verificationevent_delete", args=[event.pk]), {"post": "yes"})
+    delete = admin_client.post(reverse("admin:leaderboard_verificationevent_delete", args=[event.pk]), {"post": "yes"})
     assert change.status_code == 403
     assert delete.status_code == 403
     event.refresh_from_db()
@@ -96,7 +96,7 @@ def test_an_admin_registers_an_evaluator_signing_key(admin_client):
     evaluator = Evaluator.objects.create(simulator="carla")
     key = public_key_b64(Ed25519PrivateKey.generate())
     response = admin_client.post(
-        reverse("admin:submissions_signingkey_add"), {"evaluator": evaluator.pk, "validator": "", "public_key_b64": key}
+        reverse("admin:leaderboard_signingkey_add"), {"evaluator": evaluator.pk, "validator": "", "public_key_b64": key}
     )
     assert response.status_code == 302
     assert SigningKey.objects.get().public_key == key
@@ -107,7 +107,7 @@ def test_an_admin_registers_an_evaluator_signing_key(admin_client):
 def test_a_malformed_signing_key_is_refused_with_the_reason(admin_client):
     evaluator = Evaluator.objects.create(simulator="carla")
     response = admin_client.post(
-        reverse("admin:submissions_signingkey_add"),
+        reverse("admin:leaderboard_signingkey_add"),
         {"evaluator": evaluator.pk, "validator": "", "public_key_b64": "abc"},
     )
     assert response.status_code == 200

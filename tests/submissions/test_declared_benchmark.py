@@ -5,8 +5,8 @@ import io
 
 import pytest
 
-from leaderboard.models import Benchmark
-from submissions.models import Run, Submission
+from leaderboard.models import Benchmark, Run
+from submissions.models import Submission
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
 

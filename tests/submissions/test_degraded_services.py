@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from submissions.models import Run, Submission
+from leaderboard.models import Run
+from submissions.models import Submission
 from tests.servers import BIN, REPO_ROOT, PrivateRedis, WebServer, free_port, multipart, request, site_env
 
 VERDICT_TIMEOUT_SECONDS = 90
@@ -141,7 +142,7 @@ def test_an_upload_while_redis_is_stopped_stays_queued_in_the_database_and_reach
     beat_env = redis_env(tmp_path, private_redis, PODIUM_SWEEP_EVERY_SECONDS="1", PODIUM_STUCK_AFTER_SECONDS="1")
     beat_log = (tmp_path / "beat.log").open("wb")
     beat = subprocess.Popen(
-        [str(BIN / "celery"), "-A", "leaderboard", "beat", "--loglevel=INFO"],
+        [str(BIN / "celery"), "-A", "leaderboard.site", "beat", "--loglevel=INFO"],
         cwd=REPO_ROOT, env=beat_env, stdout=beat_log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     beat_log.close()

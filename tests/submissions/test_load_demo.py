@@ -1,8 +1,8 @@
 import pytest
 from django.core.management import call_command
 
-from leaderboard.models import Release, Standing
-from submissions.models import Run, SigningKey, Submission, SubmissionChallenge
+from leaderboard.models import Release, Run, SigningKey, Standing
+from submissions.models import Submission, SubmissionChallenge
 
 
 def paper_gap_submissions():
@@ -52,7 +52,7 @@ def test_load_demo_fills_both_releases_through_the_real_path_and_a_rerun_changes
 
 @pytest.mark.django_db(transaction=True)  # real commits: the uploads' on-commit enqueue fires
 def test_load_demo_verifies_in_process_and_publishes_nothing_to_the_broker(site_identity, monkeypatch):
-    from leaderboard.celery import app
+    from leaderboard.site.celery import app
 
     published = []
     app.conf.task_always_eager = False  # as with a broker configured (the autouse fixture restores it)

@@ -10,8 +10,9 @@ import time
 import pytest
 from django.conf import settings
 
-from leaderboard.celery import app
-from submissions.models import Run, Submission
+from leaderboard.models import Run
+from leaderboard.site.celery import app
+from submissions.models import Submission
 from tests.servers import WebServer, multipart, request, site_env
 
 UPLOADS = 6

@@ -384,7 +384,7 @@ def test_staff_send_a_failed_notification_again_from_the_admin(
 
 
 def test_notifications_and_rescoring_go_to_the_follow_up_queue_never_ahead_of_verdicts(settings):
-    from leaderboard.celery import route_task
+    from leaderboard.site.celery import route_task
 
     for name in ("submissions.tasks.deliver_notification", "submissions.tasks.compute_rescore"):
         assert route_task(name, (), {}, {}) == {"queue": settings.PODIUM_FOLLOWUP_QUEUE}

@@ -9,10 +9,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
-from leaderboard.models import Agent, Release, Standing
+from leaderboard.models import Agent, Release, Run, Standing, TaskResult, VerificationEvent
 from leaderboard.selectors.standing_ranks import standings_ranked
 from submissions.bundle.signatures import public_key_b64
-from submissions.models import Run, Submission, TaskResult, VerificationEvent
+from submissions.models import Submission
 from submissions.services.signing_keys import signing_key_register
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
@@ -239,6 +239,6 @@ def test_verifying_an_unsigned_bundle_does_not_read_the_signing_keys(demo_releas
     with CaptureQueriesContext(connection) as queries:
         verified = submission_verify(submission_id=submission.pk)
     assert verified.verdict == "validated"
-    assert not [query for query in queries.captured_queries if "submissions_signingkey" in query["sql"]]
+    assert not [query for query in queries.captured_queries if "leaderboard_signingkey" in query["sql"]]
     # The run's task results are written in one statement, whatever the number of tasks.
-    assert len([query for query in queries.captured_queries if 'INTO "submissions_taskresult"' in query["sql"]]) == 1
+    assert len([query for query in queries.captured_queries if 'INTO "leaderboard_taskresult"' in query["sql"]]) == 1

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from leaderboard.models import Evaluator
+from leaderboard.models import Evaluator, Run
 from submissions.api_keys import api_key_create
 from submissions.bundle.signatures import private_key_pem, public_key_b64
-from submissions.models import Run, Submission, SubmissionChallenge
+from submissions.models import Submission, SubmissionChallenge
 from submissions.services.signing_keys import signing_key_register
 
 REPO = Path(__file__).resolve().parents[2]

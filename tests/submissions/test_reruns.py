@@ -12,8 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from leaderboard.models import Standing
-from submissions.models import OfficialRerun, Run, VerificationEvent
+from leaderboard.models import OfficialRerun, Run, Standing, VerificationEvent
 from submissions.services.reruns import (
     RERUN_TOLERANCE,
     RerunError,

@@ -7,8 +7,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from leaderboard.models import ReleaseTask, Standing
-from submissions.models import Rescore, RescoreItem, Run, VerificationEvent
+from leaderboard.models import ReleaseTask, Run, Standing, VerificationEvent
+from submissions.models import Rescore, RescoreItem
 from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify

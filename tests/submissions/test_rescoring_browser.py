@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from leaderboard.models import ReleaseTask
-from submissions.models import Rescore, Run
+from leaderboard.models import ReleaseTask, Run
+from submissions.models import Rescore
 from submissions.services.rescoring import rescore_propose
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify

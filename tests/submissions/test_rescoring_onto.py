@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import CommandError, call_command
 
-from leaderboard.models import ReleaseTask, Standing
+from leaderboard.models import ReleaseTask, Run, Standing, TaskResult, VerificationEvent
 from submissions.bundle.demo import DEMO_BENCHMARK, demo_release_spec
-from submissions.models import Rescore, RescoreItem, Run, Submission, TaskResult, VerificationEvent
+from submissions.models import Rescore, RescoreItem, Submission
 from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify

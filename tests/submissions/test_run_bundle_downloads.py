@@ -1,5 +1,5 @@
 """A run's per-episode results and artifacts, read from its stored bundle (the real upload
-and verification path): who may see what (leaderboard.selectors.run_bundle)."""
+and verification path): who may see what (submissions.selectors.run_bundle)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import io
 import pytest
 from django.urls import reverse
 
-from leaderboard.models import ReleaseTask
-from submissions.models import Run
+from leaderboard.models import ReleaseTask, Run
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
 

@@ -5,10 +5,9 @@ import io
 
 import pytest
 
-from leaderboard.models import Release, Standing
+from leaderboard.models import Release, Run, RunEpisodes, Standing
 from leaderboard.selectors.releases import release_spec
 from submissions.bundle.evaluate import evaluate_paper_gap
-from submissions.models import Run, RunEpisodes
 from submissions.services.runs import run_confidence_compute
 from submissions.services.submissions import submission_create
 from submissions.services.verification import bundle_local_path, open_stored_bundle, submission_verify

@@ -6,8 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from leaderboard.models import ReleasePrice, RunCost
-from submissions.models import Run
+from leaderboard.models import ReleasePrice, Run, RunCost
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
 

@@ -5,8 +5,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from leaderboard.models import Evaluator, Validator
-from submissions.models import SigningKey
+from leaderboard.models import Evaluator, SigningKey, Validator
 from submissions.services.signing_keys import (
     SigningKeyError,
     evaluator_public_keys,

@@ -6,10 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard.models import Agent, AgentVersion, Release, Standing
+from leaderboard.models import Agent, AgentVersion, Release, Run, Standing
 from leaderboard.selectors.standing_ranks import with_rank
 from leaderboard.services.standings import standings_refresh
-from submissions.models import Run, Submission
+from submissions.models import Submission
 
 _counter = itertools.count()
 

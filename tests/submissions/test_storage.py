@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from django.core.files.storage import default_storage
 
-from submissions.models import Run, Submission
+from leaderboard.models import Run
+from submissions.models import Submission
 from submissions.services.submissions import submission_create
 from submissions.services.verification import bundle_local_path, submission_verify
 
@@ -29,7 +30,7 @@ def settings_subprocess(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", PRINT_STORAGE],
         cwd=REPO_ROOT,
-        env={**clean, "DJANGO_SETTINGS_MODULE": "leaderboard.settings", **env},
+        env={**clean, "DJANGO_SETTINGS_MODULE": "leaderboard.site.settings", **env},
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from submissions.models import Run, Submission
+from leaderboard.models import Run
+from submissions.models import Submission
 from tests.servers import REPO_ROOT
 
 # Runs the tool with Django made unimportable: the client must need the standard library only.

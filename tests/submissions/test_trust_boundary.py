@@ -14,10 +14,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from leaderboard.models import Agent, AgentVersion, Evaluator, ReleaseTask
+from leaderboard.models import Agent, AgentVersion, Evaluator, ReleaseTask, Run, TaskResult
 from submissions.api_keys import api_key_create
 from submissions.bundle.signatures import public_key_b64
-from submissions.models import Run, Submission, SubmissionChallenge, TaskResult
+from submissions.models import Submission, SubmissionChallenge
 from submissions.services.signing_keys import signing_key_register
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from submissions.models import Run, SubmissionChallenge
+from leaderboard.models import Run
+from submissions.models import SubmissionChallenge
 from submissions.services.submissions import submission_create
 from tests.submissions.test_worker import finished, wait_for
 

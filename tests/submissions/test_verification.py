@@ -7,7 +7,8 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
-from submissions.models import Run, Submission
+from leaderboard.models import Run
+from submissions.models import Submission
 from submissions.services import verification
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify

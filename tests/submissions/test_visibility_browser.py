@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from leaderboard.models import Agent, AgentVersion
+from leaderboard.models import Agent, AgentVersion, Run
 from leaderboard.services.standings import standings_refresh
-from submissions.models import Run, Submission, WebhookEndpoint
+from submissions.models import Submission, WebhookEndpoint
 from tests.browser import shoot
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

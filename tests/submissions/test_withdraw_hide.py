@@ -11,10 +11,10 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from leaderboard.models import Agent, AgentVersion, Standing
+from leaderboard.models import Agent, AgentVersion, Run, Standing
 from leaderboard.selectors.standing_ranks import standings_ranked
 from leaderboard.services.standings import standings_refresh
-from submissions.models import Run, RunVisibilityEvent, Submission
+from submissions.models import RunVisibilityEvent, Submission
 
 _counter = itertools.count()
 

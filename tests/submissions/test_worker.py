@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from submissions.models import Run, Submission
+from leaderboard.models import Run
+from submissions.models import Submission
 from submissions.services.submissions import submission_create
 
 WAIT_SECONDS = 60

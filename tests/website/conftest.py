@@ -14,8 +14,19 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django.utils.text import slugify
 
-from leaderboard.models import Agent, AgentVersion, Benchmark, Evaluator, Release, ReleaseTask, Standing, Task
-from submissions.models import Run, Submission, TaskResult
+from leaderboard.models import (
+    Agent,
+    AgentVersion,
+    Benchmark,
+    Evaluator,
+    Release,
+    ReleaseTask,
+    Run,
+    Standing,
+    Task,
+    TaskResult,
+)
+from submissions.models import Submission
 
 _counter = itertools.count(1)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from leaderboard.models import AgentVersion, AgentVersionMeta, Release, ReleasePrice
+from leaderboard.models import AgentVersion, AgentVersionMeta, Release, ReleasePrice, Run
 from leaderboard.services.declarations import run_costs_refresh
-from submissions.models import Run
 
 
 def own(run: Run, owner: Any) -> AgentVersion:

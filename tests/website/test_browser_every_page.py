@@ -80,8 +80,7 @@ def insight_pages(base: str) -> list[str]:
     (empty and with two runs), a public run's artifact list, and the race history."""
     from django.urls import reverse
 
-    from leaderboard.models import Benchmark, ReleaseTask
-    from submissions.models import Run
+    from leaderboard.models import Benchmark, ReleaseTask, Run
 
     runs = list(
         Run.objects.filter(is_private=False, release__published=True)

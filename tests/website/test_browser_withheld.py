@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from submissions.models import Submission, TaskResult
+from leaderboard.models import TaskResult
+from submissions.models import Submission
 from tests.browser import shoot
 from tests.website.conftest import make_release, make_run, make_user
 from tests.website.test_browser import sign_in

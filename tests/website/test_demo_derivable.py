@@ -15,11 +15,11 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from leaderboard.models import Agent, Release
+from leaderboard.models import Agent, Release, Run
 from leaderboard.selectors.releases import release_spec
 from scoring import gap
 from submissions.bundle.evaluate import scoring_results
-from submissions.models import Run, Submission
+from submissions.models import Submission
 from submissions.services.verification import bundle_local_path, open_stored_bundle
 from tests.website.test_derivable_leaks import _derivations
 

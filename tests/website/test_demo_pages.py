@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from leaderboard.models import Agent, Release, ReleaseTask
-from submissions.models import Run, Submission
+from leaderboard.models import Agent, Release, ReleaseTask, Run
+from submissions.models import Submission
 from tests.website.test_withheld_anchors import leaks
 
 pytestmark = pytest.mark.django_db

@@ -33,11 +33,11 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from leaderboard.models import Agent, Benchmark, Evaluator, Release, ReleaseTask, Task
+from leaderboard.models import Agent, Benchmark, Evaluator, Release, ReleaseTask, Run, Task
 from scoring import gap
 from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 from submissions.bundle.signatures import public_key_b64
-from submissions.models import Run, Submission
+from submissions.models import Submission
 from submissions.services.signing_keys import signing_key_register
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ import pytest
 from django.urls import reverse
 
 from leaderboard.disclosure import Disclosure, release_diff_disclosure
-from leaderboard.models import ReleaseTask, Standing
+from leaderboard.models import ReleaseTask, Standing, TaskResult
 from leaderboard.services.standings import standings_refresh
-from submissions.models import Submission, TaskResult
+from submissions.models import Submission
 from tests.website.conftest import make_run, make_user
 
 UNSIGNED_SCORE = 1.3719  # distinctive: shown as "1.37"

@@ -98,8 +98,8 @@ class Command(BaseCommand):
     help = "Load the demo releases and runs through the real verification path (idempotent)."
 
     def handle(self, *args, **options):
-        from leaderboard.celery import app
         from leaderboard.manifest import ManifestError
+        from leaderboard.site.celery import app
 
         # The demo verifies in-process. With a broker configured, the uploads' on-commit
         # enqueue (and each run's follow-ups) would also leave every task in the queue for

@@ -1,9 +1,9 @@
 """The Celery application.
 
-Workers: `celery -A leaderboard worker` (`make worker`, any number). A worker started
+Workers: `celery -A leaderboard.site worker` (`make worker`, any number). A worker started
 without -Q consumes both queues, verdicts first (settings CELERY_TASK_DEFAULT_QUEUE and
 PODIUM_FOLLOWUP_QUEUE, in that order: `-Q podium,podium-followups` says the same); exactly
-one `celery -A leaderboard beat` for the whole site (`make beat`: the sweeper).
+one `celery -A leaderboard.site beat` for the whole site (`make beat`: the sweeper).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from celery import Celery
 from celery.beat import PersistentScheduler
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.site.settings")
 
 app = Celery("podium")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -1,4 +1,4 @@
-"""REST API v1 routes (mounted at /api/v1/ by leaderboard/urls.py). See docs/api.md."""
+"""REST API v1 routes (mounted at /api/v1/ by leaderboard/site/urls.py). See docs/api.md."""
 
 from django.urls import URLPattern, URLResolver, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView

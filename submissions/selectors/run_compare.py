@@ -6,7 +6,7 @@ rule (leaderboard.disclosure), each for the same viewer. A difference is given o
 both of its values are shown: a difference with one hidden side would give the hidden one
 away. Intervals: the aggregates carry the runs' bootstrap intervals; each task's final
 score gets its own bootstrap interval over the run's stored episodes
-(leaderboard.selectors.run_bundle.task_intervals, cached per bundle; none while a bundle
+(submissions.selectors.run_bundle.task_intervals, cached per bundle; none while a bundle
 cannot be read), and the pass rates their Wilson intervals (scoring.proportion).
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 from django.http import Http404
 
 from leaderboard.disclosure import run_disclosure
+from leaderboard.models import Run
 from leaderboard.selectors.paper_gap import run_get
-from leaderboard.selectors.run_bundle import task_intervals
 from leaderboard.users import Viewer
 from scoring.proportion import intervals_overlap, wilson_interval
-from submissions.models import Run
+from submissions.selectors.run_bundle import task_intervals
 
 AGGREGATES: tuple[tuple[str, str], ...] = (
     ("overall", "Overall"),

@@ -11,19 +11,19 @@ FILLFACTOR = 50
 
 def set_fillfactor(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        table = schema_editor.quote_name(apps.get_model("leaderboard", "Standing")._meta.db_table)
+        table = schema_editor.quote_name(apps.get_model("leaderboard", "0001_initial")._meta.db_table)
         schema_editor.execute(f"ALTER TABLE {table} SET (fillfactor = {FILLFACTOR})")
 
 
 def reset_fillfactor(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        table = schema_editor.quote_name(apps.get_model("leaderboard", "Standing")._meta.db_table)
+        table = schema_editor.quote_name(apps.get_model("leaderboard", "0001_initial")._meta.db_table)
         schema_editor.execute(f"ALTER TABLE {table} RESET (fillfactor)")
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("leaderboard", "0004_standing_rank_not_indexed"),
+        ("leaderboard", "0001_initial"),
     ]
 
     operations = [migrations.RunPython(set_fillfactor, reset_fillfactor)]

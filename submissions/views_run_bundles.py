@@ -1,5 +1,5 @@
 """A run's per-episode results and its artifacts, read from its stored bundle
-(leaderboard.selectors.run_bundle states who may see what)."""
+(submissions.selectors.run_bundle states who may see what)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from leaderboard.disclosure import run_disclosure
+from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
 from leaderboard.run_exports import EPISODE_COLUMNS
 from leaderboard.selectors import paper_gap as selectors
-from leaderboard.selectors import run_bundle
-from leaderboard.views.insights import _csv, _json
+from leaderboard.views.insights import _csv, _json, _json_error
+from leaderboard.views.paper_gap import bad_request
+from submissions.selectors import run_bundle
+from submissions.selectors.run_compare import CompareQueryError, compare_ids_from_params, run_compare
 
 
 def _unavailable(message: str, *, as_json: bool) -> HttpResponse:
@@ -115,3 +117,60 @@ def run_artifact_download(request: HttpRequest, run_id: int, name: str) -> HttpR
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response
+
+
+@require_GET
+def run_compare_page(request: HttpRequest) -> HttpResponse:
+    """Two runs side by side: ``?a=<run id>&b=<run id>`` (a shareable URL)."""
+    if not request.GET.get("a") and not request.GET.get("b"):
+        return render(request, "leaderboard/compare.html", {"comparison": None})
+    try:
+        a_id, b_id = compare_ids_from_params(request.GET)
+        comparison = run_compare(a_id=a_id, b_id=b_id, user=request.user)
+    except CompareQueryError as error:
+        return bad_request(request, str(error))
+    return render(
+        request,
+        "leaderboard/compare.html",
+        {
+            "comparison": comparison,
+            "a": comparison.a,
+            "b": comparison.b,
+            "withheld_reason": WITHHELD_SCORE_REASON,
+            "swap_query": f"a={comparison.b.pk}&b={comparison.a.pk}",
+        },
+    )
+
+
+@require_GET
+def run_compare_json(request: HttpRequest) -> HttpResponse:
+    try:
+        a_id, b_id = compare_ids_from_params(request.GET)
+        comparison = run_compare(a_id=a_id, b_id=b_id, user=request.user)
+    except CompareQueryError as error:
+        return _json_error("invalid_query", str(error), 400)
+
+    def ref(run: Any) -> dict[str, Any]:
+        return {
+            "id": run.pk,
+            "release": run.release.version,
+            "agent": run.agent_version.agent.slug,
+            "version": run.agent_version.version,
+            "verification": run.level,
+        }
+
+    payload = {
+        "benchmark": comparison.a.release.benchmark.slug,
+        "a": ref(comparison.a),
+        "b": ref(comparison.b),
+        "same_release": comparison.same_release,
+        "notes": {
+            "difference": "b - a; null when either value is withheld or absent",
+            "intervals_overlap": "95% bootstrap intervals: aggregates over tasks and episodes, a task's final "
+            "over its episodes (null while a bundle cannot be read)",
+            "pass_rate_intervals_overlap": "95% Wilson intervals of the pass rates over the episodes",
+        },
+        "aggregates": [row.record() for row in comparison.aggregates],
+        "tasks": [row.record() for row in comparison.tasks],
+    }
+    return _json(payload, f"compare-{comparison.a.pk}-{comparison.b.pk}")

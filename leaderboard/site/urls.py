@@ -10,7 +10,7 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("api/v1/", include("leaderboard.api_urls")),
+    path("api/v1/", include("leaderboard.site.api_urls")),
     path("accounts/api-keys/", include("submissions.api_key_urls")),
     path("accounts/", include("leaderboard.account_urls")),
     path("", include("submissions.site_urls")),

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -146,8 +146,8 @@ MIDDLEWARE = [
     "leaderboard.api_query.EmptyApiQueryParameterMiddleware",
 ]
 
-ROOT_URLCONF = "leaderboard.urls"
-WSGI_APPLICATION = "leaderboard.wsgi.application"
+ROOT_URLCONF = "leaderboard.site.urls"
+WSGI_APPLICATION = "leaderboard.site.wsgi.application"
 
 TEMPLATES = [
     {
@@ -220,11 +220,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "queue_order_strategy": "priority",
 }
 # Two queues: verdicts, and the follow-ups of a verdict (a run's confidence intervals). A
-# worker consumes both, verdicts first: `celery -A leaderboard worker -Q podium,podium-followups`
+# worker consumes both, verdicts first: `celery -A leaderboard.site worker -Q podium,podium-followups`
 # (the values of these two settings), so a burst of intervals never delays an upload's verdict.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "podium")
 PODIUM_FOLLOWUP_QUEUE = env_str("CELERY_FOLLOWUP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-followups")
-CELERY_TASK_ROUTES = ("leaderboard.celery.route_task",)
+CELERY_TASK_ROUTES = ("leaderboard.site.celery.route_task",)
 # What a worker started without -Q consumes: both queues, verdicts first (the order above).
 CELERY_TASK_QUEUES: dict[str, dict[str, str]] = {CELERY_TASK_DEFAULT_QUEUE: {}, PODIUM_FOLLOWUP_QUEUE: {}}
 # A verifying worker holds a lease on its submission for this long, renewed by a heartbeat
@@ -248,7 +248,7 @@ PODIUM_BOOTSTRAP_RESAMPLES = env_int("PODIUM_BOOTSTRAP_RESAMPLES", 1000)
 PODIUM_VERIFY_DELAY_SECONDS = env_int("PODIUM_VERIFY_DELAY_SECONDS", 0)
 # Beat's schedule state lives under var/ (never the repository root, wherever beat is started).
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULER = "leaderboard.celery:Scheduler"
+CELERY_BEAT_SCHEDULER = "leaderboard.site.celery:Scheduler"
 # Seed 001 scorecards played over the API: an open card with no reset or action for this
 # long is closed as if its player had closed it (unplayed levels padded as unsolved).
 PODIUM_CARD_IDLE_SECONDS = env_int("PODIUM_CARD_IDLE_SECONDS", 1800, minimum=1)

@@ -17,7 +17,6 @@ class Run(models.Model):
         # Withdrawn by staff with a reason (submissions.services.reruns.run_level_change): off every board.
         REVOKED = "revoked"
 
-    submission = models.OneToOneField("submissions.Submission", on_delete=models.PROTECT, related_name="run")
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="runs")
     agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="runs")
     level = models.CharField(max_length=16, choices=Level.choices)
@@ -76,7 +75,7 @@ class TaskResult(models.Model):
     # "valid" (registered key, good signature), "unsigned", "unregistered"
     signature = models.CharField(max_length=16, default="unsigned")
     signing_key = models.ForeignKey(
-        "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "leaderboard.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     # The faithfulness gate's provenance (reproduction tasks): "judge_signed" when a judge key
     # calibrated for the task signed the verdict, "self_declared" when the runner wrote it.
@@ -84,7 +83,7 @@ class TaskResult(models.Model):
     judge = models.CharField(max_length=100, blank=True)
     rubric_version = models.CharField(max_length=100, blank=True)
     judge_key = models.ForeignKey(
-        "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "leaderboard.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
 
     class Meta:
@@ -122,7 +121,7 @@ class VerificationEvent(models.Model):
     evidence_sha256 = models.CharField(max_length=64, blank=True)
     note = models.TextField(blank=True)
     rerun = models.ForeignKey(
-        "submissions.OfficialRerun", null=True, blank=True, on_delete=models.PROTECT, related_name="events"
+        "leaderboard.OfficialRerun", null=True, blank=True, on_delete=models.PROTECT, related_name="events"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -137,9 +136,6 @@ class ScorecardRun(models.Model):
     """A closed scorecard (seed 001), padded to the release's hidden set: the
     metrics scoring.scorecard computed from the card's own recorded episodes."""
 
-    # Null only on rows closed from a retired self-reported `scorecard` bundle (before cards
-    # were played on the server); those are never ranked (scorecard_standings_refresh).
-    card = models.OneToOneField("submissions.Card", null=True, on_delete=models.PROTECT, related_name="run")
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="scorecards")
     agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="scorecards")
     level = models.CharField(max_length=16, choices=Run.Level.choices)
@@ -160,7 +156,6 @@ class ScorecardRun(models.Model):
 class RaceRun(models.Model):
     """One validator's run of one agent version, on qualifying (race null) or a race."""
 
-    submission = models.OneToOneField("submissions.Submission", on_delete=models.PROTECT, related_name="race_run")
     validator = models.ForeignKey("leaderboard.Validator", on_delete=models.PROTECT, related_name="runs")
     agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="race_runs")
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="race_runs")
@@ -176,7 +171,7 @@ class RaceRun(models.Model):
     infrastructure_errors = models.PositiveIntegerField(default=0)
     # The validator key that signed the run's outcomes (owner_kind=validator).
     signing_key = models.ForeignKey(
-        "submissions.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "leaderboard.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

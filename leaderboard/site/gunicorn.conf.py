@@ -1,4 +1,4 @@
-"""gunicorn configuration: `gunicorn -c leaderboard/gunicorn.conf.py leaderboard.wsgi`.
+"""gunicorn configuration: `gunicorn -c leaderboard/site/gunicorn.conf.py leaderboard.site.wsgi`.
 
 Every value can be changed from the environment (docs/deploy.md):
 
@@ -33,7 +33,7 @@ def _int(name: str, default: int, minimum: int = 1) -> int:
     return value
 
 
-wsgi_app = "leaderboard.wsgi:application"
+wsgi_app = "leaderboard.site.wsgi:application"
 bind = [address.strip() for address in os.environ.get("PODIUM_BIND", "127.0.0.1:8000").split(",") if address.strip()]
 workers = _int("WEB_CONCURRENCY", min(8, multiprocessing.cpu_count() * 2 + 1))
 worker_class = "sync"
