@@ -202,13 +202,12 @@ def load(run_count: int) -> tuple[str, str]:
         )
         runs = []
         results = []
-        for i, (submission, version) in enumerate(zip(submissions, versions, strict=True)):
+        for i, version in enumerate(versions):
             finals = [rng.uniform(0.2, 1.4) for _ in TASKS]
             repro, opened = finals[:7], finals[7:]
             overall = sum(finals) / len(finals)
             runs.append(
                 Run(
-                    submission=submission,
                     release=release,
                     agent_version=version,
                     level="validated" if i % 3 else "attested",
@@ -231,6 +230,9 @@ def load(run_count: int) -> tuple[str, str]:
                 )
             )
         runs = Run.objects.bulk_create(runs, batch_size=2000)
+        for submission, run in zip(submissions, runs, strict=True):
+            submission.run = run
+        Submission.objects.bulk_update(submissions, ["run"], batch_size=2000)
         for run in runs:
             for rt in release_tasks:
                 results.append(
@@ -300,11 +302,13 @@ def writer(slug: str, version: str, rate: float, seconds: float) -> None:
             )  # fmt: skip
             finals = [rng.uniform(0.2, 1.4) for _ in TASKS]
             run = Run.objects.create(
-                submission=submission, release=release, agent_version=agent_version, level="validated",
+                release=release, agent_version=agent_version, level="validated",
                 overall=sum(finals) / len(finals), reproduction=sum(finals[:7]) / 7, open=sum(finals[7:]) / 4,
                 pass_rate=rng.uniform(0.5, 1.0), covered=11, required=11, complete=True,
                 runtime_seconds=rng.uniform(600, 20000), tokens_in=10**6, tokens_out=10**5, effort_tier="standard",
             )  # fmt: skip
+            submission.run = run
+            submission.save(update_fields=["run"])
             TaskResult.objects.bulk_create(
                 TaskResult(
                     run=run, release_task=rt, measured=0.5, gap=1.0, factor=1.0, score=1.0, final=1.0,

@@ -156,7 +156,7 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
         with verify:
             for submission_id in ids:
                 verdicts.add(verify.item(lambda sid=submission_id: submission_verify(submission_id=sid).verdict))
-        run_ids = list(Run.objects.filter(submission_id__in=ids).values_list("pk", flat=True))
+        run_ids = list(Run.objects.filter(submission__pk__in=ids).values_list("pk", flat=True))
         with follow_up:
             for run_id in run_ids:
                 follow_up.item(lambda rid=run_id: run_confidence_compute(run_id=rid))
@@ -235,7 +235,7 @@ def _verify_cpu(ids: list[Any]) -> tuple[float, float]:
     for submission_id in ids:
         verdict = submission_verify(submission_id=submission_id).verdict
         assert verdict == "validated", verdict
-        run_confidence_compute(run_id=Run.objects.values_list("pk", flat=True).get(submission_id=submission_id))
+        run_confidence_compute(run_id=Run.objects.values_list("pk", flat=True).get(submission__pk=submission_id))
     return len(ids) / (time.process_time() - began), len(ids) / (time.perf_counter() - wall)
 
 
@@ -276,17 +276,20 @@ def _preload(total: int) -> float:
                 ]
             )  # fmt: skip
             runs = []
-            for submission, version in zip(submissions, versions, strict=True):
+            for version in versions:
                 finals = [rng.uniform(0.2, 1.4) for _ in range(11)]
                 runs.append(
                     Run(
-                        submission=submission, release=release, agent_version=version, level="validated",
+                        release=release, agent_version=version, level="validated",
                         overall=sum(finals) / 11, reproduction=sum(finals[:7]) / 7, open=sum(finals[7:]) / 4,
                         pass_rate=rng.uniform(0.5, 1.0), covered=11, required=11, complete=True,
                         confidence={"overall": [0.1, 0.2]},
                     )
                 )  # fmt: skip
             Run.objects.bulk_create(runs)
+            for submission, run in zip(submissions, runs, strict=True):
+                submission.run = run
+            Submission.objects.bulk_update(submissions, ["run"])
     with transaction.atomic():
         standings_refresh(release=release)
     return time.perf_counter() - began
@@ -453,7 +456,7 @@ def latency_child(work: Path, uploads: int, rate: float) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError("uploads did not all reach a verdict within 120 s")
         time.sleep(0.2)
-    missing_at_last_verdict = Run.objects.filter(submission_id__in=ids, confidence={}).count()
+    missing_at_last_verdict = Run.objects.filter(submission__pk__in=ids, confidence={}).count()
     rows = list(Submission.objects.filter(pk__in=ids).values_list("created_at", "finished_at", "verdict"))
     delays = sorted((finished - created).total_seconds() for created, finished, _ in rows)
     verdicts = sorted({verdict for _, _, verdict in rows})

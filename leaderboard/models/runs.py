@@ -152,6 +152,16 @@ class ScorecardRun(models.Model):
     def __str__(self) -> str:
         return f"scorecard run {self.pk} ({self.level})"
 
+    @property
+    def card_id(self) -> int | None:
+        """The id of the card whose closing recorded this run (the card's one-to-one
+        ``submissions.Card.run`` points here): the id the play API answered, which the
+        scorecard pages are addressed by. None on rows closed from a retired self-reported
+        ``scorecard`` bundle (before cards were played on the server); those are never ranked.
+        Load with ``select_related("card")`` to read it without a query per row."""
+        card = getattr(self, "card", None)  # the reverse accessor raises (an AttributeError) when there is none
+        return card.pk if card is not None else None
+
 
 class RaceRun(models.Model):
     """One validator's run of one agent version, on qualifying (race null) or a race."""

@@ -413,7 +413,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
             )
     for card in (
         ScorecardStanding.objects.filter(release_id__in=release_ids)
-        .select_related("agent", "scorecard__agent_version")
+        .select_related("agent", "scorecard__agent_version", "scorecard__card")
         .order_by("rank")
     ):
         counts[card.release_id] = counts.get(card.release_id, 0) + 1

@@ -60,7 +60,7 @@ def scorecard_board(*, release: Release) -> list[ScorecardRow]:
     """Each agent's best card on the release, in rank order (one query)."""
     standings = (
         ScorecardStanding.objects.filter(release=release)
-        .select_related("agent", "scorecard__agent_version")
+        .select_related("agent", "scorecard__agent_version", "scorecard__card")
         .order_by("rank")
     )
     return [

@@ -100,7 +100,7 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
     than running it. Tables and columns come from the models, quoted by the backend.
     """
     quote = connection.ops.quote_name
-    run = {name: quote(_column(Run, name)) for name in (*RUN_FIELDS, "release", "submission")}
+    run = {name: quote(_column(Run, name)) for name in (*RUN_FIELDS, "release")}
     run["is_private"] = quote(_column(Run, "is_private"))
     submission_model = _related(Run, "submission")
     result_model = _related(Run, "task_results")
@@ -125,7 +125,7 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
                    {positions}
             FROM {quote(Run._meta.db_table)} r
             JOIN {quote(submission_model._meta.db_table)} s
-              ON s.{quote(submission_model._meta.pk.column)} = r.{run["submission"]}
+              ON s.{quote(submission_model._meta.get_field("run").column)} = r.{run["id"]}
             JOIN {quote(version_model._meta.db_table)} av
               ON av.{quote(version_model._meta.pk.column)} = r.{run["agent_version"]}
             JOIN {quote(agent_model._meta.db_table)} a

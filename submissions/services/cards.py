@@ -529,9 +529,7 @@ def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
     card.status = Card.Status.CLOSED
     card.closed_by = closed_by
     card.closed_at = now
-    card.save(update_fields=["status", "closed_by", "closed_at"])
     run = ScorecardRun.objects.create(
-        card=card,
         release=card.release,
         agent_version=card.agent_version,
         # Measured by the server itself, move by move: nothing was claimed, so nothing to
@@ -539,6 +537,9 @@ def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
         level=Run.Level.VERIFIED,
         **summary.to_dict(),
     )
+    # The card is locked and was open: this is its one close, so its one run.
+    card.run = run
+    card.save(update_fields=["status", "closed_by", "closed_at", "run"])
     # Only this agent's row and the ranks it passes move; the board is never rewritten whole.
     scorecard_standing_update(release=card.release, agent_id=card.agent_version.agent_id)
     return run

@@ -151,34 +151,35 @@ def race_run_evaluate(bundle: Bundle, context: RaceContext) -> RaceOutcome:
 
 
 def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: RaceContext) -> RaceRun:
-    """Write the accepted run (idempotent: get_or_create on the submission), then refresh the race standings."""
+    """Write the accepted run, then refresh the race standings. Idempotent: ``submission`` is the
+    row verification locked (select_for_update), so its ``race_run_id`` is current and a second
+    run of the task finds the race run instead of writing another."""
     score = outcome.score
     assert score is not None
     key = SigningKey.objects.select_related("validator").get(key_id=outcome.key_id)
-    if not RaceRun.objects.filter(submission=submission).exists():
-        try:
-            _charge_validator(submission=submission, key=key, benchmark=context.release.benchmark)
-        except QuotaExceeded as exc:
-            # Raised inside the verdict's transaction: nothing of this run is written.
-            raise BundleError("validator_daily_limit_reached", exc.message) from None
-    run, created = RaceRun.objects.get_or_create(
-        submission=submission,
-        defaults={
-            "validator": key.validator,
-            "agent_version": context.agent_version,
-            "release": context.release,
-            "race": context.race,
-            "score": score.score,
-            "infrastructure_failure": score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE,
-            "needs_rerun": score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE,
-            "failed": score.status == race_scoring.RUN_FAILED,
-            "expected_tasks": score.expected,
-            "infrastructure_errors": score.infrastructure_errors,
-            "signing_key": key,
-        },
+    if submission.race_run_id is not None:
+        return submission.race_run
+    try:
+        _charge_validator(submission=submission, key=key, benchmark=context.release.benchmark)
+    except QuotaExceeded as exc:
+        # Raised inside the verdict's transaction: nothing of this run is written.
+        raise BundleError("validator_daily_limit_reached", exc.message) from None
+    run = RaceRun.objects.create(
+        validator=key.validator,
+        agent_version=context.agent_version,
+        release=context.release,
+        race=context.race,
+        score=score.score,
+        infrastructure_failure=score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE,
+        needs_rerun=score.status == race_scoring.RUN_INFRASTRUCTURE_FAILURE,
+        failed=score.status == race_scoring.RUN_FAILED,
+        expected_tasks=score.expected,
+        infrastructure_errors=score.infrastructure_errors,
+        signing_key=key,
     )
-    if not created:
-        return run
+    # Linked in the same transaction; the one-to-one's unique constraint is the backstop.
+    submission.race_run = run
+    submission.save(update_fields=["race_run", "updated_at"])
     rows = []
     for outcome_row in outcome.outcomes:
         category = race_scoring.failure_category(outcome_row)

@@ -7,8 +7,9 @@ pure ``submissions.bundle.evaluate.evaluate_paper_gap`` needs (reads only), and
 ``run_record_paper_gap`` writes the accepted run.
 
 ``run_record_paper_gap`` is called by verification inside its row-locked
-transaction; it is idempotent (get_or_create on the submission's one-to-one),
-so a second verification of the same submission never writes a second Run.
+transaction; it is idempotent (it returns ``submission.run`` when set: the
+one-to-one lives on the locked Submission row, unique), so a second
+verification of the same submission never writes a second Run.
 
 The bootstrap confidence intervals are not on the verification path: they cost
 several times the rest of verifying a bundle. ``run_record_paper_gap`` enqueues
@@ -232,13 +233,15 @@ def run_record_paper_gap(
     outcome (submissions.bundle.evaluate.Outcome), then update its agent version's standings
     (only the rows and ranks that change).
 
-    Returns the existing Run untouched when the submission already has one. ``release_task_ids``
+    Returns the existing Run untouched when the submission already has one. The caller holds
+    the submission's row lock (select_for_update) and ``submission`` is that locked row, so its
+    ``run_id`` is current: a second worker or a retry waits for the lock, then finds the run.
+    ``release_task_ids``
     (slug -> ReleaseTask pk) and ``key_pks`` (key_id -> SigningKey pk of every key the outcome
     names) come from the load step when it read them; otherwise they are read here.
     """
-    existing = Run.objects.filter(submission=submission).first()
-    if existing is not None:
-        return existing
+    if submission.run_id is not None:
+        return submission.run
     breakdown = outcome.breakdown or {}
     aggregates = breakdown["aggregates"]
     coverage = aggregates["coverage"]
@@ -249,7 +252,6 @@ def run_record_paper_gap(
     level = Run.Level(outcome.verdict)
     # The caller holds the submission row lock and we checked above: no concurrent Run can appear.
     run = Run.objects.create(
-        submission=submission,
         release=release,
         agent_version=agent_version,
         level=level,
@@ -268,6 +270,9 @@ def run_record_paper_gap(
         breakdown=breakdown,
         is_private=submission.is_private,
     )
+    # Linked in the same transaction; the one-to-one's unique constraint is the backstop.
+    submission.run = run
+    submission.save(update_fields=["run", "updated_at"])
     if not release_task_ids:
         release_task_ids = dict(ReleaseTask.objects.filter(release=release).values_list("task__slug", "pk"))
     checks = {check.slug: check for check in outcome.tasks}

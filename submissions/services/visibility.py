@@ -48,7 +48,14 @@ def run_is_delisted(*, submission_private: bool, withdrawn: bool, hidden: bool) 
 def _lock(run_id: object) -> Run:
     if not isinstance(run_id, int) or not 0 < run_id <= MAX_ID:
         raise VisibilityError("not_found", f"run {str(run_id)[:30]}: no such run", status=404)
-    run = Run.objects.select_for_update().select_related("submission", "release").filter(pk=run_id).first()
+    # The run and its release are locked; the submission (a reverse one-to-one, the nullable side of
+    # an outer join) cannot be, and need not: its privacy never changes after the upload.
+    run = (
+        Run.objects.select_for_update(of=("self", "release"))
+        .select_related("submission", "release")
+        .filter(pk=run_id)
+        .first()
+    )
     if run is None:
         raise VisibilityError("not_found", f"run {run_id}: no such run", status=404)
     return run

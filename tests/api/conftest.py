@@ -108,8 +108,7 @@ def _submission(user: Any, n: int, **extra: Any) -> Submission:
 def _run(submission: Submission, release: Release, version: AgentVersion, *, private: bool = False) -> Run:
     submission.release = release
     submission.save(update_fields=["release"])
-    return Run.objects.create(
-        submission=submission,
+    linked = Run.objects.create(
         release=release,
         agent_version=version,
         level=Run.Level.VALIDATED,
@@ -123,6 +122,9 @@ def _run(submission: Submission, release: Release, version: AgentVersion, *, pri
         breakdown={"tasks": {"withheld": {"measured": WITHHELD_MEASURED}}},
         is_private=private,
     )
+    submission.run = linked
+    submission.save(update_fields=["run"])
+    return linked
 
 
 def _results(run: Run, published: ReleaseTask, withheld: ReleaseTask) -> None:
@@ -212,9 +214,9 @@ def world(db: Any) -> World:
     _standing(release, private_run, complete=False, covered=1)
     race = Race.objects.create(benchmark=benchmark, release=release, number=1, status=Race.Status.EMBARGOED)
     race_submission = _submission(owner, 4, kind=Submission.Kind.RACE_RUN)
-    race_run = RaceRun.objects.create(
-        submission=race_submission, validator=validator, agent_version=version, release=release, race=race, score=0.5
-    )
+    race_run = RaceRun.objects.create(validator=validator, agent_version=version, release=release, race=race, score=0.5)
+    race_submission.race_run = race_run
+    race_submission.save(update_fields=["race_run"])
     RaceTaskOutcome.objects.create(
         run=race_run, task_id="t-1", reward=1, paid_reward=1, verdict_status="rejected",
         failure_category=EMBARGOED_CATEGORY,

@@ -436,8 +436,7 @@ def test_an_unpublished_release_with_runs_is_frozen_too(demo_dir: Path, edit, st
     submission = Submission.objects.create(
         submitter=staff, release=release, file="bundles/x.age", sha256="0" * 64, size=1
     )
-    Run.objects.create(
-        submission=submission,
+    linked = Run.objects.create(
         release=release,
         agent_version=AgentVersion.objects.create(agent=agent, version="1"),
         level="validated",
@@ -445,6 +444,8 @@ def test_an_unpublished_release_with_runs_is_frozen_too(demo_dir: Path, edit, st
         required=11,
         complete=True,
     )
+    submission.run = linked
+    submission.save(update_fields=["run"])
     edit(demo_dir, "release.yaml", "    paper_value: 0.72\n", "    paper_value: 0.74\n")
     before = snapshot()
     assert sync_problems(demo_dir, staff) == [

@@ -278,7 +278,7 @@ def test_a_played_card_closes_to_the_metrics_scoring_computes_from_its_recorded_
     sent = 3 + len(_optimal("room-b")) + 4 + len(_optimal("room-c")) + 4
     assert (body["episodes"], body["solved"], body["deadlock_rate"], body["total_actions"]) == (5, 3, 0.2, sent)
     assert (body["status"], body["closed_by"]) == ("closed", "player")
-    run = ScorecardRun.objects.get(card_id=card_id)
+    run = ScorecardRun.objects.get(card__pk=card_id)
     assert run.success_rate == expected["success_rate"] == 0.6
 
     standing = ScorecardStanding.objects.get(release=play_release)
@@ -300,7 +300,7 @@ def test_a_closed_card_refuses_play_and_a_second_close(api):
     assert api.post(f"/api/v1/scorecards/{card_id}/close").status_code == 200
     assert error(api.post(f"/api/v1/scorecards/{card_id}/close")) == (409, "card_closed")
     assert error(reset(api, card_id, "corridor")) == (409, "card_closed")
-    run = ScorecardRun.objects.get(card_id=card_id)
+    run = ScorecardRun.objects.get(card__pk=card_id)
     assert (run.episodes, run.solved, run.success_rate, run.total_actions) == (5, 0, 0.0, 0)
 
 

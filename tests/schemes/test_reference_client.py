@@ -105,7 +105,7 @@ def test_the_reference_client_plays_a_card_that_lands_on_the_board(live_url, rel
     card = run_client(live_url, key, "--agent", "Reference BFS", "--version", "1.0", "--nodes", "5000")
     # Every level of the play set is small enough for the client's BFS: all solved optimally.
     assert (card["status"], card["episodes"], card["solved"], card["move_efficiency"]) == ("closed", 5, 5, 1.0)
-    run = ScorecardRun.objects.get(card_id=card["id"])
+    run = ScorecardRun.objects.get(card__pk=card["id"])
     assert (run.solved, run.total_actions) == (5, card["total_actions"])
     assert CardMove.objects.filter(episode__card_id=card["id"]).exclude(action="reset").count() == run.total_actions
     assert ScorecardStanding.objects.get(release=released).scorecard == run

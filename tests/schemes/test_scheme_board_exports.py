@@ -4,7 +4,6 @@ Overall history: the pages' rows, behind the pages' visibility (race embargo inc
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 
 import pytest
@@ -15,7 +14,7 @@ from schemes_race_helpers import RACE_TASKS, members, scoring_outcomes
 from leaderboard.models import Agent, AgentVersion, ScorecardRun
 from leaderboard.models.races import RaceResult, ScorecardStanding
 from leaderboard.services import races as lifecycle
-from submissions.models import Submission
+from submissions.models import Card
 
 SCORECARD = ("sokoban-play", "p1")  # tests/schemes/conftest.py: play_release
 
@@ -27,27 +26,7 @@ def _card(release, user, *, agent: str, success: float, rank: int, private: bool
     version, _ = AgentVersion.objects.get_or_create(agent=agent_row, version="1")
     # Whatever produced the card (a self-reported bundle before issue 12, a card played on the
     # server after it), the board reads only its ScorecardStanding row and the ScorecardRun.
-    fields = {field.name for field in ScorecardRun._meta.get_fields()}
-    if "card" in fields:
-        from submissions.models import Card
-
-        origin = {"card": Card.objects.create(release=release, agent_version=version, owner=user, status="closed")}
-    else:
-        origin = {
-            "submission": Submission.objects.create(
-                submitter=user,
-                kind=Submission.Kind.SCORECARD,
-                release=release,
-                file="bundles/card.age",
-                sha256=hashlib.sha256(f"{agent}{rank}".encode()).hexdigest(),
-                size=1,
-                status=Submission.Status.DONE,
-                verdict="validated",
-                is_private=private,
-            )
-        }
     card = ScorecardRun.objects.create(
-        **origin,
         release=release,
         agent_version=version,
         level="validated",
@@ -59,6 +38,8 @@ def _card(release, user, *, agent: str, success: float, rank: int, private: bool
         deadlock_rate=0.08,
         total_actions=4120,
     )
+    # The card played on the server that recorded it (its one-to-one points at the run).
+    Card.objects.create(release=release, agent_version=version, owner=user, status="closed", run=card)
     if not private:
         ScorecardStanding.objects.create(release=release, agent=agent_row, scorecard=card, rank=rank)
     return card

@@ -26,12 +26,14 @@ def test_a_closed_card_updates_only_its_agents_place_and_lands_where_the_rebuild
         version, _ = AgentVersion.objects.get_or_create(agent=agent, version=str(rng.randrange(2)))
         card = Card.objects.create(release=play_release, agent_version=version, owner=owner, status=Card.Status.CLOSED)
         solved = rng.randrange(0, 11)
-        ScorecardRun.objects.create(
-            card=card, release=play_release, agent_version=version, level=Run.Level.VERIFIED,
+        linked = ScorecardRun.objects.create(
+            release=play_release, agent_version=version, level=Run.Level.VERIFIED,
             episodes=10, solved=solved, success_rate=solved / 10,
             move_efficiency=rng.choice([0.5, 0.8, 1.0]) if solved else None,
             avg_steps_solved=40.0 if solved else None, deadlock_rate=rng.choice([0.0, 0.1]), total_actions=400,
         )  # fmt: skip
+        card.run = linked
+        card.save(update_fields=["run"])
         scorecard_standing_update(release=play_release, agent_id=agent.pk)
         incremental = _board(play_release)
         scorecard_standings_refresh(release=play_release)
@@ -46,11 +48,14 @@ def test_a_worse_card_leaves_the_board_untouched(play_release, make_user):
 
     def close(solved):
         card = Card.objects.create(release=play_release, agent_version=version, owner=owner, status=Card.Status.CLOSED)
-        return ScorecardRun.objects.create(
-            card=card, release=play_release, agent_version=version, level=Run.Level.VERIFIED, episodes=10,
+        linked = ScorecardRun.objects.create(
+            release=play_release, agent_version=version, level=Run.Level.VERIFIED, episodes=10,
             solved=solved, success_rate=solved / 10, move_efficiency=1.0 if solved else None,
             avg_steps_solved=10.0 if solved else None, deadlock_rate=0.0, total_actions=100,
         )  # fmt: skip
+        card.run = linked
+        card.save(update_fields=["run"])
+        return linked
 
     best = close(7)
     assert scorecard_standing_update(release=play_release, agent_id=agent.pk) == 1

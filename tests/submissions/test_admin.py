@@ -31,7 +31,7 @@ def run(demo_release, seal, owner):
 
 @pytest.mark.django_db
 def test_the_submission_page_shows_the_verdict_read_only(admin_client, run):
-    url = reverse("admin:submissions_submission_change", args=[run.submission_id])
+    url = reverse("admin:submissions_submission_change", args=[run.submission.pk])
     response = admin_client.get(url)
     assert response.status_code == 200
     assert b"validated" in response.content
@@ -43,7 +43,7 @@ def test_re_verify_queues_unfinished_submissions_and_skips_finished_ones(admin_c
     pending, _ = submission_create(user=owner, uploaded_file=io.BytesIO(b"not an age file" * 8))
     response = admin_client.post(
         reverse("admin:submissions_submission_changelist"),
-        {"action": "reverify", "index": 0, "_selected_action": [str(pending.pk), str(run.submission_id)]},
+        {"action": "reverify", "index": 0, "_selected_action": [str(pending.pk), str(run.submission.pk)]},
         follow=True,
     )
     assert "Queued 1 submission(s); skipped 1 already finished" in response.content.decode()

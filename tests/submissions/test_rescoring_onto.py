@@ -89,7 +89,7 @@ class TestCarryingOntoANewerRelease:
         assert carried.carried_from_id == run.pk
         assert carried.overall == pytest.approx(item.after["overall"])
         assert (carried.level, carried.agent_version_id) == (run.level, run.agent_version_id)
-        assert carried.submission.carried_from_id == run.submission_id
+        assert carried.submission.carried_from_id == run.submission.pk
         assert carried.submission.sha256 == run.submission.sha256
         assert carried.submission.file.name == run.submission.file.name
         assert carried.submission.submitter_id == run.submission.submitter_id

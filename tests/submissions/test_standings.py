@@ -36,8 +36,7 @@ def make_run(owner, release):
             "confidence": {"overall": [0.4, 0.6]},
             **extra,
         }
-        return Run.objects.create(
-            submission=submission,
+        linked = Run.objects.create(
             release=release,
             agent_version=agent_version,
             overall=overall,
@@ -46,6 +45,9 @@ def make_run(owner, release):
             pass_rate=pass_rate,
             **fields,
         )
+        submission.run = linked
+        submission.save(update_fields=["run"])
+        return linked
 
     return make
 
@@ -97,7 +99,7 @@ def test_private_runs_and_runs_below_validated_never_enter_the_board(release, ma
     make_run("public")
     make_run("secret", is_private=True)
     hidden = make_run("hidden-submission")
-    Submission.objects.filter(pk=hidden.submission_id).update(is_private=True)
+    Submission.objects.filter(pk=hidden.submission.pk).update(is_private=True)
     standings_refresh(release=release)
     assert [row[1] for row in rows(release)] == ["public"]
 

@@ -41,7 +41,6 @@ def run(owner, release):
     agent, _ = Agent.objects.get_or_create(slug="robo", defaults={"name": "Robo", "owner": owner})
     version, _ = AgentVersion.objects.get_or_create(agent=agent, version="1")
     run = Run.objects.create(
-        submission=submission,
         release=release,
         agent_version=version,
         level="validated",
@@ -53,6 +52,8 @@ def run(owner, release):
         required=2,
         complete=True,
     )
+    submission.run = run
+    submission.save(update_fields=["run"])
     standings_refresh(release=release)
     return run
 
@@ -186,7 +187,7 @@ class TestHideApi:
         assert actions(run) == ["hidden", "withdrawn", "unhidden", "restored"]
 
     def test_a_private_submission_stays_private_after_unhide(self, run, staff):
-        Submission.objects.filter(pk=run.submission_id).update(is_private=True)
+        Submission.objects.filter(pk=run.submission.pk).update(is_private=True)
         api_as(staff).post(f"/api/v1/runs/{run.pk}/hide/", {"reason": "x"})
         api_as(staff).post(f"/api/v1/runs/{run.pk}/unhide/")
         run.refresh_from_db()
@@ -249,10 +250,12 @@ def test_withdrawing_the_leader_moves_the_next_version_up_as_a_full_rebuild_woul
     )
     agent = Agent.objects.create(slug="second", name="Second", owner=owner)
     second = Run.objects.create(
-        submission=submission, release=release, agent_version=AgentVersion.objects.create(agent=agent, version="1"),
+        release=release, agent_version=AgentVersion.objects.create(agent=agent, version="1"),
         level="validated", overall=0.4, reproduction=0.4, open=0.4, pass_rate=0.5, covered=2, required=2,
         complete=True,
     )  # fmt: skip
+    submission.run = second
+    submission.save(update_fields=["run"])
     standings_refresh(release=release)
     assert standings_ranked().get(run=run, tab="overall").rank == 1
     api_as(owner).post(f"/api/v1/runs/{run.pk}/withdraw/")

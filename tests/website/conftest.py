@@ -162,7 +162,6 @@ def make_run(
         finished_at=timezone.now(),
     )
     run = Run.objects.create(
-        submission=submission,
         release=release,
         agent_version=agent_version,
         level=level,
@@ -180,6 +179,8 @@ def make_run(
         effort_tier="high",
         is_private=is_private,
     )
+    submission.run = run
+    submission.save(update_fields=["run"])
     for rt in release_tasks[:covered]:
         TaskResult.objects.create(
             run=run,
