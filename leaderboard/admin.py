@@ -22,13 +22,15 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+# The race and declaration admins live in their own modules; importing them registers them.
+from leaderboard import admin_declarations, admin_races  # noqa: F401
+from leaderboard.admin_mixins import ReadOnlyFieldsMixin
 from leaderboard.manifest import ManifestError, ZipLimits, read_manifest_zip
 from leaderboard.models import (
     Agent,
     AgentVersion,
     Benchmark,
     Evaluator,
-    Race,
     Release,
     ReleaseTask,
     ScorecardLevel,
@@ -103,15 +105,6 @@ class ManifestUploadForm(forms.Form):
                 f"the file is {archive.size} bytes; at most {MAX_UPLOAD_BYTES} bytes are accepted"
             )
         return archive
-
-
-class ReadOnlyFieldsMixin:
-    """Every model field read-only: these rows change only through the services."""
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        # A mixin: the ModelAdmin it is mixed into supplies self.model.
-        names = [f.name for f in self.model._meta.fields]  # type: ignore[attr-defined]
-        return names + list(getattr(self, "extra_readonly", ()))
 
 
 @admin.register(Benchmark)
@@ -463,19 +456,3 @@ class AgentVersionAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     list_display = ["agent", "version", "created_at"]
     search_fields = ["agent__name", "agent__slug", "version"]  # the baseline admin's autocomplete
     list_select_related = ["agent"]
-
-
-@admin.register(Race)
-class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
-    """Read-only: a race moves through its lifecycle only via leaderboard.services.races."""
-
-    list_display = ["__str__", "benchmark", "number", "status", "starts_at", "ends_at", "released_at"]
-    list_filter = ["benchmark", "status"]
-    list_select_related = ["benchmark"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-
-# Race lifecycle actions and scheduling (the schemes engineer's module; replaces RaceAdmin above).
-from leaderboard import admin_declarations, admin_races  # noqa: E402, F401

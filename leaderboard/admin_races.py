@@ -1,10 +1,9 @@
 """Race lifecycle in the admin (seed 002): schedule, start, close (reveal embargo), release.
 
-The registry's RaceAdmin shows races read-only; this module replaces it with a
-subclass that adds the lifecycle actions and a scheduling form, every one of
-which goes through leaderboard.services.races (the Race row is the state
-machine; the admin never writes a status itself). Imported once, at the end
-of leaderboard/admin.py.
+Races are read-only in the admin except through the lifecycle actions and the
+scheduling form, every one of which goes through leaderboard.services.races (the
+Race row is the state machine; the admin never writes a status itself).
+Registered once, here; leaderboard/admin.py imports this module.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from leaderboard.admin import RaceAdmin as RegistryRaceAdmin
+from leaderboard.admin_mixins import ReadOnlyFieldsMixin
 from leaderboard.models import Benchmark, Race
 from leaderboard.services.races import RaceTransitionError, race_close, race_release, race_schedule, race_start
 
@@ -68,11 +67,13 @@ class RaceScheduleForm(forms.ModelForm):
         return value
 
 
-admin.site.unregister(Race)
-
-
 @admin.register(Race)
-class RaceAdmin(RegistryRaceAdmin):
+class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
+    """Read-only fields: a race moves through its lifecycle only via leaderboard.services.races."""
+
+    list_display = ["__str__", "benchmark", "number", "status", "starts_at", "ends_at", "released_at"]
+    list_filter = ["benchmark", "status"]
+    list_select_related = ["benchmark"]
     actions = ["start_races", "close_races", "release_races"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
