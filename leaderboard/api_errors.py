@@ -18,6 +18,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from leaderboard.api.errors import error_body
+
 logger = logging.getLogger("podium.api")
 
 
@@ -54,10 +56,6 @@ _CODES: dict[type[exceptions.APIException], str] = {
     exceptions.UnsupportedMediaType: "unsupported_media_type",
     exceptions.Throttled: "throttled",
 }
-
-
-def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, **extra}}
 
 
 def _flatten(detail: Any) -> Any:

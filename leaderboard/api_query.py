@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from leaderboard.api_errors import error_body
+from leaderboard.api.errors import error_body
 
 API_PREFIX = "/api/"
 

@@ -13,7 +13,7 @@ import sys
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, HttpResponseServerError, JsonResponse
 from django.template import loader
 
-from leaderboard.api_errors import error_body
+from leaderboard.api.errors import error_body
 from leaderboard.unavailable import is_service_unavailable, unavailable_response
 
 

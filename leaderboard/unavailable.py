@@ -66,7 +66,7 @@ def is_service_unavailable(exc: BaseException | None) -> bool:
 
 
 def unavailable_body(exc: BaseException) -> dict[str, Any]:
-    from leaderboard.api_errors import error_body
+    from leaderboard.api.errors import error_body
 
     code, message = unavailable_code(exc) or ("service_unavailable", ServiceUnavailable.public_message)
     return error_body(code, f"{message} Try again in {RETRY_AFTER_SECONDS} seconds.")

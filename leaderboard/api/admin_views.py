@@ -14,12 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.admin import UPLOAD_LIMITS
-from leaderboard.api.serializers import (
-    ErrorSerializer,
-    ManifestSyncResultSerializer,
-    ManifestUploadSerializer,
-    RaceStatusSerializer,
-)
+from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.serializers import ManifestSyncResultSerializer, ManifestUploadSerializer, RaceStatusSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race

@@ -19,8 +19,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.selectors import releases_visible
-from leaderboard.api.serializers import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice

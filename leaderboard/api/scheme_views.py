@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.api.serializers import ErrorSerializer
+from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.api_query import MAX_ID
 from leaderboard.selectors import race as race_selectors

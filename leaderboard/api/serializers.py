@@ -441,18 +441,6 @@ class RunDetailSerializer(RunSerializer):
         ).data
 
 
-class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    # DRF's serializer metaclass pops declared fields off the class, so this names the
-    # output key "fields" without replacing Serializer.fields at run time.
-    fields = serializers.DictField(required=False)  # type: ignore[assignment]
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = ErrorDetailSerializer()
-
-
 class ManifestUploadSerializer(serializers.Serializer):
     manifest = serializers.FileField(help_text="A zip of the manifest directory (release.yaml + tasks/...).")
 

@@ -20,10 +20,10 @@ from rest_framework.views import APIView
 
 from leaderboard.api import selectors
 from leaderboard.api.conditional import ConditionalGetMixin, etag_matches, not_modified
+from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.serializers import (
     AgentSerializer,
     BenchmarkSerializer,
-    ErrorSerializer,
     ReleaseSerializer,
     RunDetailSerializer,
     RunSerializer,

@@ -69,11 +69,6 @@ def _json_error(code: str, message: str, status: int) -> JsonResponse:
 # --- the per-task ranking --------------------------------------------------------------------
 
 
-def task_ranking_context(request: HttpRequest, release_task: Any) -> dict[str, Any]:
-    """What the task page adds for its ranking (one query)."""
-    return {"ranking": task_ranking(release_task=release_task, user=request.user)}
-
-
 def _task_rows(request: HttpRequest, benchmark: str, version: str, task: str) -> tuple[Any, Any, list[Any]]:
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     release_task = selectors.release_task_get(release=release, task_slug=task)

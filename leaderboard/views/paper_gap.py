@@ -25,6 +25,7 @@ from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
 from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
 from leaderboard.selectors.release_diff import release_diff_rows
+from leaderboard.selectors.task_ranking import task_ranking
 from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
 from leaderboard.views.declarations import cost_cell, declared_line
@@ -347,8 +348,6 @@ def _public_contract(release_task: ReleaseTask) -> str:
 
 @require_GET
 def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
-    from leaderboard.views.insights import task_ranking_context
-
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     release_task = selectors.release_task_get(release=release, task_slug=task)
     return render(
@@ -363,7 +362,7 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
             "paper_html": render_markdown(release_task.paper_md),
             "brief_html": render_markdown(release_task.brief_md),
             # Every agent version on this task (leaderboard.views.insights; one query).
-            **task_ranking_context(request, release_task),
+            "ranking": task_ranking(release_task=release_task, user=request.user),
             "withheld_reason": WITHHELD_SCORE_REASON,
         },
     )

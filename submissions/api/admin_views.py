@@ -17,7 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.api.serializers import ErrorSerializer, OfficialRerunSerializer, VerificationEventSerializer
+from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, Task, Validator
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit

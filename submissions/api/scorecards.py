@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.api.serializers import ErrorSerializer
+from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.api.serializers import ErrorSerializer
+from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
 from submissions.bundle.errors import BundleError

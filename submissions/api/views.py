@@ -28,7 +28,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.conditional import ConditionalGetMixin
-from leaderboard.api.serializers import ErrorSerializer
+from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark
 from leaderboard.selectors.visibility import viewer_is_staff

@@ -69,7 +69,7 @@ def _summary_key(sha256: str) -> str:
 
 def _read_summary(submission: Any) -> BundleSummary:
     from submissions.bundle.errors import BundleError
-    from submissions.services.verification import bundle_local_path, open_stored_bundle
+    from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
     from submissions.site_keys import SiteKeyError
 
     try:
@@ -144,7 +144,7 @@ def artifact_file(*, run: Any, artifact: Artifact) -> Iterator[Path]:
     from submissions.bundle.archive import iter_members
     from submissions.bundle.envelope import decrypt_to_tempfile
     from submissions.bundle.errors import BundleError
-    from submissions.services.verification import bundle_limits, bundle_local_path
+    from submissions.services.stored_bundles import bundle_limits, bundle_local_path
     from submissions.site_keys import SiteKeyError
 
     limits = bundle_limits()

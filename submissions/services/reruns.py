@@ -166,7 +166,7 @@ def run_rerun_record_bundle(*, run: Run, actor: User | None, bundle_file: Any, n
     from submissions.bundle.errors import BundleError
     from submissions.bundle.evaluate import evaluate_paper_gap
     from submissions.services.signing_keys import evaluator_public_keys
-    from submissions.services.verification import open_stored_bundle
+    from submissions.services.stored_bundles import open_stored_bundle
 
     actor = _staff(actor)
     locked = _locked(run)

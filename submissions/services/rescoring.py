@@ -159,7 +159,7 @@ def _enqueue(task_name: str, rescore_id: int) -> None:
 
 def _recompute(run: Run, spec: Any) -> dict[str, Any]:
     from submissions.bundle.evaluate import scoring_results
-    from submissions.services.verification import bundle_local_path, open_stored_bundle
+    from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
     with bundle_local_path(run.submission.file.name) as path:
         bundle = open_stored_bundle(path)

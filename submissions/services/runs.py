@@ -397,7 +397,7 @@ def _intervals_from_bundle(run: Run, spec: Any, resamples: int) -> dict[str, Any
     from scoring.uncertainty import run_intervals
     from submissions.bundle.errors import BundleError
     from submissions.bundle.evaluate import scoring_results
-    from submissions.services.verification import bundle_local_path, open_stored_bundle
+    from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
     try:
         with bundle_local_path(run.submission.file.name) as path:

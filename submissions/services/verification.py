@@ -33,32 +33,27 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
-import shutil
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.files.storage import default_storage
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from submissions import site_keys
 from submissions.bundle.errors import BundleError
 from submissions.models import Submission
+from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 if TYPE_CHECKING:
-    from submissions.bundle.archive import Limits
     from submissions.bundle.bundle import Bundle
 
 
@@ -249,28 +244,6 @@ def _mark_error(submission_id: uuid.UUID | str, message: str = RETRYING_MESSAGE)
 # -------------------------------------------------------------- the bundle
 
 
-@contextlib.contextmanager
-def bundle_local_path(name: str) -> Iterator[Path]:
-    """A local scratch copy of the stored bundle, read through the storage API.
-
-    Always a copy, even from local storage: the worker never assumes the bundle sits
-    in its own MEDIA_ROOT (with object storage, a worker host has none of the bundles),
-    and the copy is deleted when the block ends.
-    """
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    with tempfile.NamedTemporaryFile(prefix="podium-bundle-", suffix=".age") as local:
-        try:
-            with default_storage.open(name, "rb") as remote:
-                shutil.copyfileobj(remote, local, 1024 * 1024)
-        except (BotoCoreError, ClientError) as exc:
-            # The object store is unreachable or refused (S3): storage I/O, so a transient
-            # fault the task retries (TRANSIENT_ERRORS has OSError), like a local disk error.
-            raise OSError(f"bundle storage: cannot read {name}: {type(exc).__name__}") from exc
-        local.flush()
-        yield Path(local.name)
-
-
 def _test_delay() -> None:
     """FOR TESTS ONLY: settings.PODIUM_VERIFY_DELAY_SECONDS keeps a claimed submission in
     "verifying" for that long, so the worker-kill test can kill -9 it deterministically."""
@@ -321,22 +294,8 @@ def _verify_claimed(submission: Submission) -> Submission:
         raise
 
 
-def open_stored_bundle(path: Path) -> Bundle:
-    """Decrypt and read a stored bundle with every site key and the server's limits."""
-    from submissions.bundle.bundle import open_bundle
-
-    return open_bundle(path, site_keys.all_identities(), limits=bundle_limits())
-
-
 def _open_bundle(path: Path) -> Bundle:
     return open_stored_bundle(path)
-
-
-def bundle_limits() -> Limits:
-    """The archive limits the server applies: the bundle package's defaults, with the site's upload cap."""
-    from submissions.bundle.archive import Limits
-
-    return Limits(max_bundle_bytes=settings.PODIUM_MAX_BUNDLE_BYTES)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from leaderboard.models import Release, Run, RunEpisodes, Standing
 from leaderboard.selectors.releases import release_spec
 from submissions.bundle.evaluate import evaluate_paper_gap
 from submissions.services.runs import run_confidence_compute
+from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 from submissions.services.submissions import submission_create
-from submissions.services.verification import bundle_local_path, open_stored_bundle, submission_verify
+from submissions.services.verification import submission_verify
 from submissions.tasks import compute_run_confidence
 
 
@@ -168,7 +169,7 @@ def test_verification_stores_the_runs_episodes_for_the_follow_up(verified_run):
 
 @pytest.mark.django_db
 def test_the_follow_up_reads_the_stored_episodes_and_never_opens_the_bundle(verified_run, settings, monkeypatch):
-    import submissions.services.verification as verification
+    import submissions.services.runs as runs_service
 
     run, _ = verified_run
     settings.PODIUM_BOOTSTRAP_RESAMPLES = 150
@@ -177,8 +178,8 @@ def test_the_follow_up_reads_the_stored_episodes_and_never_opens_the_bundle(veri
     def no_bundle(*args, **kwargs):
         raise AssertionError("the follow-up opened the bundle")
 
-    monkeypatch.setattr(verification, "open_stored_bundle", no_bundle)
-    monkeypatch.setattr(verification, "bundle_local_path", no_bundle)
+    monkeypatch.setattr(runs_service, "open_stored_bundle", no_bundle)
+    monkeypatch.setattr(runs_service, "bundle_local_path", no_bundle)
     run_confidence_compute(run_id=run.pk)
     run.refresh_from_db()
     assert run.confidence == expected

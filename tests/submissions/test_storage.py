@@ -14,8 +14,9 @@ from django.core.files.storage import default_storage
 
 from leaderboard.models import Run
 from submissions.models import Submission
+from submissions.services.stored_bundles import bundle_local_path
 from submissions.services.submissions import submission_create
-from submissions.services.verification import bundle_local_path, submission_verify
+from submissions.services.verification import submission_verify
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRINT_STORAGE = (

@@ -20,7 +20,7 @@ from leaderboard.selectors.releases import release_spec
 from scoring import gap
 from submissions.bundle.evaluate import scoring_results
 from submissions.models import Submission
-from submissions.services.verification import bundle_local_path, open_stored_bundle
+from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 from tests.website.test_derivable_leaks import _derivations
 
 pytestmark = pytest.mark.django_db

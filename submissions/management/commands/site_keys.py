@@ -115,7 +115,7 @@ class Command(BaseCommand):
         together still read what the database points at (run it after a restore)."""
         from submissions.bundle.errors import BundleError
         from submissions.models import Submission
-        from submissions.services.verification import bundle_local_path, open_stored_bundle
+        from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
         accepted = Submission.objects.filter(status=Submission.Status.DONE).exclude(verdict="rejected")
         failures = 0
