@@ -18,6 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from leaderboard import unavailable
 from leaderboard.api.errors import error_body
 
 logger = logging.getLogger("podium.api")
@@ -121,7 +122,6 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return _framework_error(exc)
 
     request = context.get("request")
-    from leaderboard import unavailable
 
     if unavailable.is_service_unavailable(exc):
         # PostgreSQL (or storage) down inside an API view: the same 503 as everywhere else.

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from leaderboard.models import ReleaseTask
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.selectors.visibility import viewer_is_submitter
 from leaderboard.users import Viewer
@@ -201,8 +202,6 @@ def diff_message(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def submission_disclosure(submission: Any, *, user: Viewer | None) -> Disclosure:
     """The diff rule for one submission (one query for its release's tasks)."""
-    from leaderboard.models import ReleaseTask
-
     if _is_staff(user):
         return NOTHING_HIDDEN
     if submission.release_id is None:

@@ -27,6 +27,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from kombu.exceptions import OperationalError as BrokerError
 
+from leaderboard.api.errors import error_body
+
 logger = logging.getLogger("podium.unavailable")
 
 # What a client is told to wait before trying again: long enough for a database
@@ -66,8 +68,6 @@ def is_service_unavailable(exc: BaseException | None) -> bool:
 
 
 def unavailable_body(exc: BaseException) -> dict[str, Any]:
-    from leaderboard.api.errors import error_body
-
     code, message = unavailable_code(exc) or ("service_unavailable", ServiceUnavailable.public_message)
     return error_body(code, f"{message} Try again in {RETRY_AFTER_SECONDS} seconds.")
 

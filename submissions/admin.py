@@ -41,6 +41,7 @@ from submissions.services.signing_keys import (
     signing_key_register,
     signing_key_revoke,
 )
+from submissions.tasks import verify_submission
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -64,8 +65,6 @@ class SubmissionAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Re-verify (queue again; finished submissions are skipped)")
     def reverify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        from submissions.tasks import verify_submission
-
         pending = [s.pk for s in queryset if s.status != Submission.Status.DONE]
         for submission_id in pending:
             verify_submission.delay(str(submission_id))

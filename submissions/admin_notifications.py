@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from submissions.models import NotificationDelivery, RunVisibilityEvent
+from submissions.services.notifications import _enqueue
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -34,8 +35,6 @@ class NotificationDeliveryAdmin(_ReadOnly):
 
     @admin.action(description="Send the selected failed notifications once more")
     def send_again(self, request: HttpRequest, queryset: QuerySet[NotificationDelivery]) -> None:
-        from submissions.services.notifications import _enqueue
-
         ids = list(queryset.filter(state=NotificationDelivery.State.FAILED).values_list("pk", flat=True))
         NotificationDelivery.objects.filter(pk__in=ids).update(state=NotificationDelivery.State.PENDING, attempts=0)
         for delivery_id in ids:

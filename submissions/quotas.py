@@ -47,6 +47,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from leaderboard.models import RaceRun, SigningKey
 from submissions.models import ApiKey, DailyCount
 
 # The scope validator race runs are counted under (one counter per validator key and day).
@@ -235,8 +236,6 @@ class ValidatorKeyQuota:
 
 def validator_quota_overview(*, user: User) -> list[ValidatorKeyQuota]:
     """The active validator keys ``user`` has filed race runs with, each with today's use (two queries)."""
-    from leaderboard.models import RaceRun, SigningKey
-
     keys = list(
         SigningKey.objects.filter(
             owner_kind=SigningKey.Owner.VALIDATOR,

@@ -21,6 +21,10 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
+from submissions.models import NotificationDelivery
+from submissions.services.cards import cards_close_idle
+from submissions.services.notifications import notification_deliver, notifications_due_ids, retry_delay_seconds
+from submissions.services.rescoring import rescore_compute
 from submissions.services.runs import run_confidence_compute, runs_missing_confidence_ids
 from submissions.services.verification import TRANSIENT_ERRORS, stuck_submission_ids, submission_verify
 
@@ -93,7 +97,6 @@ def sweep_stuck_submissions() -> int:
 def close_idle_scorecards() -> int:
     """Close every scorecard idle past settings.PODIUM_CARD_IDLE_SECONDS, as /close would
     (returns how many). Safe to run twice: each card is re-checked under its row lock."""
-    from submissions.services.cards import cards_close_idle
 
     closed = cards_close_idle()
     if closed:
@@ -111,8 +114,6 @@ def deliver_notification(self: Any, delivery_id: int) -> None:
     A failed attempt is retried with backoff (submissions.services.notifications.retry_delay_seconds)
     until the row is sent or failed. In-process mode (no broker) does not wait in the request:
     the sweeper retries due rows instead."""
-    from submissions.models import NotificationDelivery
-    from submissions.services.notifications import notification_deliver, retry_delay_seconds
 
     delivery = notification_deliver(delivery_id=delivery_id)
     if delivery is None or delivery.state != NotificationDelivery.State.PENDING or self.request.is_eager:
@@ -123,8 +124,6 @@ def deliver_notification(self: Any, delivery_id: int) -> None:
 @shared_task(name="submissions.tasks.sweep_notifications", acks_late=True)
 def sweep_notifications() -> int:
     """Re-enqueue pending notifications whose retry is due (a lost enqueue, or in-process mode)."""
-    from submissions.services.notifications import notifications_due_ids
-
     ids = notifications_due_ids()
     for delivery_id in ids:
         deliver_notification.delay(delivery_id)
@@ -146,6 +145,4 @@ def sweep_notifications() -> int:
 )
 def compute_rescore(rescore_id: int) -> None:
     """The dry-run stage of a rescore: recompute every stored bundle, record before/after (idempotent)."""
-    from submissions.services.rescoring import rescore_compute
-
     rescore_compute(rescore_id=rescore_id)

@@ -19,25 +19,29 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from leaderboard.disclosure import submission_view
-from leaderboard.models import Benchmark
+from leaderboard.models import Benchmark, RaceEntry
 from leaderboard.uploads import declared_too_large
 from leaderboard.users import signed_in_user
-from submissions.models import Submission
-from submissions.quotas import QuotaExceeded
+from submissions.api.trust_views import owed_run_rows
+from submissions.bundle.errors import BundleError
+from submissions.models import Submission, SubmissionChallenge
+from submissions.quotas import QuotaExceeded, quota_overview, validator_quota_overview
 from submissions.selectors import submissions as submission_selectors
+from submissions.services.challenges import ChallengeRequest, challenge_issue
+from submissions.services.races import race_entry_create
 from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
+from submissions.site_keys import SiteKeyError, current_public_key
 
 logger = logging.getLogger(__name__)
 
 
 def _site_key() -> tuple[str, str] | None:
     """(key_id, age recipient) to seal bundles to, or None when the site has no key yet."""
-    from submissions.site_keys import SiteKeyError, current_public_key
-
     try:
         return current_public_key()
     except SiteKeyError:
@@ -105,8 +109,6 @@ def _csrf_checked(request: HttpRequest) -> HttpResponse:  # pragma: no cover - n
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
-    from submissions.quotas import quota_overview, validator_quota_overview
-
     user = signed_in_user(request)
     benchmarks = list(Benchmark.objects.order_by("name"))
     context: dict[str, Any] = {
@@ -162,9 +164,6 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 def _open_challenges(user: Any) -> list[Any]:
     """The account's unused, unexpired challenges, newest first (shown on the upload page)."""
-    from django.utils import timezone
-
-    from submissions.models import SubmissionChallenge
 
     return list(
         SubmissionChallenge.objects.filter(user=user, used_at__isnull=True, expires_at__gt=timezone.now())
@@ -177,9 +176,6 @@ def _open_challenges(user: Any) -> list[Any]:
 @require_http_methods(["POST"])
 def challenge_new(request: HttpRequest) -> HttpResponse:
     """Issue a submission challenge from the upload page's form and show it there."""
-    from submissions.bundle.errors import BundleError
-    from submissions.services.challenges import ChallengeRequest, challenge_issue
-
     benchmarks = list(Benchmark.objects.order_by("name"))
     fields = {
         name: request.POST.get(name, "").strip() for name in ("benchmark", "release", "agent_name", "agent_version")
@@ -243,10 +239,6 @@ def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse
 @require_http_methods(["GET", "POST"])
 def race_entries(request: HttpRequest) -> HttpResponse:
     """Enter one of your agent versions in a race (seed 002: entries are made by the agent's owner)."""
-    from leaderboard.models import RaceEntry
-    from submissions.bundle.errors import BundleError
-    from submissions.services.races import race_entry_create
-
     context: dict[str, Any] = {
         "benchmarks": list(Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE).order_by("name"))
     }
@@ -285,8 +277,6 @@ def race_entries(request: HttpRequest) -> HttpResponse:
 @require_GET
 def owed_runs(request: HttpRequest) -> HttpResponse:
     """The runs this account's validators owe after an infrastructure failure (staff: all)."""
-    from submissions.api.trust_views import owed_run_rows
-
     user = signed_in_user(request)
     if not user.is_staff and not user.validators.exists():
         raise Http404("No such page")

@@ -19,6 +19,7 @@ from leaderboard.api.serializers import ManifestSyncResultSerializer, ManifestUp
 from leaderboard.api_errors import ApiError
 from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race
+from leaderboard.services.races import RaceTransitionError, race_release
 from leaderboard.services.release_gates import ReleaseGateError
 from leaderboard.services.release_sync import release_sync
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
@@ -127,8 +128,6 @@ class RaceReleaseView(APIView):
 
     @staticmethod
     def _release(race: Race, request: Request) -> Race:
-        from leaderboard.services.races import RaceTransitionError, race_release
-
         try:
             race = race_release(race=race, user=request.user)
         except RaceTransitionError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, QuerySet
 
-from leaderboard.models import Agent, AgentVersion
+from leaderboard.models import Agent, AgentVersion, RaceRun, Run, ScorecardRun
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.users import Viewer
 
@@ -23,8 +23,6 @@ PUBLIC_RUN_LEVELS = ("validated", "attested", "verified")
 
 def agent_versions_public(*, user: Viewer | None = None) -> QuerySet[AgentVersion]:
     """Agent versions with at least one public run (every version for staff)."""
-    from leaderboard.models import RaceRun, Run, ScorecardRun
-
     versions = AgentVersion.objects.all()
     if _is_staff(user):
         return versions

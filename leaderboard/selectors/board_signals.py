@@ -13,6 +13,8 @@ from typing import Any
 
 from django.db.models import Count, Max
 
+from leaderboard.models import RaceRun
+
 
 @dataclass
 class ValidatorSigner:
@@ -41,7 +43,6 @@ def race_signals(*, race: Any) -> RaceSignals | None:
     nothing of a run's outcome, so an embargoed race shows no more than its run list does."""
     if race is None:
         return None
-    from leaderboard.models import RaceRun
 
     return _signals(RaceRun.objects.filter(race=race))
 
@@ -50,7 +51,6 @@ def qualifying_signals(*, release: Any) -> RaceSignals | None:
     """The same for the qualifying runs of a race benchmark's release (runs outside any race)."""
     if release is None:
         return None
-    from leaderboard.models import RaceRun
 
     return _signals(RaceRun.objects.filter(release=release, race__isnull=True))
 

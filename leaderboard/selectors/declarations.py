@@ -20,6 +20,7 @@ from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Run, Standing, TaskResult
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
+from leaderboard.services.standings import standing_sort_key
 from leaderboard.users import Viewer
 
 LEVELS = PUBLIC_RUN_LEVELS
@@ -152,8 +153,6 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
     attested or verified, neither the run nor its submission private, a score in the tab,
     and no unsigned result on a withheld-anchor task (leaderboard.disclosure).
     """
-    from leaderboard.services.standings import standing_sort_key
-
     score_field = TAB_FIELDS[tab]
     leaking = TaskResult.objects.filter(run=OuterRef("pk"), release_task__anchor_published=False).exclude(
         signature=EVALUATOR_SIGNED

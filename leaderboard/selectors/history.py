@@ -23,6 +23,7 @@ from typing import Any
 
 from leaderboard.models import Benchmark, Race, Release, Standing
 from leaderboard.models.races import OverallStanding
+from leaderboard.selectors.race import pick_public_anchor
 from leaderboard.selectors.standing_ranks import with_rank
 
 HISTORY_DEFAULT_N = 5
@@ -95,7 +96,6 @@ def released_race_prefix(races: list[Race]) -> list[Race]:
     """The started races, in number order, up to the race pages' public anchor
     (leaderboard.selectors.race.pick_public_anchor: the latest released race before which
     every started race is released); empty when there is none."""
-    from leaderboard.selectors.race import pick_public_anchor
 
     anchor = pick_public_anchor(races)
     if anchor is None:

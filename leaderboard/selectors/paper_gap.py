@@ -21,8 +21,10 @@ from django.urls import reverse
 
 from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, OfficialRerun, Release, ReleaseTask, Run, Standing, Task, TaskResult
+from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
 from leaderboard.selectors.agents import agents_public
 from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
+from leaderboard.selectors.race import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
 from leaderboard.selectors.visibility import releases_visible, run_is_visible
 from leaderboard.users import Viewer
@@ -377,8 +379,6 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     Paper-gap boards read Standing (Overall tab), scorecard boards ScorecardStanding,
     race boards the Overall standings of the race the race pages anchor to (the
     running race while one is live, else the most recent completed one)."""
-    from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
-    from leaderboard.selectors.race import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 
     benchmarks = list(
         Benchmark.objects.order_by("name").prefetch_related(

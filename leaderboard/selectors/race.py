@@ -19,6 +19,7 @@ from django.http import Http404
 
 from leaderboard.models import AgentVersion, Benchmark, Race, RaceRun, RaceTaskOutcome, Release
 from leaderboard.models.races import OverallStanding, RaceResult
+from leaderboard.selectors.agents import agent_versions_public
 from leaderboard.selectors.releases import benchmark_of_scheme
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.users import Viewer
@@ -147,8 +148,6 @@ def agent_version_get(
     *, benchmark: Benchmark, agent_slug: str, version: str, user: Viewer | None = None
 ) -> AgentVersion:
     """A public agent version (leaderboard.selectors.agents: one with a public run), or 404."""
-    from leaderboard.selectors.agents import agent_versions_public
-
     agent_version = (
         agent_versions_public(user=user).select_related("agent").filter(agent__slug=agent_slug, version=version).first()
     )

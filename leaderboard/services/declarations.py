@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import F
 
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, Release, ReleasePrice, Run, RunCost
+from leaderboard.services.standings import standings_update_version
 from leaderboard.users import Viewer
 
 # The price table's catch-all row: used when no row names the version's base model.
@@ -152,7 +153,6 @@ def release_prices_changed(*, release: Release) -> int:
 def _restand(agent_version: AgentVersion) -> None:
     """Bring the version's rows of every release it ran on up to date: the incremental update
     takes a baseline's rows off (the others close up) or puts a former baseline back in place."""
-    from leaderboard.services.standings import standings_update_version
 
     for release in Release.objects.filter(pk__in=_releases_of_version(agent_version)):
         standings_update_version(release=release, agent_version_id=agent_version.pk)

@@ -14,6 +14,7 @@ from typing import Any
 
 from celery import Celery
 from celery.beat import PersistentScheduler
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.site.settings")
 
@@ -48,7 +49,5 @@ def route_task(name: str, args: Any, kwargs: Any, options: Any, task: Any = None
     """Celery router (settings.CELERY_TASK_ROUTES): follow-ups to settings.PODIUM_FOLLOWUP_QUEUE,
     everything else to the default queue (verification, the sweeper)."""
     if name in FOLLOWUP_TASKS:
-        from django.conf import settings
-
         return {"queue": settings.PODIUM_FOLLOWUP_QUEUE}
     return None

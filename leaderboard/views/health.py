@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+import redis
 from django.conf import settings
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import connection
@@ -35,8 +36,6 @@ def check_database() -> str:
 
 
 def _ping_redis(url: str) -> str:
-    import redis
-
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return SKIPPED
     client = redis.Redis.from_url(

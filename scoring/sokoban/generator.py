@@ -14,6 +14,7 @@ manifest sync takes about a second.
 
 from __future__ import annotations
 
+import argparse
 import random
 from dataclasses import dataclass
 
@@ -119,8 +120,6 @@ def levels_yaml(levels: list[GeneratedLevel], *, seed: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
-
     parser = argparse.ArgumentParser(description="Write a generated Sokoban level set as manifest YAML to stdout.")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--count", type=int, default=100)

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
+from submissions.models import WebhookEndpoint
 from submissions.services import notifications, visibility
 
 
@@ -112,8 +113,6 @@ class WebhookView(APIView):
 
     @extend_schema(summary="Your verdict webhook", responses={200: WEBHOOK})
     def get(self, request: Request) -> Response:
-        from submissions.models import WebhookEndpoint
-
         endpoint = WebhookEndpoint.objects.filter(user=signed_in_user(request)).first()
         if endpoint is None:
             raise ApiError(code="webhook_not_set", message="This account has no webhook.", status_code=404)
@@ -152,6 +151,5 @@ class WebhookRotateView(APIView):
             secret = notifications.webhook_rotate_secret(user=signed_in_user(request))
         except notifications.WebhookError as exc:
             raise ApiError(code=exc.code, message=exc.message, status_code=404) from None
-        from submissions.models import WebhookEndpoint
 
         return Response(_webhook_body(WebhookEndpoint.objects.get(user=signed_in_user(request)), secret))

@@ -36,8 +36,9 @@ from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
 from submissions.api.serializers import SiteKeySerializer, SubmissionSerializer, SubmissionUploadSerializer
 from submissions.models import ApiKey, Submission
-from submissions.quotas import QuotaExceeded
+from submissions.quotas import QuotaExceeded, next_reset, quota_overview, validator_quota_overview
 from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
+from submissions.site_keys import SiteKeyError, current_public_key
 
 logger = logging.getLogger("podium.api")
 
@@ -187,8 +188,6 @@ class SiteKeyView(APIView):
         summary="The site's current public age key", responses={200: SiteKeySerializer, 503: ErrorSerializer}
     )
     def get(self, request: Request) -> Response:
-        from submissions.site_keys import SiteKeyError, current_public_key
-
         try:
             key_id, public_key = current_public_key()
         except SiteKeyError:
@@ -213,8 +212,6 @@ class LimitsView(APIView):
         responses={200: {"type": "object", "additionalProperties": True}, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        from submissions.quotas import next_reset, quota_overview, validator_quota_overview
-
         benchmarks = list(Benchmark.objects.order_by("slug"))
         user = signed_in_user(request)
         rows = quota_overview(user=user, benchmarks=benchmarks)

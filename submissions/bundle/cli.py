@@ -18,7 +18,23 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from submissions.bundle.archive import DEFAULT_LIMITS, iter_members
+from submissions.bundle.bundle import read_bundle_dir, read_payload
+from submissions.bundle.client import add_commands
+from submissions.bundle.contract import JudgeKey
+from submissions.bundle.envelope import decrypt_to_tempfile, generate_identity, parse_identities, parse_recipient
 from submissions.bundle.errors import BundleError
+from submissions.bundle.evaluate import ATTESTED, MISMATCH, VALIDATED, Outcome, evaluate_paper_gap
+from submissions.bundle.seal import seal_dir, write_members
+from submissions.bundle.signatures import (
+    generate_signing_key,
+    key_id_for,
+    load_private_key,
+    private_key_pem,
+    public_key_b64,
+    sign_object,
+)
+from submissions.bundle.strict_json import parse_json
 
 __all__ = ["EXIT_LOCAL", "EXIT_MISMATCH", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "main"]
 
@@ -57,8 +73,6 @@ def _write_new(path: str, text: str, mode: int = 0o600) -> None:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
-    from submissions.bundle.envelope import generate_identity
-
     secret, public = generate_identity()
     now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     text = f"# created: {now}\n# public key: {public}\n{secret}\n"
@@ -71,9 +85,6 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
-    from submissions.bundle.envelope import parse_recipient
-    from submissions.bundle.seal import seal_dir
-
     for recipient in args.recipient:
         try:
             parse_recipient(recipient)
@@ -84,7 +95,6 @@ def cmd_seal(args: argparse.Namespace) -> int:
     if Path(args.output).exists() and not args.force:
         raise LocalError(f"{args.output} already exists (use --force to replace it)")
     # Judge the directory as it will be sealed before writing anything.
-    from submissions.bundle.bundle import read_bundle_dir
 
     read_bundle_dir(args.directory, members_as_sealed=not args.keep_members)
     seal_dir(
@@ -99,8 +109,6 @@ def cmd_seal(args: argparse.Namespace) -> int:
 
 
 def _identities(paths: Sequence[str]) -> list[str]:
-    from submissions.bundle.envelope import parse_identities
-
     texts = [_read_text(path, "identity file") for path in paths]
     try:
         parse_identities(texts)
@@ -110,17 +118,12 @@ def _identities(paths: Sequence[str]) -> list[str]:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
-    from submissions.bundle.archive import iter_members
-    from submissions.bundle.bundle import read_payload
-    from submissions.bundle.envelope import decrypt_to_tempfile, parse_identities
-
     identities = parse_identities(_identities(args.identity))
     if not Path(args.file).is_file():
         raise LocalError(f"{args.file} is not a file")
     if args.output and Path(args.output).exists() and any(Path(args.output).iterdir()):
         raise LocalError(f"{args.output} exists and is not empty")
     name = Path(args.file).name
-    from submissions.bundle.archive import DEFAULT_LIMITS
 
     with decrypt_to_tempfile(args.file, identities, max_bytes=DEFAULT_LIMITS.max_bundle_bytes, name=name) as plain:
         bundle = read_payload(plain, name=name)
@@ -145,8 +148,6 @@ def _fmt(value: object) -> str:
 
 
 def _trusted_keys(values: Sequence[str]) -> dict[str, str]:
-    from submissions.bundle.signatures import key_id_for
-
     keys: dict[str, str] = {}
     for value in values:
         text = value.strip()
@@ -160,11 +161,8 @@ def _trusted_keys(values: Sequence[str]) -> dict[str, str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from submissions.bundle.bundle import read_bundle_dir
-    from submissions.bundle.contract import JudgeKey
-    from submissions.bundle.evaluate import ATTESTED, MISMATCH, VALIDATED, Outcome, evaluate_paper_gap
-
     try:
+        # deferred: only `check` reads a release manifest; the tool's other commands need none of it
         from leaderboard.manifest import ManifestError, load_manifest
     except ImportError as exc:  # pragma: no cover -- ships with the repository
         raise LocalError(f"the release manifest reader is unavailable ({exc})") from None
@@ -213,8 +211,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _print_outcome(outcome: object) -> None:
-    from submissions.bundle.evaluate import Outcome
-
     assert isinstance(outcome, Outcome)
     print(f"verdict: {outcome.verdict}" + (f" [{outcome.error_code}]" if outcome.error_code else ""))
     print(outcome.message)
@@ -241,8 +237,6 @@ def _print_outcome(outcome: object) -> None:
 
 
 def cmd_ed25519_keygen(args: argparse.Namespace) -> int:
-    from submissions.bundle.signatures import generate_signing_key, key_id_for, private_key_pem, public_key_b64
-
     key = generate_signing_key()
     _write_new(args.output, private_key_pem(key).decode("ascii"))
     public = public_key_b64(key)
@@ -252,10 +246,6 @@ def cmd_ed25519_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_sign_results(args: argparse.Namespace) -> int:
-    from submissions.bundle.seal import write_members
-    from submissions.bundle.signatures import key_id_for, load_private_key, public_key_b64, sign_object
-    from submissions.bundle.strict_json import parse_json
-
     try:
         key = load_private_key(Path(args.key).read_bytes())
     except (OSError, ValueError) as exc:
@@ -366,7 +356,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sign_results)
 
     # submit / status against a Podium site (standard library HTTP; PODIUM_URL, PODIUM_API_KEY).
-    from submissions.bundle.client import add_commands
 
     add_commands(sub)
     return parser

@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from submissions.bundle.seal import seal_dir
+
 EXIT_OK = 0
 EXIT_MISMATCH = 1
 EXIT_REJECTED = 3
@@ -167,8 +169,6 @@ def _manifest_benchmark(directory: Path) -> str:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from submissions.bundle.seal import seal_dir
-
     url, key = _config()
     directory = Path(args.directory)
     if not (directory / "manifest.json").is_file():

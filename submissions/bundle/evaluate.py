@@ -34,6 +34,7 @@ from typing import Any, cast
 from scoring import gap
 from scoring.compare import DEFAULT_TOLERANCE, MATCH, compare_claims
 from scoring.errors import ScoringError
+from scoring.uncertainty import pack_run_columns, task_columns
 from submissions.bundle.bundle import Bundle
 from submissions.bundle.contract import EvaluatorKey, JudgeKey, check_challenge, results_digest
 from submissions.bundle.errors import BundleError
@@ -230,7 +231,7 @@ def _intervals(
     if resamples <= 0:
         return {}
     try:
-        from scoring.uncertainty import run_intervals
+        from scoring.uncertainty import run_intervals  # deferred: numpy, needed only when intervals are asked for
     except ImportError:  # pragma: no cover -- scoring ships it; keep the bundle tool usable without
         return {}
     return run_intervals(release_spec, results, resamples=resamples, seed=seed).to_dict()
@@ -262,8 +263,6 @@ def _faithfulness_check(
 
 def _episode_columns(release_spec: gap.ReleaseSpec, results: Mapping[str, gap.TaskResult]) -> bytes:
     """The tasks' (validated: score_run accepted them) episodes as the bytes the interval follow-up reads."""
-    from scoring.uncertainty import pack_run_columns, task_columns
-
     return pack_run_columns(
         {slug: task_columns(result, sorted(release_spec.tasks[slug].penalties)) for slug, result in results.items()}
     )

@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from scoring.gap import GENRES
-from scoring.race import VERDICT_STATUSES
+from scoring.race import VERDICT_STATUSES, TaskOutcome
 from submissions.bundle.errors import BundleError
 
 __all__ = [
@@ -526,8 +526,6 @@ class RaceOutcome:
 
     def to_scoring(self) -> Any:
         """As :class:`scoring.race.TaskOutcome` (paid reward and failure are recomputed)."""
-        from scoring.race import TaskOutcome
-
         return TaskOutcome(
             task_id=self.task_id,
             order_placed=self.order_placed,

@@ -18,6 +18,7 @@ from pathlib import Path
 from submissions.bundle.archive import write_archive
 from submissions.bundle.envelope import seal_file
 from submissions.bundle.errors import BundleError
+from submissions.bundle.strict_json import parse_json
 
 __all__ = ["directory_members", "seal_dir", "write_members"]
 
@@ -60,8 +61,6 @@ def computed_members(directory: str | os.PathLike[str]) -> dict[str, str]:
 
 def write_members(directory: str | os.PathLike[str]) -> dict[str, str]:
     """Rewrite manifest.json's ``members`` from the files on disk; return the map."""
-    from submissions.bundle.strict_json import parse_json
-
     path = Path(directory) / MANIFEST
     doc = parse_json(path.read_bytes(), member=MANIFEST)
     if not isinstance(doc, dict):

@@ -27,9 +27,17 @@ from django.conf import settings
 from django.db import transaction
 
 from leaderboard.models import Benchmark, Race, Release, Validator
+from leaderboard.services.races import race_close, race_release, race_schedule, race_start
+from leaderboard.services.release_sync import release_sync
 from scoring.race import TaskOutcome
+from submissions.bundle.signatures import public_key_b64
 from submissions.demo_loaders.scheme_bundles import race_run_members, seal_members, submit_sealed
 from submissions.demo_loaders.scorecard import demo_user
+from submissions.models import Submission
+from submissions.services.challenges import ChallengeRequest, challenge_issue
+from submissions.services.races import race_entry_create
+from submissions.services.signing_keys import signing_key_register
+from submissions.site_keys import current_public_key
 
 BENCHMARK_SLUG = "shopping-race"
 BENCHMARK_NAME = "Shopping race"
@@ -106,10 +114,6 @@ def infrastructure_failure(tasks: list[str]) -> list[TaskOutcome]:
 @transaction.atomic
 def race_benchmark_ensure(*, user: Any) -> tuple[Benchmark, Release, dict[str, Validator]]:
     """The benchmark, its qualifying release, its validators and their registered keys."""
-    from leaderboard.services.release_sync import release_sync
-    from submissions.bundle.signatures import public_key_b64
-    from submissions.services.signing_keys import signing_key_register
-
     release = release_sync(manifest=EXAMPLE_DIR).release
     benchmark = release.benchmark
     validators = {}
@@ -126,8 +130,6 @@ def race_benchmark_ensure(*, user: Any) -> tuple[Benchmark, Release, dict[str, V
 
 def _advance(race: Race, target: str) -> Race:
     """Move a race forward through the lifecycle services up to ``target`` (never back)."""
-    from leaderboard.services.races import race_close, race_release, race_start
-
     steps = {"running": race_start, "embargoed": race_close, "released": race_release}
     while ORDER.index(race.status) < ORDER.index(target):
         following = ORDER[ORDER.index(race.status) + 1]
@@ -167,12 +169,6 @@ def _submit_race_runs(number: int, target: str, submit: Callable[..., None]) -> 
 
 def load_race_demo(*, stdout: Any) -> None:
     """Load the demo race benchmark through the real verification path."""
-    from leaderboard.services.races import race_schedule
-    from submissions.models import Submission
-    from submissions.services.challenges import ChallengeRequest, challenge_issue
-    from submissions.services.races import race_entry_create
-    from submissions.site_keys import current_public_key
-
     user = demo_user(DEMO_USERNAME)
     # The agents belong to an entrant account, which enters them; validators run them.
     entrant = demo_user(DEMO_ENTRANT)

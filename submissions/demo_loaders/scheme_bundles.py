@@ -23,6 +23,9 @@ from scoring import race as race_scoring
 from submissions.bundle.envelope import seal_file
 from submissions.bundle.schema import FORMAT_V1, FORMAT_V2
 from submissions.bundle.signatures import sign_object
+from submissions.models import Submission
+from submissions.services.submissions import submission_create
+from submissions.services.verification import submission_verify
 
 
 def _dump(value: Any) -> bytes:
@@ -135,9 +138,6 @@ def seal_members(members: Mapping[str, bytes], recipient: str) -> bytes:
 def submit_sealed(*, user: Any, sealed: bytes, name: str, api_key: Any = None) -> Any:
     """Upload sealed bytes through the real path (submission_create, then submission_verify
     in-process) and return the submission as verification left it."""
-    from submissions.models import Submission
-    from submissions.services.submissions import submission_create
-    from submissions.services.verification import submission_verify
 
     submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(sealed), api_key=api_key, original_name=name)
     submission_verify(submission_id=submission.pk)

@@ -31,8 +31,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from leaderboard.models import Release
+from leaderboard.services.release_sync import release_sync
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, solve
+from submissions.models import Card
+from submissions.services.cards import card_close, card_episode_play, card_episode_reset, card_open
 
 BENCHMARK_SLUG = "sokoban-hidden"
 BENCHMARK_NAME = "Sokoban hidden set"
@@ -241,7 +244,6 @@ def demo_levels(release: Release) -> list[DemoLevel]:
 def scorecard_release_ensure() -> Release:
     """The demo benchmark, its published release and hidden level set, synced from
     examples/demo-scorecard through the registry's release_sync (idempotent)."""
-    from leaderboard.services.release_sync import release_sync
 
     return release_sync(manifest=EXAMPLE_DIR).release
 
@@ -256,8 +258,6 @@ def demo_user(username: str) -> Any:
 
 def play_card(*, user: Any, agent: str, version: str, plans: list[Plan]) -> int:
     """Open a card, play ``plans`` through the services, close it; returns the card id."""
-    from submissions.services.cards import card_close, card_episode_play, card_episode_reset, card_open
-
     card = card_open(user=user, api_key=None, benchmark_slug=BENCHMARK_SLUG, agent_name=agent, agent_version=version)
     for plan in plans:
         card_episode_reset(card_id=card.pk, user=user, level_id=plan.level_id)
@@ -269,8 +269,6 @@ def play_card(*, user: Any, agent: str, version: str, plans: list[Plan]) -> int:
 
 def load_scorecard_demo(*, stdout: Any) -> None:
     """Sync the demo release and play every demo card that is not played yet."""
-    from submissions.models import Card
-
     release = scorecard_release_ensure()
     user = demo_user(DEMO_USERNAME)
     levels = demo_levels(release)

@@ -12,6 +12,8 @@ from leaderboard.api_query import MAX_ID
 from leaderboard.models import ScorecardRun
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.selectors.visibility import viewer_is_submitter
+from scoring.scorecard import step_budget
+from scoring.sokoban import parse_xsb
 from submissions.models import CardEpisode, CardMove
 
 
@@ -44,8 +46,6 @@ class EpisodeRow:
 
 def scorecard_episodes(*, card: ScorecardRun) -> list[EpisodeRow]:
     """The levels the card played, in play order (unplayed levels are padding, not rows)."""
-    from scoring.scorecard import step_budget
-
     if card.card_id is None:  # closed from a retired self-reported bundle: no recorded episodes
         return []
     rows = CardEpisode.objects.filter(card__run=card).select_related("level").order_by("started_at", "id")
@@ -81,7 +81,6 @@ def scorecard_replay(*, card: ScorecardRun, level_id: str, user: Any = None) -> 
     (only closed cards have a ScorecardRun). ``moves`` always carries step numbers,
     server times and where the episode was solved or deadlocked; the action and its
     result only for a viewer allowed by :func:`_may_see_moves`."""
-    from scoring.sokoban import parse_xsb
 
     episode = (
         CardEpisode.objects.filter(card__run=card, level__level_id=level_id).select_related("level").first()

@@ -31,8 +31,18 @@ from typing import Any
 from django.core.cache import cache
 
 from leaderboard.disclosure import Disclosure
+from leaderboard.selectors.releases import release_spec
 from leaderboard.selectors.visibility import viewer_is_submitter
 from leaderboard.users import Viewer
+from scoring.errors import ScoringError
+from scoring.gap import Episode
+from scoring.task_interval import task_final_interval
+from submissions import site_keys
+from submissions.bundle.archive import iter_members
+from submissions.bundle.envelope import decrypt_to_tempfile
+from submissions.bundle.errors import BundleError
+from submissions.services.stored_bundles import bundle_limits, bundle_local_path, open_stored_bundle
+from submissions.site_keys import SiteKeyError
 
 logger = logging.getLogger(__name__)
 
@@ -68,10 +78,6 @@ def _summary_key(sha256: str) -> str:
 
 
 def _read_summary(submission: Any) -> BundleSummary:
-    from submissions.bundle.errors import BundleError
-    from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
-    from submissions.site_keys import SiteKeyError
-
     try:
         with bundle_local_path(submission.file.name) as path:
             bundle = open_stored_bundle(path)
@@ -140,12 +146,6 @@ def artifact_file(*, run: Any, artifact: Artifact) -> Iterator[Path]:
     The bundle is decrypted and walked with the same limits and path checks as at upload
     (submissions.bundle.archive.iter_members); every member is written under a private
     temporary directory that is removed afterwards, whatever happens."""
-    from submissions import site_keys
-    from submissions.bundle.archive import iter_members
-    from submissions.bundle.envelope import decrypt_to_tempfile
-    from submissions.bundle.errors import BundleError
-    from submissions.services.stored_bundles import bundle_limits, bundle_local_path
-    from submissions.site_keys import SiteKeyError
 
     limits = bundle_limits()
     workdir = Path(tempfile.mkdtemp(prefix="podium-artifact-"))
@@ -180,10 +180,6 @@ def task_intervals(*, run: Any) -> dict[str, tuple[float, float]]:
     episodes (scoring.task_interval), cached with the bundle; {} when the bundle cannot be
     read now (the comparison then shows the tasks without an interval). Server-side only:
     callers show an interval only where they show the final score itself."""
-    from leaderboard.selectors.releases import release_spec
-    from scoring.errors import ScoringError
-    from scoring.gap import Episode
-    from scoring.task_interval import task_final_interval
 
     key = _interval_key(run)
     cached = cache.get(key)

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.http import Http404
 
+from leaderboard.api_query import whole_number
 from leaderboard.disclosure import run_disclosure
 from leaderboard.models import Run
 from leaderboard.selectors.paper_gap import run_get
@@ -97,8 +98,6 @@ class Comparison:
 
 
 def _run_id(params: Any, name: str) -> int:
-    from leaderboard.api_query import whole_number
-
     raw = params.get(name) or ""
     if not raw:
         raise CompareQueryError(f"{name}: missing; expected a run id (e.g. ?a=12&b=34)")

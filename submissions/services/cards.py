@@ -41,6 +41,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
+from leaderboard.services.scheme_standings import scorecard_standing_update
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
 from submissions import rows
@@ -522,8 +523,6 @@ def card_summary(card: Card) -> scorecard_scoring.Scorecard:
 
 def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
     """Close a locked open card: end its unfinished episode, compute, record, refresh the board."""
-    from leaderboard.services.scheme_standings import scorecard_standing_update
-
     _end_unfinished(card, keep=None, now=now)
     summary = card_summary(card)
     card.status = Card.Status.CLOSED

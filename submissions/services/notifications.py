@@ -39,12 +39,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import DatabaseError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from leaderboard.disclosure import submission_view
 from submissions.models import NotificationDelivery, Submission, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
@@ -194,8 +196,6 @@ def notifications_for_verdict(*, submission: Submission) -> list[int]:
 
 
 def _owe(submission: Submission) -> list[int]:
-    from django.contrib.auth import get_user_model
-
     user = get_user_model().objects.filter(pk=submission.submitter_id).only("email").first()
     targets: list[tuple[str, str]] = []
     if user is not None and user.email:
@@ -229,8 +229,6 @@ def retry_delay_seconds(attempts: int) -> int:
 
 def notification_payload(submission: Submission) -> dict[str, Any]:
     """What the submitter is told: the verdict as they may see it (leaderboard.disclosure)."""
-    from leaderboard.disclosure import submission_view
-
     view = submission_view(submission, user=submission.submitter)
     run = getattr(submission, "run", None) if submission.kind == Submission.Kind.PAPER_GAP else None
     return {

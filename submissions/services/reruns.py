@@ -45,6 +45,10 @@ from leaderboard.services.standings import standings_update_version
 from scoring import gap
 from scoring.errors import ScoringError
 from scoring.rerun import DEFAULT_RERUN_TOLERANCE, compare_finals
+from submissions.bundle.errors import BundleError
+from submissions.bundle.evaluate import evaluate_paper_gap
+from submissions.services.signing_keys import evaluator_public_keys
+from submissions.services.stored_bundles import open_stored_bundle
 from submissions.services.submissions import SubmissionRejected, bundle_spool
 
 __all__ = [
@@ -163,11 +167,6 @@ def run_rerun_record_bundle(*, run: Run, actor: User | None, bundle_file: Any, n
     be self-consistent (its claimed breakdown matches its recomputation). Raises RerunError
     (nothing written) or PermissionDenied for anyone but staff.
     """
-    from submissions.bundle.errors import BundleError
-    from submissions.bundle.evaluate import evaluate_paper_gap
-    from submissions.services.signing_keys import evaluator_public_keys
-    from submissions.services.stored_bundles import open_stored_bundle
-
     actor = _staff(actor)
     locked = _locked(run)
     path, sha256 = _spool(bundle_file)

@@ -40,11 +40,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, ReleaseTask, Run, TaskResult, VerificationEvent
-from leaderboard.selectors.releases import version_key
+from leaderboard.selectors.releases import release_spec, version_key
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_update_version
 from scoring import gap
+from scoring.errors import ScoringError
+from submissions.bundle.errors import BundleError
+from submissions.bundle.evaluate import scoring_results
 from submissions.models import Rescore, RescoreItem, Submission
+from submissions.services.runs import _enqueue_confidence
+from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 logger = logging.getLogger(__name__)
 
@@ -158,9 +163,6 @@ def _enqueue(task_name: str, rescore_id: int) -> None:
 
 
 def _recompute(run: Run, spec: Any) -> dict[str, Any]:
-    from submissions.bundle.evaluate import scoring_results
-    from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
-
     with bundle_local_path(run.submission.file.name) as path:
         bundle = open_stored_bundle(path)
     return gap.score_run(spec, scoring_results(bundle)).to_dict()
@@ -219,8 +221,6 @@ def rescore_compute(*, rescore_id: Any) -> Rescore | None:
     A bundle that no longer opens or scores marks its item failed (with the reason) rather than
     stopping the rescore; transient faults (database, storage I/O) propagate so the task retries,
     and a retry resumes at the first pending item."""
-    from leaderboard.selectors.releases import release_spec
-    from scoring.errors import ScoringError
 
     rescore = Rescore.objects.select_related("release", "target_release").filter(pk=rescore_id).first()
     if rescore is None or rescore.state != Rescore.State.PROPOSING:
@@ -261,9 +261,6 @@ def _compute_item(
     source_spec: gap.ReleaseSpec | None,
 ) -> None:
     """Recompute one item of a proposal and save it (its run is never changed here)."""
-    from scoring.errors import ScoringError  # deferred: the same as rescore_compute's
-    from submissions.bundle.errors import BundleError  # deferred: the same as rescore_compute's
-
     run = item.run
     target = rescore.target_release
     item.before = _snapshot_run(run)
@@ -347,8 +344,6 @@ def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list
 
 def rescore_apply(*, rescore_id: Any, user: User) -> Rescore:
     """Stage 3: write every changed item of a proposed rescore (staff only); safe to run twice."""
-    from submissions.services.runs import _enqueue_confidence
-
     if not getattr(user, "is_staff", False):
         raise RescoreError("staff_only", "only staff can apply a rescore")
     with transaction.atomic():
@@ -495,8 +490,6 @@ def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
 
 def _apply_carry(rescore: Rescore) -> None:
     """Apply a carrying rescore (inside rescore_apply's transaction, the rescore row locked)."""
-    from submissions.services.runs import _enqueue_confidence
-
     target = rescore.target_release
     assert target is not None
     items = RescoreItem.objects.filter(

@@ -51,15 +51,23 @@ from leaderboard.models import (
     TaskResult,
     VerificationEvent,
 )
-from leaderboard.selectors.releases import unknown_release_message
+from leaderboard.selectors.releases import (
+    RELEASE_SPEC_COLUMNS,
+    release_spec,
+    release_spec_from_rows,
+    unknown_release_message,
+)
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.standings import standings_set_interval, standings_update_version
 from scoring import gap
+from scoring.errors import ScoringError
+from scoring.uncertainty import run_intervals, run_intervals_from_columns, unpack_run_columns
 from submissions.bundle.contract import EvaluatorKey, JudgeKey
 from submissions.bundle.errors import BundleError
-from submissions.bundle.evaluate import Outcome, evaluate_paper_gap
+from submissions.bundle.evaluate import Outcome, evaluate_paper_gap, scoring_results
 from submissions.models import Submission
 from submissions.services.agents import agent_version_claim
+from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 if TYPE_CHECKING:
     from submissions.bundle.bundle import Bundle
@@ -145,8 +153,6 @@ def scoped_judge_keys(pks: dict[str, int] | None = None) -> dict[str, JudgeKey]:
 def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext:
     """The published release the manifest names, its scoring contract and the keys. Reads only."""
     # selectors import the boards' models: import late
-    from leaderboard.selectors.releases import RELEASE_SPEC_COLUMNS, release_spec_from_rows
-    from scoring.errors import ScoringError
 
     benchmark, version = str(bundle.manifest.benchmark), str(bundle.manifest.release)
     release = (
@@ -345,10 +351,6 @@ def run_confidence_compute(*, run_id: int) -> Run | None:
     and the run is left without an interval rather than retried forever; transient faults
     (database, storage I/O) propagate so the task retries.
     """
-    from leaderboard.selectors.releases import release_spec
-    from scoring.errors import ScoringError
-    from scoring.uncertainty import run_intervals_from_columns, unpack_run_columns
-
     # One query: the run, its release and its stored episodes (a reverse one-to-one join). The
     # run's breakdown (the largest column, decoded on every load) is not needed here: deferred.
     run = Run.objects.select_related("release", "episodes").defer("breakdown").filter(pk=run_id).first()
@@ -393,12 +395,6 @@ def run_confidence_compute(*, run_id: int) -> Run | None:
 
 def _intervals_from_bundle(run: Run, spec: Any, resamples: int) -> dict[str, Any] | None:
     """The run's intervals from its stored bundle (None, logged: it no longer opens or scores)."""
-    from scoring.errors import ScoringError
-    from scoring.uncertainty import run_intervals
-    from submissions.bundle.errors import BundleError
-    from submissions.bundle.evaluate import scoring_results
-    from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
-
     try:
         with bundle_local_path(run.submission.file.name) as path:
             bundle = open_stored_bundle(path)

@@ -22,12 +22,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
+from leaderboard.unavailable import StorageUnavailable
 from submissions.models import ApiKey, Submission
 from submissions.quotas import QuotaResult, quota_consume, quota_peek, quota_refund, quota_scope
 
@@ -131,9 +133,6 @@ def _store(name: str, spool: IO[bytes]) -> None:
     database) when the storage cannot be reached: the upload is refused whole, never
     half-recorded.
     """
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from leaderboard.unavailable import StorageUnavailable
 
     try:
         if not default_storage.exists(name):

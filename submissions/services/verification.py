@@ -51,6 +51,9 @@ from django.utils import timezone
 
 from submissions.bundle.errors import BundleError
 from submissions.models import Submission
+from submissions.services import races, runs
+from submissions.services.challenges import challenge_check, challenge_consume, results_duplicate_check
+from submissions.services.notifications import notifications_for_verdict
 from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 if TYPE_CHECKING:
@@ -214,7 +217,6 @@ def _finish(submission: Submission, verdict: Verdict, *, now: dt.datetime | None
     )
     # The one place a verdict is written, so the one place it is announced (in the same
     # transaction; delivery happens after commit and can never fail or delay the verdict).
-    from submissions.services.notifications import notifications_for_verdict
 
     notifications_for_verdict(submission=submission)
 
@@ -272,8 +274,6 @@ def submission_verify(*, submission_id: uuid.UUID | str, lease_owner: str = "") 
 
 
 def _verify_claimed(submission: Submission) -> Submission:
-    from submissions.bundle.errors import BundleError
-
     _test_delay()
     try:
         with bundle_local_path(submission.file.name) as path:
@@ -321,7 +321,6 @@ class Scheme:
 def schemes() -> dict[str, Scheme]:
     """The registry of bundle kinds. Built on first use: the scheme services import models
     and scoring, which this module's importers (the Celery task module) must not pay for."""
-    from submissions.services import races, runs
 
     return {
         Submission.Kind.PAPER_GAP: Scheme(
@@ -364,9 +363,6 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
     Nothing is written before the verdict is known: a refusal at any step leaves only the
     verdict on the submission (no Agent, AgentVersion, run or challenge change).
     """
-    from submissions.bundle.errors import BundleError
-    from submissions.services.challenges import challenge_check, challenge_consume, results_duplicate_check
-
     submission.kind = scheme.kind
     submission.bundle_format = str(bundle.manifest.format)
     try:

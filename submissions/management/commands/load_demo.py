@@ -22,10 +22,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+
+from leaderboard.manifest import ManifestError, load_manifest
+from leaderboard.models import Evaluator
+from leaderboard.services.release_gates import release_sign_off_all
+from leaderboard.services.release_sync import release_sync
+from submissions import site_keys
+from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+from submissions.bundle.signatures import public_key_b64
+from submissions.models import Submission
+from submissions.services.challenges import ChallengeRequest, challenge_issue
+from submissions.services.signing_keys import signing_key_register
+from submissions.services.submissions import submission_create
+from submissions.services.verification import submission_verify
 
 DEMO_USERNAME = "demo-submitter"
 DEMO_MANIFESTS = ("examples/demo-release-0.4", "examples/demo-release")
@@ -98,29 +112,20 @@ class Command(BaseCommand):
     help = "Load the demo releases and runs through the real verification path (idempotent)."
 
     def handle(self, *args, **options):
-        from leaderboard.manifest import ManifestError
-        from leaderboard.site.celery import app
-
         # The demo verifies in-process. With a broker configured, the uploads' on-commit
         # enqueue (and each run's follow-ups) would also leave every task in the queue for
         # a worker to redo: run them eagerly here instead, so the broker sees nothing.
-        saved = app.conf.task_always_eager
-        app.conf.task_always_eager = True
+        # current_app: the site's Celery app (leaderboard.site loads it with the settings).
+        saved = current_app.conf.task_always_eager
+        current_app.conf.task_always_eager = True
         try:
             self._handle()
         except ManifestError as exc:
             raise CommandError(f"a demo manifest is invalid: {exc}") from None
         finally:
-            app.conf.task_always_eager = saved
+            current_app.conf.task_always_eager = saved
 
     def _handle(self) -> None:
-        from leaderboard.manifest import load_manifest
-        from leaderboard.models import Evaluator
-        from leaderboard.services.release_gates import release_sign_off_all
-        from leaderboard.services.release_sync import release_sync
-        from submissions.bundle.signatures import public_key_b64
-        from submissions.services.signing_keys import signing_key_register
-
         recipient = self._site_recipient()
         user = self._demo_user()
         manifests = []
@@ -170,8 +175,6 @@ class Command(BaseCommand):
         self.stdout.write("demo loaded")
 
     def _site_recipient(self) -> str:
-        from submissions import site_keys
-
         try:
             return site_keys.current_public_key()[1]
         except site_keys.SiteKeyError:
@@ -191,12 +194,6 @@ class Command(BaseCommand):
     def _submit(
         self, run: DemoRun, *, manifest: Any, release: Any, user: Any, recipient: str, keys: dict[str, Any]
     ) -> None:
-        from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
-        from submissions.models import Submission
-        from submissions.services.challenges import ChallengeRequest, challenge_issue
-        from submissions.services.submissions import submission_create
-        from submissions.services.verification import submission_verify
-
         name = f"{manifest.benchmark.slug}-{manifest.version}-{run.agent}-{run.version}.age".replace(" ", "-").lower()
         existing = Submission.objects.filter(submitter=user, original_name=name).first()
         if existing is not None:

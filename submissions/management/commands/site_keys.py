@@ -13,6 +13,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from submissions import site_keys
+from submissions.bundle.errors import BundleError
+from submissions.models import Submission
+from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 
 class Command(BaseCommand):
@@ -113,9 +116,6 @@ class Command(BaseCommand):
     def _check(self, *, limit: int) -> None:
         """Open the newest stored bundles that were accepted: proof the keyring and the storage
         together still read what the database points at (run it after a restore)."""
-        from submissions.bundle.errors import BundleError
-        from submissions.models import Submission
-        from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
         accepted = Submission.objects.filter(status=Submission.Status.DONE).exclude(verdict="rejected")
         failures = 0
