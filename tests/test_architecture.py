@@ -73,52 +73,36 @@ def _resolve_from(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
+def _targets(statement: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: set[str]) -> list[str]:
+    """The modules one import statement names (``from pkg import name``: pkg.name when a module)."""
+    if isinstance(statement, ast.Import):
+        return [alias.name for alias in statement.names]
+    base = _resolve_from(module, is_package, statement)
+    return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in statement.names]
+
+
 def imports_of(module: str, path: Path, known: set[str]) -> list[Import]:
     """The import statements of one module, each resolved to the module it names."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
     found: list[Import] = []
 
-    def visit(node: ast.AST, in_function: bool, in_type_checking: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Import):
-                for alias in child.names:
-                    found.append(
-                        Import(
-                            module,
-                            alias.name,
-                            child.lineno,
-                            child.end_lineno or child.lineno,
-                            in_function,
-                            in_type_checking,
-                        )
-                    )
-            elif isinstance(child, ast.ImportFrom):
-                base = _resolve_from(module, is_package, child)
-                for alias in child.names:
-                    candidate = f"{base}.{alias.name}"
-                    target = candidate if candidate in known else base
-                    found.append(
-                        Import(
-                            module,
-                            target,
-                            child.lineno,
-                            child.end_lineno or child.lineno,
-                            in_function,
-                            in_type_checking,
-                        )
-                    )
-            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                visit(child, True, in_type_checking)
+    def visit(nodes: list[ast.AST], in_function: bool, in_type_checking: bool) -> None:
+        for child in nodes:
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                end = child.end_lineno or child.lineno
+                found.extend(
+                    Import(module, target, child.lineno, end, in_function, in_type_checking)
+                    for target in _targets(child, module, is_package, known)
+                )
             elif isinstance(child, ast.If) and _is_type_checking(child.test):
-                for statement in child.body:
-                    visit(ast.Module(body=[statement], type_ignores=[]), in_function, True)
-                for statement in child.orelse:
-                    visit(ast.Module(body=[statement], type_ignores=[]), in_function, in_type_checking)
+                visit(list(child.body), in_function, True)
+                visit(list(child.orelse), in_function, in_type_checking)
             else:
-                visit(child, in_function, in_type_checking)
+                nested = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                visit(list(ast.iter_child_nodes(child)), nested, in_type_checking)
 
-    visit(tree, False, False)
+    visit(list(tree.body), False, False)
     return found
 
 
@@ -149,58 +133,27 @@ def forbidden_imports(imports: list[Import]) -> list[str]:
     return problems
 
 
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for successor in graph[stack.pop()] - seen:
+            seen.add(successor)
+            stack.append(successor)
+    return seen
+
+
 def import_cycles(imports: list[Import]) -> list[list[str]]:
-    """Strongly connected components (more than one module) of the graph of module-level
-    imports between project modules: each is at least one import cycle."""
+    """The groups of modules that import one another at module level (each group holds at least
+    one import cycle): two modules are in one group when each reaches the other."""
     modules = {imp.importer for imp in imports}
     graph: dict[str, set[str]] = {module: set() for module in modules}
     for imp in imports:
-        if imp.function_level or imp.type_checking or imp.target not in modules or imp.target == imp.importer:
-            continue
-        graph[imp.importer].add(imp.target)
-
-    # Tarjan's algorithm, iterative (the graph has hundreds of nodes; no recursion limit to meet).
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    components: list[list[str]] = []
-    counter = 0
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work: list[tuple[str, list[str]]] = [(start, sorted(graph[start]))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, pending = work[-1]
-            if pending:
-                successor = pending.pop()
-                if successor not in index:
-                    index[successor] = low[successor] = counter
-                    counter += 1
-                    stack.append(successor)
-                    on_stack.add(successor)
-                    work.append((successor, sorted(graph[successor])))
-                elif successor in on_stack:
-                    low[node] = min(low[node], index[successor])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    components.append(sorted(component))
-    return sorted(components)
+        if not (imp.function_level or imp.type_checking) and imp.target in modules and imp.target != imp.importer:
+            graph[imp.importer].add(imp.target)
+    reach = {module: _reachable(graph, module) for module in modules}
+    groups = {frozenset(m for m in reach[module] if module in reach[m]) | {module} for module in modules}
+    return sorted(sorted(group) for group in groups if len(group) > 1)
 
 
 def _comment_lines(path: Path) -> set[int]:
