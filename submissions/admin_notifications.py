@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from submissions.models import NotificationDelivery, RunVisibilityEvent
-from submissions.services.notifications import _enqueue
+from submissions.services import notifications
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -38,7 +38,7 @@ class NotificationDeliveryAdmin(_ReadOnly):
         ids = list(queryset.filter(state=NotificationDelivery.State.FAILED).values_list("pk", flat=True))
         NotificationDelivery.objects.filter(pk__in=ids).update(state=NotificationDelivery.State.PENDING, attempts=0)
         for delivery_id in ids:
-            transaction.on_commit(partial(_enqueue, delivery_id), robust=True)
+            transaction.on_commit(partial(notifications._enqueue, delivery_id), robust=True)
         self.message_user(request, f"{len(ids)} notification(s) queued again; others were not failed")
 
 
