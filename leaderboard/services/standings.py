@@ -125,7 +125,7 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
                    {positions}
             FROM {quote(Run._meta.db_table)} r
             JOIN {quote(submission_model._meta.db_table)} s
-              ON s.{quote(submission_model._meta.get_field("run").column)} = r.{run["id"]}
+              ON s.{quote(_column(submission_model, "run"))} = r.{run["id"]}
             JOIN {quote(version_model._meta.db_table)} av
               ON av.{quote(version_model._meta.pk.column)} = r.{run["agent_version"]}
             JOIN {quote(agent_model._meta.db_table)} a

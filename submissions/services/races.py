@@ -157,13 +157,14 @@ def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: Ra
     score = outcome.score
     assert score is not None
     key = SigningKey.objects.select_related("validator").get(key_id=outcome.key_id)
-    if submission.race_run_id is not None:
+    if submission.race_run is not None:  # a null one-to-one reads no row
         return submission.race_run
     try:
         _charge_validator(submission=submission, key=key, benchmark=context.release.benchmark)
     except QuotaExceeded as exc:
         # Raised inside the verdict's transaction: nothing of this run is written.
         raise BundleError("validator_daily_limit_reached", exc.message) from None
+    assert key.validator is not None  # a validator key (signing_key_has_one_owner), as the evaluator checked
     run = RaceRun.objects.create(
         validator=key.validator,
         agent_version=context.agent_version,

@@ -421,7 +421,6 @@ def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
     coverage = aggregates["coverage"]
     level = CARRIED_LEVEL.get(Run.Level(source.level), source.level)
     run = Run.objects.create(
-        submission=submission,
         release=target,
         agent_version_id=source.agent_version_id,
         level=level,
@@ -441,6 +440,8 @@ def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
         is_private=source.is_private,
         carried_from=source,
     )
+    submission.run = run
+    submission.save(update_fields=["run"])
     release_tasks = dict(ReleaseTask.objects.filter(release=target).values_list("task__slug", "pk"))
     # What verification established per task (episodes, signatures, faithfulness) is the same
     # evidence: copied from the source run; the scores are the target's recomputation.

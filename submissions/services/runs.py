@@ -246,7 +246,7 @@ def run_record_paper_gap(
     (slug -> ReleaseTask pk) and ``key_pks`` (key_id -> SigningKey pk of every key the outcome
     names) come from the load step when it read them; otherwise they are read here.
     """
-    if submission.run_id is not None:
+    if submission.run is not None:  # a null one-to-one reads no row
         return submission.run
     breakdown = outcome.breakdown or {}
     aggregates = breakdown["aggregates"]
