@@ -498,7 +498,9 @@ def _apply_carry(rescore: Rescore) -> None:
     ).select_related("run__submission")
     moved_versions: set[int] = set()
     for item in items:
-        source = Run.objects.select_for_update().select_related("submission").get(pk=item.run_id)
+        # The run is locked; its submission (a reverse one-to-one: the nullable side of an outer join)
+        # cannot be, and is only read.
+        source = Run.objects.select_for_update(of=("self",)).select_related("submission").get(pk=item.run_id)
         if snapshot_diff(_snapshot_run(source), item.before):
             item.state, item.error = RescoreItem.State.FAILED, "stale: the run changed since the proposal"
             item.save(update_fields=["state", "error"])
