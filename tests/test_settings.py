@@ -1,7 +1,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from leaderboard import settings as podium_settings
+from leaderboard.site import settings as podium_settings
 
 
 def test_env_bool_fails_loudly_on_a_value_that_is_not_a_boolean(monkeypatch):

@@ -2,7 +2,7 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import path
 
-from leaderboard import urls as root_urls
+from leaderboard.site import urls as root_urls
 
 
 def boom(request):

@@ -9,7 +9,7 @@ from django.urls import path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import urls as root_urls
+from leaderboard.site import urls as root_urls
 
 DOWN = "connection to server at 127.0.0.1, port 5432 failed: Connection refused"
 
