@@ -128,7 +128,7 @@ def load(run_count: int) -> tuple[str, str]:
         Task,
         TaskResult,
     )
-    from leaderboard.services.standings import standings_refresh
+    from leaderboard.services.paper_gap_standings import standings_refresh
     from submissions.models import Submission
 
     with connection.schema_editor() as editor:
@@ -275,7 +275,7 @@ def writer(slug: str, version: str, rate: float, seconds: float) -> None:
     from django.db import connection, transaction
 
     from leaderboard.models import Agent, AgentVersion, Release, ReleaseTask, Run, TaskResult
-    from leaderboard.services.standings import standings_update_version
+    from leaderboard.services.paper_gap_standings import standings_update_version
     from submissions.models import Submission
 
     rng = random.Random(1)

@@ -249,7 +249,7 @@ def _preload(total: int) -> float:
     from django.db import transaction
 
     from leaderboard.models import Agent, AgentVersion, Release, Run
-    from leaderboard.services.standings import standings_refresh
+    from leaderboard.services.paper_gap_standings import standings_refresh
     from submissions.models import Submission
 
     began = time.perf_counter()

@@ -1,7 +1,7 @@
 """The leaderboard's ranking rule, and a streaming ranking of paper-gap runs (seed 000 tabs).
 
 :func:`rank_key` is the one order of the boards: the site's standings
-(``leaderboard.services.standings.standing_sort_key``) sort with it, and its SQL
+(``leaderboard.services.paper_gap_standings.standing_sort_key``) sort with it, and its SQL
 (the per-version window, the incremental insert position) writes the same order
 out. :func:`rank_runs` applies it to scored runs streamed one at a time: each
 entrant's (agent version's) best run on the tab, ranked; memory grows with the

@@ -72,7 +72,7 @@ class Race(models.Model):
 
 class ScorecardStanding(models.Model):
     """An entrant's (agent's) best closed scorecard on one release, ranked (seed 001
-    "Ranking"). Rewritten by leaderboard.services.scheme_standings; never edited by hand."""
+    "Ranking"). Rewritten by leaderboard.services.scorecard_standings and race_standings; never edited by hand."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="scorecard_standings")
     agent = models.ForeignKey("leaderboard.Agent", on_delete=models.CASCADE, related_name="+")

@@ -20,7 +20,7 @@ from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Run, Standing, TaskResult
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
-from leaderboard.services.standings import standing_sort_key
+from leaderboard.services.paper_gap_standings import standing_sort_key
 from leaderboard.users import Viewer
 
 LEVELS = PUBLIC_RUN_LEVELS
@@ -149,7 +149,7 @@ TAB_FIELDS = {"overall": "overall", "reproduction": "reproduction", "open": "ope
 def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None = None) -> list[Run]:
     """The best public run of each reference baseline on a release's tab (one query).
 
-    The same public rule as the standings (leaderboard.services.standings): validated,
+    The same public rule as the standings (leaderboard.services.paper_gap_standings): validated,
     attested or verified, neither the run nor its submission private, a score in the tab,
     and no unsigned result on a withheld-anchor task (leaderboard.disclosure).
     """

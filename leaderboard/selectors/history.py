@@ -3,7 +3,7 @@ Overall of its top agent versions across released races.
 
 Paper-gap boards keep no snapshot per day; they need none. A Standing row's place is a
 function of that row alone (complete before partial, then score, then verification
-time: leaderboard.services.standings), so the leader at any moment is the best-ranked of
+time: leaderboard.services.paper_gap_standings), so the leader at any moment is the best-ranked of
 the rows verified by then, and the series is exact for the rows on the board today. It
 reads the Overall tab's Standing rows, which hold only what the board shows (a run with
 an unsigned result on a withheld anchor is never ranked), minus private runs, as the API

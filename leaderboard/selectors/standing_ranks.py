@@ -16,7 +16,7 @@ the rows (no extra query, so the pinned query counts hold):
   (search, declared organisation, verification level), at a cost per row that
   grows with its rank, so it serves filtered views.
 
-Both give exactly the order ``leaderboard.services.standings.standing_sort_key``
+Both give exactly the order ``leaderboard.services.paper_gap_standings.standing_sort_key``
 ranks by (complete first, score desc, pass rate desc with None last, verified
 first, run id), so ranks are distinct 1..n in every tab, as when they were stored.
 ``with_rank`` picks between the two.

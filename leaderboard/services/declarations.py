@@ -6,7 +6,7 @@
   when what they depend on changes: the release's price table or the version's
   declaration. A board reads them with its rows; nothing is priced per request.
 * Marking or unmarking a baseline rewrites the standings of every release the version
-  ran on, so a baseline never holds a rank (leaderboard.services.standings leaves
+  ran on, so a baseline never holds a rank (leaderboard.services.paper_gap_standings leaves
   baseline versions out) and the others close up behind it.
 
 Every change that alters what a board shows bumps the release's generation, which
@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import F
 
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, Release, ReleasePrice, Run, RunCost
-from leaderboard.services.standings import standings_update_version
+from leaderboard.services.paper_gap_standings import standings_update_version
 from leaderboard.users import Viewer
 
 # The price table's catch-all row: used when no row names the version's base model.

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Race
-from leaderboard.services.scheme_standings import race_standings_update
+from leaderboard.services.race_standings import race_standings_update
 from leaderboard.users import Viewer
 
 

@@ -41,7 +41,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
-from leaderboard.services.scheme_standings import scorecard_standing_update
+from leaderboard.services.scorecard_standings import scorecard_standing_update
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
 from submissions import rows

@@ -27,7 +27,7 @@ from django.db.models import QuerySet
 
 from leaderboard.models import AgentVersion, Benchmark, Race, RaceEntry, RaceRun, RaceTaskOutcome, Release, SigningKey
 from leaderboard.selectors.releases import unknown_release_message
-from leaderboard.services.scheme_standings import race_standings_update
+from leaderboard.services.race_standings import race_standings_update
 from scoring import race as race_scoring
 from submissions.bundle.contract import ValidatorKey
 from submissions.bundle.errors import BundleError

@@ -41,7 +41,7 @@ from django.db import transaction
 
 from leaderboard.models import OfficialRerun, Run, VerificationEvent
 from leaderboard.selectors.releases import release_spec
-from leaderboard.services.standings import standings_update_version
+from leaderboard.services.paper_gap_standings import standings_update_version
 from scoring import gap
 from scoring.errors import ScoringError
 from scoring.rerun import DEFAULT_RERUN_TOLERANCE, compare_finals

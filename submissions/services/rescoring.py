@@ -42,7 +42,7 @@ from django.utils import timezone
 from leaderboard.models import Benchmark, Release, ReleaseTask, Run, TaskResult, VerificationEvent
 from leaderboard.selectors.releases import release_spec, version_key
 from leaderboard.services.declarations import run_cost_refresh
-from leaderboard.services.standings import standings_update_version
+from leaderboard.services.paper_gap_standings import standings_update_version
 from scoring import gap
 from scoring.errors import ScoringError
 from submissions.bundle.errors import BundleError

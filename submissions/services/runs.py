@@ -58,7 +58,7 @@ from leaderboard.selectors.releases import (
     unknown_release_message,
 )
 from leaderboard.services.declarations import run_cost_refresh
-from leaderboard.services.standings import standings_set_interval, standings_update_version
+from leaderboard.services.paper_gap_standings import standings_set_interval, standings_update_version
 from scoring import gap
 from scoring.errors import ScoringError
 from scoring.uncertainty import run_intervals, run_intervals_from_columns, unpack_run_columns

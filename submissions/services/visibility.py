@@ -23,7 +23,7 @@ from django.utils import timezone
 from leaderboard.api_query import MAX_ID
 from leaderboard.models import Run
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
-from leaderboard.services.standings import standings_update_version
+from leaderboard.services.paper_gap_standings import standings_update_version
 from submissions.models import RunVisibilityEvent
 
 # Longest public reason staff may give (Run.hidden_reason's column).

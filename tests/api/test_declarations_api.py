@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from leaderboard.models import AgentVersionMeta, Baseline
 from leaderboard.selectors.standing_ranks import standings_ranked
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
 from tests.website.conftest import make_benchmark, make_release, make_run, make_user
 from tests.website.declarations_factories import declare, own
 

@@ -401,7 +401,7 @@ def race_board(benchmark) -> list[tuple]:
 
 def test_a_race_run_rewrites_only_its_race_and_later_ones_and_lands_where_the_rebuild_does(run_race, race_benchmark):
     from leaderboard.models.races import OverallStanding, RaceResult
-    from leaderboard.services.scheme_standings import race_standings_refresh
+    from leaderboard.services.race_standings import race_standings_refresh
 
     run_race(1, {("Alpha", "1"): 0.8, ("Bravo", "1"): 0.6}, is_launch=True, margin=0.05)
     run_race(2, {("Alpha", "1"): 0.5, ("Bravo", "1"): 1.0}, margin=0.05)

@@ -6,7 +6,7 @@ import random
 
 from leaderboard.models import Agent, AgentVersion, Run, ScorecardRun
 from leaderboard.models.races import ScorecardStanding
-from leaderboard.services.scheme_standings import scorecard_standing_update, scorecard_standings_refresh
+from leaderboard.services.scorecard_standings import scorecard_standing_update, scorecard_standings_refresh
 from submissions.models.scorecards import Card
 
 

@@ -1,4 +1,4 @@
-"""leaderboard.services.standings (owned by the worker: it is called when a run is verified)."""
+"""leaderboard.services.paper_gap_standings (owned by the worker: it is called when a run is verified)."""
 
 import itertools
 
@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from leaderboard.models import Agent, AgentVersion, Release, Run, Standing
 from leaderboard.selectors.standing_ranks import with_rank
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
 from submissions.models import Submission
 
 _counter = itertools.count()
@@ -200,7 +200,7 @@ def rebuilt(release) -> list[tuple]:
 def test_updating_one_version_at_a_time_lands_on_the_board_the_full_rebuild_writes(release, make_run):
     import random
 
-    from leaderboard.services.standings import standings_update_version
+    from leaderboard.services.paper_gap_standings import standings_update_version
 
     rng = random.Random(5)
     for step in range(60):
@@ -230,7 +230,7 @@ def test_updating_one_version_at_a_time_lands_on_the_board_the_full_rebuild_writ
 
 @pytest.mark.django_db
 def test_a_run_that_changes_nothing_shown_writes_nothing_and_keeps_cached_pages(release, make_run):
-    from leaderboard.services.standings import standings_update_version
+    from leaderboard.services.paper_gap_standings import standings_update_version
 
     best = make_run("alpha", overall=0.9)
     standings_update_version(release=release, agent_version_id=best.agent_version_id)
@@ -242,7 +242,7 @@ def test_a_run_that_changes_nothing_shown_writes_nothing_and_keeps_cached_pages(
 
 @pytest.mark.django_db
 def test_a_new_best_writes_only_its_own_row_and_the_ranks_below_it_move(release, make_run):
-    from leaderboard.services.standings import standings_update_version
+    from leaderboard.services.paper_gap_standings import standings_update_version
 
     runs = [make_run(f"a{i}", overall=1.0 - i / 10) for i in range(6)]  # ranks 1..6 in order
     standings_refresh(release=release)
@@ -279,7 +279,7 @@ def test_the_rebuild_command_repairs_a_damaged_board(release, make_run):
     from django.core.management import call_command
     from django.core.management.base import CommandError
 
-    from leaderboard.services.standings import standings_update_version
+    from leaderboard.services.paper_gap_standings import standings_update_version
 
     for i, score in enumerate([0.9, 0.7, 0.8]):
         run = make_run(f"agent-{i}", overall=score)

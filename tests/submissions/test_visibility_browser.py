@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from leaderboard.models import Agent, AgentVersion, Run
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
 from submissions.models import Submission, WebhookEndpoint
 from tests.browser import shoot
 

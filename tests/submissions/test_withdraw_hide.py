@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from leaderboard.models import Agent, AgentVersion, Run, Standing
 from leaderboard.selectors.standing_ranks import standings_ranked
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
 from submissions.models import RunVisibilityEvent, Submission
 
 _counter = itertools.count()

@@ -12,7 +12,7 @@ from leaderboard.models import AgentVersionMeta, Baseline, Release, RunCost, Sta
 from leaderboard.selectors.paper_gap import release_pointer_key
 from leaderboard.selectors.standing_ranks import standings_ranked
 from leaderboard.services.declarations import baseline_mark, baseline_unmark, release_prices_changed
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
 from tests.website.conftest import make_run, make_user
 from tests.website.declarations_factories import declare, own, price
 

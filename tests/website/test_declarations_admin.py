@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from leaderboard.models import Baseline, Release, ReleasePrice, RunCost
 from leaderboard.selectors.standing_ranks import standings_ranked
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
 from tests.website.conftest import make_run, make_user
 from tests.website.declarations_factories import own
 

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from leaderboard.disclosure import Disclosure, release_diff_disclosure
 from leaderboard.models import ReleaseTask, Standing, TaskResult
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
 from submissions.models import Submission
 from tests.website.conftest import make_run, make_user
 
@@ -228,7 +228,7 @@ def test_a_draft_releases_published_flags_do_not_disclose_its_anchors(client, re
 
 
 def test_the_incremental_standings_update_never_ranks_an_unsigned_withheld_result_either(release):
-    from leaderboard.services.standings import standings_update_version
+    from leaderboard.services.paper_gap_standings import standings_update_version
 
     signed = make_run(release, agent_name="Signed", with_standings=False, score=0.9)
     unsigned = make_run(

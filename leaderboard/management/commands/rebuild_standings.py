@@ -14,8 +14,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.models import Benchmark, Release
-from leaderboard.services.scheme_standings import race_standings_refresh, scorecard_standings_refresh
-from leaderboard.services.standings import standings_refresh
+from leaderboard.services.paper_gap_standings import standings_refresh
+from leaderboard.services.race_standings import race_standings_refresh
+from leaderboard.services.scorecard_standings import scorecard_standings_refresh
 
 
 class Command(BaseCommand):
