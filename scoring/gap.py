@@ -1,5 +1,8 @@
 """Paper-gap scoring (seed 000 "Scoring", seed 003 "Task authoring").
 
+Longer than 500 lines on purpose: one module per seed, so every rule of docs/scoring.md
+sections 1-5 is found in this one file.
+
 Every rule of the two seeds is a named function here:
 
 * :func:`gap_score` -- measured vs paper anchor, clamped to ``[0, cap]``;

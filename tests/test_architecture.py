@@ -177,6 +177,26 @@ def uncommented_function_imports(root: Path, packages: tuple[str, ...] = PACKAGE
     return sorted(set(problems))
 
 
+# A module past this many lines must say at its top why it is not split (no module doing
+# five jobs); the phrase is what a reader searches for.
+MAX_MODULE_LINES = 500
+LONG_MODULE_PHRASE = "Longer than 500 lines on purpose"
+
+
+def long_modules_without_a_reason(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """Production modules over MAX_MODULE_LINES whose docstring does not say why."""
+    found = []
+    for module, path in module_files(root, packages).items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines <= MAX_MODULE_LINES:
+            continue
+        docstring = ast.get_docstring(ast.parse(text)) or ""
+        if LONG_MODULE_PHRASE not in docstring:
+            found.append(f"{module}: {lines} lines and no reason at its top")
+    return found
+
+
 # ---------------------------------------------------------------- the project
 
 
@@ -206,6 +226,10 @@ def test_no_import_cycle_between_project_modules() -> None:
 
 def test_every_function_level_import_says_why_in_a_comment() -> None:
     assert uncommented_function_imports(ROOT) == []
+
+
+def test_every_module_over_500_lines_says_at_its_top_why() -> None:
+    assert long_modules_without_a_reason(ROOT) == []
 
 
 def test_the_checks_see_every_package_of_the_project() -> None:
@@ -300,3 +324,15 @@ def test_the_checker_reports_a_function_level_import_without_a_comment(synthetic
     assert uncommented_function_imports(synthetic) == [
         "submissions.views:2 imports json inside a function without saying why"
     ]
+
+
+def test_the_checker_reports_a_long_module_without_a_reason(synthetic: Path) -> None:
+    body = "x = 1\n" * (MAX_MODULE_LINES + 1)
+    _tree(
+        synthetic,
+        {
+            "leaderboard/long.py": '"""A long module."""\n' + body,
+            "leaderboard/reasoned.py": f'"""A long module.\n\n{LONG_MODULE_PHRASE}: one job."""\n' + body,
+        },
+    )
+    assert [line.split(":")[0] for line in long_modules_without_a_reason(synthetic)] == ["leaderboard.long"]

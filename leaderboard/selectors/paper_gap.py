@@ -1,5 +1,9 @@
 """Reads for the visitor pages of paper-gap benchmarks (seed 000).
 
+Longer than 500 lines on purpose: every paper-gap page (board, run, agent, release, task)
+reads through the same board row type, filters and cache keys defined here; split by page,
+the pieces would import one another.
+
 Every selector issues a fixed number of queries whatever the number of rows:
 leaderboards read the precomputed Standing rows (never aggregate per request),
 and related rows come through select_related/prefetch_related. Anchors

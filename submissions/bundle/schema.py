@@ -3,6 +3,9 @@
 names it and every signed object (evaluator result, judge verdict, race run)
 carries it inside what its signature covers.
 
+Longer than 500 lines on purpose: one parser per bundle member, mostly declarative field
+tables, so each member's rules sit next to the error wording they produce.
+
 Each ``parse_*`` function takes the already-parsed JSON of one member and
 returns a frozen dataclass, or raises :class:`BundleError` with code
 ``schema_error`` (or a more specific one) and a message of the form

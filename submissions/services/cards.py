@@ -1,5 +1,8 @@
 """Playing scorecards on the server (seed 001: "Nothing is self-reported").
 
+Longer than 500 lines on purpose: open, reset, act, close and expire share one lock order
+(card, then episode) and one playability check; apart, that order could drift.
+
 A player opens a card on a scorecard benchmark's current published release,
 then plays levels of its hidden set one at a time over the API: ``reset``
 starts (or restarts) a level and sends its layout, each ``action`` applies one

@@ -1,5 +1,8 @@
 """Rescoring: re-verify a release's stored bundles in bulk, dry run first.
 
+Longer than 500 lines on purpose: propose, compute and apply (in place or onto a newer
+release) share the snapshot and diff format that staff review between the stages.
+
 1. ``rescore_propose`` (staff; admin action or ``manage.py rescore``) writes a Rescore and one
    RescoreItem per paper-gap run of the release, and enqueues ``submissions.tasks.compute_rescore``
    on commit.

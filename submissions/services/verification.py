@@ -1,5 +1,8 @@
 """Verifying a submission: the state machine on the Submission row.
 
+Longer than 500 lines on purpose: the one verification contract (claim, lease, dispatch,
+verdict) lives in one module so every scheme passes through the same transitions.
+
     received --claim--> verifying --finish--> done (rejected | mismatch | validated | attested)
                             |
                             +--transient fault--> error --claim--> verifying ...
