@@ -51,7 +51,7 @@ from scoring.errors import ScoringError
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import scoring_results
 from submissions.models import Rescore, RescoreItem, Submission
-from submissions.services.runs import _enqueue_confidence
+from submissions.services.runs import _enqueue_confidence, task_result_scores
 from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 logger = logging.getLogger(__name__)
@@ -318,15 +318,7 @@ def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list
     existing = {result.release_task_id: result for result in TaskResult.objects.filter(run=run)}
     keep = []
     for slug, entry in breakdown["tasks"].items():
-        values = {
-            "measured": entry["measured"],
-            "gap": entry["gap"],
-            "factors": entry["penalties"],
-            "factor": entry["factor"],
-            "score": entry["score"],
-            "final": entry["final"],
-            "pass_rate": entry["pass_rate"],
-        }
+        values = task_result_scores(entry)
         result = existing.get(release_tasks[slug])
         if result is None:
             result = TaskResult.objects.create(run=run, release_task_id=release_tasks[slug], episodes=0, **values)
@@ -459,13 +451,7 @@ def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
             TaskResult(
                 run=run,
                 release_task_id=release_tasks[slug],
-                measured=entry["measured"],
-                gap=entry["gap"],
-                factors=entry["penalties"],
-                factor=entry["factor"],
-                score=entry["score"],
-                final=entry["final"],
-                pass_rate=entry["pass_rate"],
+                **task_result_scores(entry),
                 episodes=seen.episodes if seen else 0,
                 faithful=seen.faithful if seen else None,
                 signature=seen.signature if seen else "unsigned",

@@ -294,13 +294,7 @@ def run_record_paper_gap(
             TaskResult(
                 run=run,
                 release_task_id=release_task_ids[slug],
-                measured=entry["measured"],
-                gap=entry["gap"],
-                factors=entry["penalties"],
-                factor=entry["factor"],
-                score=entry["score"],
-                final=entry["final"],
-                pass_rate=entry["pass_rate"],
+                **task_result_scores(entry),
                 episodes=check.episodes if check else 0,
                 faithful=check.faithful if check else None,
                 signature=check.signature if check else "unsigned",
@@ -324,6 +318,20 @@ def run_record_paper_gap(
     if not run.confidence:
         _enqueue_confidence(run.pk)
     return run
+
+
+def task_result_scores(entry: dict[str, Any]) -> dict[str, Any]:
+    """A TaskResult's recomputed columns from one task of a breakdown (``scoring.gap.score_run``):
+    the one mapping from breakdown names to column names, for verification and rescoring."""
+    return {
+        "measured": entry["measured"],
+        "gap": entry["gap"],
+        "factors": entry["penalties"],
+        "factor": entry["factor"],
+        "score": entry["score"],
+        "final": entry["final"],
+        "pass_rate": entry["pass_rate"],
+    }
 
 
 def _enqueue_confidence(run_id: int) -> None:
