@@ -89,7 +89,7 @@ def setup_django(work: Path, database_url: str = "") -> None:
             if model._meta.managed and not model._meta.proxy:
                 editor.create_model(model)
     if connection.vendor == "postgresql":
-        # What migration leaderboard 0005_standing_fillfactor does (tables here come from the models).
+        # What migration leaderboard 0002_standing_fillfactor does (tables here come from the models).
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE leaderboard_standing SET (fillfactor = 50)")
 

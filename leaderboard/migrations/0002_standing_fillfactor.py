@@ -2,22 +2,22 @@
 
 from django.db import migrations
 
-# Half of every page of leaderboard_standing is left free, so the UPDATE that moves the ranks
-# below a newly placed row rewrites those rows in place (PostgreSQL's heap-only tuples: rank is
-# in no index) instead of writing a new entry in every index for each of them. PostgreSQL only;
+# Half of every page of leaderboard_standing is left free, so the UPDATEs that touch no indexed
+# column (the interval follow-up writing a row's confidence bounds) rewrite the row in place
+# (PostgreSQL's heap-only tuples) instead of writing a new entry in every index. PostgreSQL only;
 # other databases have no such setting (SQLite writes one transaction at a time anyway).
 FILLFACTOR = 50
 
 
 def set_fillfactor(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        table = schema_editor.quote_name(apps.get_model("leaderboard", "0001_initial")._meta.db_table)
+        table = schema_editor.quote_name(apps.get_model("leaderboard", "Standing")._meta.db_table)
         schema_editor.execute(f"ALTER TABLE {table} SET (fillfactor = {FILLFACTOR})")
 
 
 def reset_fillfactor(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        table = schema_editor.quote_name(apps.get_model("leaderboard", "0001_initial")._meta.db_table)
+        table = schema_editor.quote_name(apps.get_model("leaderboard", "Standing")._meta.db_table)
         schema_editor.execute(f"ALTER TABLE {table} RESET (fillfactor)")
 
 
