@@ -305,19 +305,27 @@ def test_the_staff_api_records_entered_results_and_lowers_levels(run, maintainer
 
 @pytest.fixture
 def withheld_run(release_from_spec, seal, owner):
-    """A run on a release whose anchors are withheld (its results unsigned: the submitter chose them)."""
+    """A run on a release whose anchors are withheld (results on withheld tasks must be signed by a
+    registered evaluator key, so the bundle is signed)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from leaderboard.models import Evaluator
     from submissions.bundle.demo import DEMO_BENCHMARK, DEMO_RELEASE, demo_release_spec
+    from submissions.bundle.signatures import public_key_b64
+    from submissions.services.signing_keys import signing_key_register
 
     release_from_spec(demo_release_spec()[0], benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, anchors_published=False)
-    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+    )
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal(sign_with=key)))
     submission_verify(submission_id=submission.pk)
-    return Run.objects.filter(submission=submission).first()
+    return Run.objects.get(submission=submission)
 
 
 @pytest.mark.django_db
 def test_a_re_runs_values_follow_the_disclosure_rule_for_withheld_anchors(withheld_run, seal, maintainer, owner):
-    if withheld_run is None:
-        pytest.skip("unsigned results on withheld anchors are not recorded as runs on this branch")
     run_rerun_record_bundle(run=withheld_run, actor=maintainer, bundle_file=io.BytesIO(seal()))
     url = f"/api/v1/runs/{withheld_run.pk}/"
     staff_api = APIClient()
@@ -332,10 +340,13 @@ def test_a_re_runs_values_follow_the_disclosure_rule_for_withheld_anchors(withhe
         shown = api.get(url).json()
         if "reruns" not in shown:
             continue  # the run itself is not visible to this viewer
+        own_final = {task["task"]: task["final"] for task in shown["tasks"]}
         for row in shown["reruns"][0]["comparison"]:
             # The re-run's measured value with its final would give the anchor to anyone but staff;
-            # the submitted final (and the difference) are hidden where the run's own scores are.
+            # the submitted final (and the difference) are hidden exactly where the run's own
+            # task score is (a signed result's score is shown, its measured value is not).
             assert row["rerun_measured"] is None
-            assert row["submitted_final"] is None and row["difference"] is None
+            hidden = own_final[row["task"]] is None
+            assert (row["submitted_final"] is None, row["difference"] is None) == (hidden, hidden)
             checked += 1
     assert checked > 0
