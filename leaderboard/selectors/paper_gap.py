@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, QuerySet
 from django.http import Http404, QueryDict
 from django.urls import reverse
 
@@ -532,18 +532,6 @@ def release_tasks(*, release: Release) -> list[ReleaseTask]:
         .select_related("task", "simulator")
         .order_by("position", "task__slug")
     )
-
-
-def release_previous(*, release: Release, staff: bool = False) -> Release | None:
-    """The release of the same benchmark published just before this one."""
-    older = releases_visible(staff=staff).filter(benchmark_id=release.benchmark_id).exclude(pk=release.pk)
-    if release.published_at is not None:
-        older = older.filter(
-            Q(published_at__lt=release.published_at) | Q(published_at=release.published_at, id__lt=release.id)
-        )
-    else:
-        older = older.filter(id__lt=release.id)
-    return older.order_by(F("published_at").desc(nulls_last=True), "-id").first()
 
 
 def agent_get(*, slug: str, user: Any = None) -> Agent:

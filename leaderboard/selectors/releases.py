@@ -92,10 +92,13 @@ def release_list_for_benchmark(benchmark: Benchmark, *, published_only: bool = T
 
 
 def release_previous(release: Release, *, published_only: bool = False) -> Release | None:
-    """The release of the same benchmark with the next lower version, or None."""
-    candidates = Release.objects.filter(benchmark_id=release.benchmark_id).exclude(pk=release.pk)
+    """The release of the same benchmark with the next lower version, or None: the one rule for
+    "the previous release" of the admin and the public release page (visitors pass
+    ``published_only=True``: a draft is never a visitor's previous release). One query."""
+    candidates = Release.objects.select_related("benchmark").filter(benchmark_id=release.benchmark_id)
+    candidates = candidates.exclude(pk=release.pk)
     if published_only:
         candidates = candidates.filter(published=True)
     mine = version_key(release.version)
-    older = [other for other in candidates.only("id", "version", "benchmark_id") if version_key(other.version) < mine]
+    older = [other for other in candidates if version_key(other.version) < mine]
     return max(older, key=lambda other: version_key(other.version), default=None)

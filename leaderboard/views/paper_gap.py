@@ -25,6 +25,7 @@ from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
 from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
 from leaderboard.selectors.release_diff import release_diff_rows
+from leaderboard.selectors.releases import release_previous
 from leaderboard.selectors.task_ranking import task_ranking
 from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
@@ -309,7 +310,7 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
     staff = viewer_is_staff(request.user)
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
     tasks = selectors.release_tasks(release=release)
-    previous = selectors.release_previous(release=release, staff=staff)
+    previous = release_previous(release, published_only=not staff)
     # The same diff as the admin's release page; a visitor sees an anchor value only if both releases publish it.
     diff = (
         release_diff_rows(previous, release, old_rows=selectors.release_tasks(release=previous), new_rows=tasks)
