@@ -119,7 +119,7 @@ def _key_with_user(prefix: str) -> ApiKey | None:
     every API request runs it, and the ORM's compilation of the join cost more than the
     query itself."""
     sql, key_cols, user_cols = _key_with_user_sql(connection.vendor)
-    with connection.cursor() as cursor:
+    with rows.cursor() as cursor:
         cursor.execute(sql, [prefix])
         row = cursor.fetchone()
     if row is None:

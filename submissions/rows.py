@@ -6,6 +6,10 @@ A statement selects :func:`columns` of each model in order; :func:`instance` tur
 model's slice of the row into the instance the ORM would have built (the same column
 converters: JSON text to lists, SQLite's text to datetimes, ...). Only identifiers from
 the models are written into SQL; every value travels as a parameter.
+
+:func:`cursor` runs those statements as server-side prepared statements on PostgreSQL:
+planning the play path's three-table locked join cost more (about 1-2.5 ms) than
+executing it (0.2 ms), and a prepared statement is planned once per connection.
 """
 
 from __future__ import annotations
@@ -13,9 +17,51 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
 from django.db import connection, models
+from django.db.backends.utils import CursorWrapper
 
 Columns = list[tuple["models.Field[Any, Any]", Any, list[Any]]]
+
+
+class _PlannedOnce(psycopg.Cursor[Any]):
+    """A server-binding psycopg cursor whose every statement is prepared: PostgreSQL parses
+    and plans it once per connection (psycopg keeps up to ``prepared_max`` of them, least
+    recently used dropped), later executions send only the parameters.
+
+    Django turns psycopg's automatic preparation off (``prepare_threshold=None``) so that
+    transaction-mode poolers work; these statements opt in one by one, so a deployment
+    behind PgBouncer needs ``max_prepared_statements`` > 0 (PgBouncer 1.21+; docs/deploy.md)."""
+
+    def execute(
+        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
+    ) -> Any:
+        return super().execute(query, params, prepare=True, binary=binary)
+
+    def _convert_query(self, query: Any, vars: Any = None) -> Any:
+        # psycopg leaves ``_query`` unset for a prepared execution; Django's query log (and the
+        # tests' query counts) read the statement's text from it.
+        converted = super()._convert_query(query, vars)
+        self._query = converted
+        return converted
+
+
+def cursor() -> CursorWrapper:
+    """A cursor for the hot paths' written-out statements: prepared on PostgreSQL, Django's
+    plain cursor elsewhere. Either way it is Django's wrapper, so database errors, query
+    logging and execute wrappers (the tests' query counts) behave as for any other query."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        raw = _PlannedOnce(connection.connection)
+    # What Django's own cursor() wraps a new cursor in: the debug wrapper when queries are logged.
+    # (django-stubs types their argument as the wrapper; Django passes the DB-API cursor, as here.)
+    if connection.queries_logged:
+        return connection.make_debug_cursor(raw)  # type: ignore[arg-type]
+    return connection.make_cursor(raw)  # type: ignore[arg-type]
 
 
 def columns(model: type[models.Model], alias: str) -> Columns:

@@ -172,6 +172,11 @@ if DATABASE_URL:
         # A database host that does not answer costs a request this many seconds, then a
         # 503 page (leaderboard.unavailable), instead of hanging a gunicorn worker.
         DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DB_CONNECT_TIMEOUT", 5, minimum=1)
+        # psycopg never prepares a statement on its own at this threshold (Django's ORM binds
+        # client-side and never prepares anyway), but a statement may ask to be: the play
+        # path's and the key lookup's do (submissions.rows.cursor). Django's default, None,
+        # would refuse those requests too.
+        DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 2**31 - 1
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

@@ -40,7 +40,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
@@ -384,7 +384,7 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
     sql, episode_cols, card_cols, level_cols = _locked_episode_sql(
         connection.vendor, connection.features.has_select_for_update_of
     )
-    with connection.cursor() as cursor:
+    with rows.cursor() as cursor:
         cursor.execute(sql, [card_id, level_id])
         row = cursor.fetchone()
     if row is None:
@@ -410,11 +410,35 @@ def _episode_of(card: Card, level_id: str) -> CardEpisode:
 _PLAYED_FIELDS = ("player", "crates", "steps", "solved", "deadlocked", "out_of_budget", "done", "ended_at")
 
 
+@lru_cache(maxsize=16)
+def _record_play_sql(moves: int) -> tuple[str, list[Any], list[Any], Any]:
+    """The one statement of :func:`_record_play` for ``moves`` logged moves (PostgreSQL; built
+    once per count) and the fields whose values it takes, in order."""
+    quote = connection.ops.quote_name
+    episode_fields = [rows.field(CardEpisode, name) for name in _PLAYED_FIELDS]
+    move_fields = [field for field in CardMove._meta.concrete_fields if not field.primary_key]
+    card_activity = rows.field(Card, "last_activity_at")
+    # Identifiers from the models only; every value is a parameter.
+    episodes, log_table, cards = (quote(model._meta.db_table) for model in (CardEpisode, CardMove, Card))
+    episode_pk, card_pk, activity = (
+        quote(rows.field(CardEpisode, "id").column),
+        quote(rows.field(Card, "id").column),
+        quote(card_activity.column),
+    )
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in episode_fields)
+    columns = ", ".join(quote(field.column) for field in move_fields)
+    tuples = ", ".join(["(" + ", ".join(["%s"] * len(move_fields)) + ")"] * moves)
+    played = f"UPDATE {episodes} SET {assignments} WHERE {episode_pk} = %s"  # noqa: S608
+    logged = f"INSERT INTO {log_table} ({columns}) VALUES {tuples}"  # noqa: S608
+    touched = f"UPDATE {cards} SET {activity} = %s WHERE {card_pk} = %s AND {activity} <= %s"  # noqa: S608
+    return f"WITH played AS ({played}), logged AS ({logged}) {touched}", episode_fields, move_fields, card_activity
+
+
 def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.datetime) -> None:
     """Write what the actions did: the episode's new state, one CardMove per action, and
     the card's activity time (at most once per ACTIVITY_RESOLUTION_SECONDS).
 
-    On PostgreSQL this is one statement (data-modifying CTEs run once each, in the
+    On PostgreSQL this is one prepared statement (data-modifying CTEs run once each, in the
     caller's transaction), so an action costs one write round trip; elsewhere (the
     embedded SQLite) the same rows are written by three ORM statements."""
     quiet_since = now - dt.timedelta(seconds=ACTIVITY_RESOLUTION_SECONDS)
@@ -423,34 +447,14 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
         CardMove.objects.bulk_create(log)
         Card.objects.filter(pk=card.pk, last_activity_at__lte=quiet_since).update(last_activity_at=now)
         return
-    quote = connection.ops.quote_name
-    episode_fields = [rows.field(CardEpisode, name) for name in _PLAYED_FIELDS]
-    move_fields = [field for field in CardMove._meta.concrete_fields if not field.primary_key]
-    card_activity = rows.field(Card, "last_activity_at")
-    params: list[Any] = [
-        field.get_db_prep_save(getattr(episode, field.attname), connection) for field in episode_fields
-    ]
+    sql, episode_fields, move_fields, card_activity = _record_play_sql(len(log))
+    db = connections[DEFAULT_DB_ALIAS]  # one lookup; the ``connection`` proxy resolves on every use
+    params: list[Any] = [field.get_db_prep_save(getattr(episode, field.attname), db) for field in episode_fields]
     params.append(episode.pk)
-    tuples = []
     for move in log:
-        tuples.append("(" + ", ".join(["%s"] * len(move_fields)) + ")")
-        params.extend(field.get_db_prep_save(getattr(move, field.attname), connection) for field in move_fields)
-    params += [card_activity.get_db_prep_save(now, connection), card.pk]
-    params.append(card_activity.get_db_prep_save(quiet_since, connection))
-    # Identifiers from the models only; every value is a parameter.
-    episodes, moves, cards = (quote(model._meta.db_table) for model in (CardEpisode, CardMove, Card))
-    episode_pk, card_pk, activity = (
-        quote(rows.field(CardEpisode, "id").column),
-        quote(rows.field(Card, "id").column),
-        quote(card_activity.column),
-    )
-    assignments = ", ".join(f"{quote(field.column)} = %s" for field in episode_fields)
-    columns = ", ".join(quote(field.column) for field in move_fields)
-    played = f"UPDATE {episodes} SET {assignments} WHERE {episode_pk} = %s"  # noqa: S608
-    logged = f"INSERT INTO {moves} ({columns}) VALUES {', '.join(tuples)}"  # noqa: S608
-    touched = f"UPDATE {cards} SET {activity} = %s WHERE {card_pk} = %s AND {activity} <= %s"  # noqa: S608
-    sql = f"WITH played AS ({played}), logged AS ({logged}) {touched}"
-    with connection.cursor() as cursor:
+        params.extend(field.get_db_prep_save(getattr(move, field.attname), db) for field in move_fields)
+    params += [card_activity.get_db_prep_save(now, db), card.pk, card_activity.get_db_prep_save(quiet_since, db)]
+    with rows.cursor() as cursor:
         cursor.execute(sql, params)
 
 

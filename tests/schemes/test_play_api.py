@@ -212,6 +212,36 @@ def test_an_action_costs_five_queries_on_postgresql_with_no_replay_of_earlier_mo
     assert not any("cardmove" in query["sql"] and query["sql"].startswith("SELECT") for query in captured)
 
 
+def test_the_play_statements_are_planned_once_per_connection_on_postgresql(api):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are PostgreSQL's")
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "room")
+    for _ in range(3):
+        assert act(api, card_id, "room", "up").status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+    # The key lookup, the locked read and the write: each parsed once, then executed by name.
+    assert any('FROM "submissions_apikey"' in text and runs >= 3 for text, runs in prepared)
+    assert any("FOR UPDATE OF c, e" in text and runs == 3 for text, runs in prepared)
+    assert any(text.startswith("WITH played AS") and runs == 3 for text, runs in prepared)
+
+
+def test_a_valid_body_with_extra_fields_plays_and_an_invalid_one_gets_the_serializers_refusal(api):
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    response = api.post(
+        f"/api/v1/scorecards/{card_id}/levels/corridor/actions", {"action": "right", "note": "x"}, format="json"
+    )
+    assert response.status_code == 200 and response.json()["steps"] == 1
+    response = api.post(f"/api/v1/scorecards/{card_id}/levels/corridor/actions", ["right"], format="json")
+    assert error(response) == (400, "invalid")
+    assert CardEpisode.objects.get(card_id=card_id).steps == 1
+
+
 @pytest.mark.parametrize(
     ("payload", "expected"),
     [({"action": "jump"}, (400, "invalid")), ({}, (400, "invalid")), ({"action": 3}, (400, "invalid"))],
