@@ -13,6 +13,7 @@ from typing import Any
 from django.http import Http404
 
 from leaderboard.models import Benchmark, Release, ReleaseTask
+from leaderboard.selectors.visibility import releases_visible
 from scoring.errors import ScoringError
 from scoring.gap import ReleaseSpec, TaskSpec
 
@@ -91,14 +92,12 @@ def release_list_for_benchmark(benchmark: Benchmark, *, published_only: bool = T
     return sorted(releases, key=lambda release: version_key(release.version), reverse=True)
 
 
-def release_previous(release: Release, *, published_only: bool = False) -> Release | None:
-    """The release of the same benchmark with the next lower version, or None: the one rule for
-    "the previous release" of the admin and the public release page (visitors pass
-    ``published_only=True``: a draft is never a visitor's previous release). One query."""
-    candidates = Release.objects.select_related("benchmark").filter(benchmark_id=release.benchmark_id)
-    candidates = candidates.exclude(pk=release.pk)
-    if published_only:
-        candidates = candidates.filter(published=True)
+def release_previous(release: Release, *, staff: bool = True) -> Release | None:
+    """The release of the same benchmark with the next lower version among those the viewer
+    may see (leaderboard.selectors.visibility: a draft is never a visitor's previous release),
+    or None: the one rule for "the previous release" of the admin and the public release page.
+    One query."""
+    candidates = releases_visible(staff=staff).filter(benchmark_id=release.benchmark_id).exclude(pk=release.pk)
     mine = version_key(release.version)
     older = [other for other in candidates if version_key(other.version) < mine]
     return max(older, key=lambda other: version_key(other.version), default=None)

@@ -310,7 +310,7 @@ def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpRe
     staff = viewer_is_staff(request.user)
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
     tasks = selectors.release_tasks(release=release)
-    previous = release_previous(release, published_only=not staff)
+    previous = release_previous(release, staff=staff)
     # The same diff as the admin's release page; a visitor sees an anchor value only if both releases publish it.
     diff = (
         release_diff_rows(previous, release, old_rows=selectors.release_tasks(release=previous), new_rows=tasks)
