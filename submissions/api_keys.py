@@ -19,6 +19,7 @@ prefixes they name, and a victim's prefix is not public (docs/security-model.md)
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import secrets
@@ -30,6 +31,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
+from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -130,29 +132,47 @@ def _key_with_user(prefix: str) -> ApiKey | None:
     return found
 
 
+def api_key_valid(*, secret: str, key_hash: str | None, revoked: bool, user_active: bool) -> bool:
+    """The one rule of whether a key is accepted: ``secret`` hashes to the stored hash (None:
+    no key has the prefix), the key is not revoked and its user is active. Constant-time in
+    the secret, and the hash is computed even when no row matched, so timing does not tell
+    which prefixes exist."""
+    candidate = api_key_hash(secret)
+    stored = key_hash if key_hash is not None else "0" * 64
+    return hmac.compare_digest(candidate, stored) and key_hash is not None and not revoked and user_active
+
+
 def api_key_authenticate(raw: str) -> ApiKey | None:
-    """The active key ``raw`` names, or None. Constant-time in the secret."""
+    """The active key ``raw`` names, or None."""
     parsed = api_key_parse(raw)
     if parsed is None:
         return None
     prefix, secret = parsed
     api_key = _key_with_user(prefix)
-    # Hash even when no row matched so timing does not tell which prefixes exist.
-    candidate = api_key_hash(secret)
-    stored = api_key.key_hash if api_key is not None else "0" * 64
-    if not hmac.compare_digest(candidate, stored) or api_key is None:
-        return None
-    if api_key.revoked_at is not None or not api_key.user.is_active:
+    if not api_key_valid(
+        secret=secret,
+        key_hash=api_key.key_hash if api_key is not None else None,
+        revoked=api_key is not None and api_key.revoked_at is not None,
+        user_active=api_key is not None and api_key.user.is_active,
+    ):
         return None
     return api_key
 
 
-def api_key_touch(api_key: ApiKey) -> None:
+def api_key_record_use(*, key_id: int, last_used_at: dt.datetime | None) -> dt.datetime | None:
+    """Write the key's last use when it is due (at most once per LAST_USED_RESOLUTION_SECONDS);
+    returns the time written, or None."""
     now = timezone.now()
-    last = api_key.last_used_at
-    if last is None or (now - last).total_seconds() >= LAST_USED_RESOLUTION_SECONDS:
-        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
-        api_key.last_used_at = now
+    if last_used_at is not None and (now - last_used_at).total_seconds() < LAST_USED_RESOLUTION_SECONDS:
+        return None
+    ApiKey.objects.filter(pk=key_id).update(last_used_at=now)
+    return now
+
+
+def api_key_touch(api_key: ApiKey) -> None:
+    written = api_key_record_use(key_id=api_key.pk, last_used_at=api_key.last_used_at)
+    if written is not None:
+        api_key.last_used_at = written
 
 
 def _failure_cache_key(ident: str) -> str:
@@ -174,30 +194,76 @@ def record_failed_attempt(ident: str) -> int:
         return 1
 
 
-def failure_ident(request: Request, raw: str) -> str:
+def failure_ident(request: HttpRequest | Request, raw: str) -> str:
     """Whose failure count a bad ``Api-Key`` attempt adds to: the key prefix it names and the
     client address (DRF's reading, honouring PODIUM_NUM_PROXIES). Credentials that name no
     prefix share one bucket per address; legitimate clients never send those."""
     parsed = api_key_parse(raw)
     prefix = parsed[0] if parsed is not None else "-"
-    return f"{prefix}@{BaseThrottle().get_ident(request) or ''}"
+    # DRF's address reading uses only ``request.META``, the same on a Django request.
+    return f"{prefix}@{BaseThrottle().get_ident(request) or ''}"  # type: ignore[arg-type]
+
+
+def _api_key_words(request: HttpRequest | Request) -> list[bytes] | None:
+    """The Authorization header split in words when it names the Api-Key scheme, else None."""
+    # DRF's header reading uses only ``request.META``, the same on a Django request.
+    header = get_authorization_header(request).split()  # type: ignore[arg-type]
+    if not header or header[0].decode("latin-1").lower() != AUTH_KEYWORD.lower():
+        return None
+    return header
+
+
+def _api_key_raw(words: list[bytes]) -> str:
+    """The key the header's words carry ("" when malformed: not two words, or not ASCII)."""
+    try:
+        return words[1].decode("ascii") if len(words) == 2 else ""
+    except UnicodeDecodeError:
+        return ""
+
+
+def _api_key_throttled(ident: str) -> bool:
+    return failed_attempts(ident) >= settings.PODIUM_API_KEY_FAILURE_LIMIT
+
+
+@dataclass(frozen=True)
+class KeyClaim:
+    """The key an ``Api-Key`` header names, before any database read."""
+
+    prefix: str
+    secret: str
+
+
+def api_key_claim(request: HttpRequest) -> KeyClaim | None:
+    """The key ``request`` names when :class:`ApiKeyAuthentication` would go on to look it up
+    (an Api-Key header of a well-formed key, its prefix and address not throttled); None
+    wherever that class would answer otherwise. Reads no row and records nothing.
+
+    For a view outside DRF that serves only requests DRF would accept (the play API's
+    action, submissions.api.scorecards): it reads the key's row with its own statement and
+    accepts it by :func:`api_key_valid`; whenever it cannot, it hands the request to its
+    DRF view, whose authentication refuses it and counts the failure exactly once."""
+    words = _api_key_words(request)
+    if words is None or len(words) != 2:
+        return None
+    raw = _api_key_raw(words)
+    if _api_key_throttled(failure_ident(request, raw)):
+        return None
+    parsed = api_key_parse(raw)
+    return KeyClaim(prefix=parsed[0], secret=parsed[1]) if parsed is not None else None
 
 
 class ApiKeyAuthentication(BaseAuthentication):
     """``Authorization: Api-Key pdm_<prefix>_<secret>``."""
 
     def authenticate(self, request: Request) -> tuple[User, ApiKey] | None:
-        header = get_authorization_header(request).split()
-        if not header or header[0].decode("latin-1").lower() != AUTH_KEYWORD.lower():
+        words = _api_key_words(request)
+        if words is None:
             return None
-        try:
-            raw = header[1].decode("ascii") if len(header) == 2 else ""
-        except UnicodeDecodeError:
-            raw = ""
+        raw = _api_key_raw(words)
         ident = failure_ident(request, raw)
-        if failed_attempts(ident) >= settings.PODIUM_API_KEY_FAILURE_LIMIT:
+        if _api_key_throttled(ident):
             raise ApiKeyThrottled(wait=settings.PODIUM_API_KEY_FAILURE_WINDOW)
-        if len(header) != 2:
+        if len(words) != 2:
             record_failed_attempt(ident)
             raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Api-Key <key>'.")
         api_key = api_key_authenticate(raw)
