@@ -35,6 +35,13 @@ class DocsView(SpectacularSwaggerSplitView):
 
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    # First: the play loop's action is the API's most frequent request, and Django tries
+    # patterns in order (no two patterns here match one path, so order decides nothing else).
+    re_path(
+        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/actions/?$",
+        play.level_action,
+        name="api-scorecard-action",
+    ),
     path("", public.ApiRootView.as_view(), name="api-root"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
@@ -75,11 +82,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
         r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/reset/?$",
         play.LevelResetView.as_view(),
         name="api-scorecard-reset",
-    ),
-    re_path(
-        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/actions/?$",
-        play.LevelActionView.as_view(),
-        name="api-scorecard-action",
     ),
     path("admin/runs/<int:run_id>/reruns/", keys_admin.RunRerunView.as_view(), name="api-run-rerun"),
     path("admin/runs/<int:run_id>/level/", keys_admin.RunLevelView.as_view(), name="api-run-level"),

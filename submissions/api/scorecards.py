@@ -9,17 +9,28 @@ requests get 401 ``not_authenticated``.
 No throttle class: a card's requests are bounded already (each level's step
 budget, a capped number of restarts, and the daily card limit), and the play
 loop must stay as cheap as the trivial view (bench/play_bench.py).
+
+The action URL is served by :func:`level_action`: the play loop's usual request (a
+key, a valid move, an episode in play) is answered without DRF's request machinery,
+which cost more than the action itself; every other request goes to
+:class:`LevelActionView`, so refusals keep the one error contract.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils import json as drf_json
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
@@ -27,6 +38,7 @@ from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS
+from submissions.api_keys import api_key_claim, api_key_record_use, api_key_valid
 from submissions.models import ApiKey, Card, CardEpisode
 from submissions.services import cards as card_services
 
@@ -215,4 +227,80 @@ class LevelActionView(APIView):
         return Response(card_services.episode_json(view))
 
 
-__all__ = ["CardCloseView", "CardDetailView", "CardOpenView", "LevelActionView", "LevelResetView", "card_json"]
+# The fast lane takes a body only this long: {"action": "right"} is 19 bytes; anything
+# longer is left to DRF's parser (and Django's own upload limits) untouched.
+FAST_BODY_MAX_BYTES = 256
+# Accept headers DRF's negotiation answers with its one renderer, JSON (absent means */*).
+_FAST_ACCEPT = frozenset({"", "*/*", "application/json"})
+
+
+def _short_body(length: str | None) -> bool:
+    return length is not None and length.isdigit() and 0 < int(length) <= FAST_BODY_MAX_BYTES
+
+
+def _fast_action(request: HttpRequest, card_id: str, level_id: str) -> HttpResponse | None:
+    """The answer DRF's view would give, for a request it would accept and the service can
+    play without a lock; None for anything else (nothing written, nothing recorded)."""
+    meta = request.META
+    if (
+        request.method != "POST"
+        or meta.get("QUERY_STRING")  # ?format= and the like: DRF reads those
+        or request.content_type != "application/json"
+        or (request.content_params or {}).get("charset", "utf-8").lower() not in ("utf-8", "utf8")
+        or meta.get("HTTP_ACCEPT", "").strip() not in _FAST_ACCEPT
+        or not _short_body(meta.get("CONTENT_LENGTH"))
+    ):
+        return None
+    try:
+        # DRF's JSON reading exactly (its strict constants: no NaN or Infinity).
+        body = drf_json.loads(request.body.decode("utf-8"), parse_constant=drf_json.strict_constant)
+    except ValueError:  # also UnicodeDecodeError
+        return None
+    action = body.get("action") if isinstance(body, dict) else None
+    if not (type(action) is str and action in ACTIONS):
+        return None
+    claim = api_key_claim(request)
+    if claim is None:
+        return None
+    read = card_services.card_play_read(key_prefix=claim.prefix, card_id=int(card_id), level_id=level_id)
+    # No row: no such key, or not its owner's card or started episode; DRF's view says which.
+    if read is None or not api_key_valid(
+        secret=claim.secret, key_hash=read.key_hash, revoked=read.key_revoked, user_active=read.user_active
+    ):
+        return None
+    api_key_record_use(key_id=read.key_id, last_used_at=read.key_last_used_at)
+    view = card_services.card_episode_act_unlocked(read=read, action=action)
+    if view is None:
+        return None
+    response = HttpResponse(JSONRenderer().render(card_services.episode_json(view)), content_type="application/json")
+    response["Allow"] = _ACTION_ALLOW
+    return response
+
+
+def _with_fast_lane(drf_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    # wraps() copies the view's attributes too: ``cls`` (the OpenAPI schema still finds
+    # LevelActionView) and ``csrf_exempt`` (as DRF's views, which check CSRF only for sessions).
+    @functools.wraps(drf_view)
+    def view(request: HttpRequest, card_id: str, level_id: str) -> HttpResponseBase:
+        response = _fast_action(request, card_id, level_id)
+        if response is not None:
+            return response
+        return drf_view(request, card_id=card_id, level_id=level_id)
+
+    return view
+
+
+# What DRF's view answers in Allow (its handlers, and OPTIONS).
+_ACTION_ALLOW = ", ".join(LevelActionView().allowed_methods)
+level_action = _with_fast_lane(LevelActionView.as_view())
+
+
+__all__ = [
+    "CardCloseView",
+    "CardDetailView",
+    "CardOpenView",
+    "LevelActionView",
+    "LevelResetView",
+    "card_json",
+    "level_action",
+]

@@ -39,6 +39,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
@@ -55,13 +56,16 @@ from submissions.services.agents import agent_version_claim
 
 __all__ = [
     "CardError",
+    "PlayRead",
     "card_close",
     "card_episode_act",
+    "card_episode_act_unlocked",
     "card_episode_play",
     "card_episode_reset",
     "card_expires_at",
     "card_for_player",
     "card_open",
+    "card_play_read",
     "cards_close_idle",
     "episode_json",
     "episode_view",
@@ -343,8 +347,235 @@ def card_episode_reset(*, card_id: int, user: User, level_id: str) -> EpisodeVie
 
 def card_episode_act(*, card_id: int, user: User, level_id: str, action: Any) -> EpisodeView:
     """Apply one move to the level's episode; it ends when solved, deadlocked (corner
-    test) or when its steps reach the budget."""
+    test) or when its steps reach the budget. (The API's usual action is first tried by
+    :func:`card_episode_act_unlocked`; this path decides everything else.)"""
     return card_episode_play(card_id=card_id, user=user, level_id=level_id, actions=[action])
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One action applied to an episode: its new state and what the server records."""
+
+    state: State
+    outcome: str
+    steps: int
+    solved: bool
+    deadlocked: bool
+    out_of_budget: bool
+    done: bool
+
+
+def _step(level: Level, budget: int, state: State, steps: int, action: str) -> _Step:
+    """The one rule of an action (both play paths apply it): the move, then solved, the
+    corner deadlock and the step budget, in that order of precedence."""
+    moved = apply(level, state, action)
+    solved = is_solved(level, moved.state)
+    # Seed 001: the cheap corner test only (an exact search would hold the episode for seconds).
+    deadlocked = not solved and is_deadlocked(level, moved.state)
+    out_of_budget = not solved and not deadlocked and steps + 1 >= budget
+    return _Step(
+        state=moved.state,
+        outcome=moved.outcome,
+        steps=steps + 1,
+        solved=solved,
+        deadlocked=deadlocked,
+        out_of_budget=out_of_budget,
+        done=solved or deadlocked or out_of_budget,
+    )
+
+
+# ------------------------------------------------------------------ the unlocked action
+#
+# The play loop's request is one action, sent with an API key, on the episode its card is
+# playing. It needs no lock: the episode row holds the live state, so the action reads it
+# (with the key, in one statement and no transaction), applies the move, and writes the
+# result with one compare-and-set statement that updates the episode only if it is still
+# exactly the state that was read (same steps and restarts, not done). Whatever changes an
+# episode -- another action, a restart, another level's reset ending it, a close or the idle
+# sweep ending it -- changes one of those columns under the episode's row lock, so a write
+# made from a stale read matches no row and writes nothing; the request then takes the
+# locked path (card_episode_act), which reads afresh under the card's lock. So each applied
+# action still extends exactly the state the previous one left (tests/schemes/test_play_api.py
+# races eight clients on two cards), and the write never waits for a lock out of the
+# card-then-episode order: its activity stamp skips a card another request holds.
+
+
+@dataclass(frozen=True)
+class PlayRead:
+    """What one statement reads for an unlocked action: the key a request names (with its
+    user's state, for api_key_valid) and the episode that key's owner plays on the level."""
+
+    key_id: int
+    key_hash: str
+    key_revoked: bool
+    key_last_used_at: dt.datetime | None
+    user_active: bool
+    card_id: int
+    level_id: str
+    episode_id: int
+    steps: int
+    restarts: int
+    done: bool
+    player: int
+    crates: list[int]
+    card_open: bool
+    last_activity_at: dt.datetime
+    xsb: str
+    optimal_len: int
+
+
+_CRATES_FIELD = rows.field(CardEpisode, "crates")
+
+
+@lru_cache(maxsize=4)
+def _play_read_sql(vendor: str) -> str:
+    """The statement of :func:`card_play_read` for a database ``vendor`` (built once)."""
+    column = rows.column
+    user_model = get_user_model()
+    fields = (
+        [column("k", ApiKey, name) for name in ("id", "key_hash", "revoked_at", "last_used_at")]
+        + [column("u", user_model, "is_active")]
+        + [column("e", CardEpisode, name) for name in ("id", "steps", "restarts", "done", "player", "crates")]
+        + [column("c", Card, name) for name in ("status", "last_activity_at")]
+        + [column("l", ScorecardLevel, name) for name in ("xsb", "optimal_len")]
+    )
+    return (
+        f"SELECT {', '.join(fields)} FROM {rows.table(ApiKey, 'k')} "  # noqa: S608
+        f"JOIN {rows.table(user_model, 'u')} ON {column('u', user_model, 'id')} = {column('k', ApiKey, 'user')} "
+        f"JOIN {rows.table(Card, 'c')} ON {column('c', Card, 'owner')} = {column('k', ApiKey, 'user')} "
+        f"JOIN {rows.table(CardEpisode, 'e')} ON {column('e', CardEpisode, 'card')} = {column('c', Card, 'id')} "
+        f"JOIN {rows.table(ScorecardLevel, 'l')} "
+        f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')} "
+        f"WHERE {column('k', ApiKey, 'prefix')} = %s AND {column('c', Card, 'id')} = %s "
+        f"AND {column('l', ScorecardLevel, 'level_id')} = %s "
+        f"AND {column('l', ScorecardLevel, 'release')} = {column('c', Card, 'release')}"
+    )
+
+
+def card_play_read(*, key_prefix: str, card_id: int, level_id: str) -> PlayRead | None:
+    """The key with ``key_prefix`` and the episode its owner plays on ``level_id`` of card
+    ``card_id``, in one statement (prepared on PostgreSQL); None when there is none -- no such
+    key, not its owner's card, no started episode -- or off PostgreSQL (the locked path decides)."""
+    db = connections[DEFAULT_DB_ALIAS]  # one lookup; the ``connection`` proxy resolves on every use
+    if db.vendor != "postgresql":
+        return None
+    with rows.cursor() as cursor:
+        cursor.execute(_play_read_sql(db.vendor), [key_prefix, card_id, level_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    key_id, key_hash, revoked_at, last_used_at, active, episode_id, steps, restarts, done, player, crates = row[:11]
+    status, last_activity_at, xsb, optimal_len = row[11:]
+    return PlayRead(
+        key_id=key_id,
+        key_hash=key_hash,
+        key_revoked=revoked_at is not None,
+        key_last_used_at=last_used_at,
+        user_active=active,
+        card_id=card_id,
+        level_id=level_id,
+        episode_id=episode_id,
+        steps=steps,
+        restarts=restarts,
+        done=done,
+        player=player,
+        # The column as the ORM would read it (Django's PostgreSQL backend hands JSON over as text).
+        crates=_CRATES_FIELD.from_db_value(crates, None, db),  # type: ignore[attr-defined]
+        card_open=status == Card.Status.OPEN,
+        last_activity_at=last_activity_at,
+        xsb=xsb,
+        optimal_len=optimal_len,
+    )
+
+
+@lru_cache(maxsize=4)
+def _play_write_sql(vendor: str) -> str:
+    """The optimistic write: the episode compare-and-set, its move logged only if it took,
+    and the card's activity stamped (at most once per ACTIVITY_RESOLUTION_SECONDS) unless
+    another request holds the card; answers how many episodes it updated (0 or 1)."""
+    quote = connection.ops.quote_name
+    episodes, moves, cards = (quote(model._meta.db_table) for model in (CardEpisode, CardMove, Card))
+
+    def col(model: type[Any], name: str) -> str:
+        return quote(rows.field(model, name).column)
+
+    assignments = ", ".join(f"{col(CardEpisode, name)} = %s" for name in _PLAYED_FIELDS)
+    move_columns = ", ".join(
+        col(CardMove, name) for name in ("episode", "seq", "step", "action", "result", "solved", "deadlocked", "at")
+    )
+    card_id, activity = col(Card, "id"), col(Card, "last_activity_at")
+    played = (
+        f"UPDATE {episodes} SET {assignments} WHERE {col(CardEpisode, 'id')} = %s "  # noqa: S608
+        f"AND {col(CardEpisode, 'steps')} = %s AND {col(CardEpisode, 'restarts')} = %s "
+        f"AND NOT {col(CardEpisode, 'done')} RETURNING {col(CardEpisode, 'id')}"
+    )
+    logged = f"INSERT INTO {moves} ({move_columns}) SELECT played.id, %s, %s, %s, %s, %s, %s, %s FROM played"  # noqa: S608
+    touched = (
+        f"UPDATE {cards} SET {activity} = %s WHERE {card_id} = ("  # noqa: S608
+        f"SELECT {card_id} FROM {cards} WHERE {card_id} = %s AND {activity} <= %s "
+        "AND EXISTS (SELECT 1 FROM played) FOR UPDATE SKIP LOCKED)"
+    )
+    return f"WITH played AS ({played}), logged AS ({logged}), touched AS ({touched}) SELECT count(*) FROM played"  # noqa: S608
+
+
+def card_episode_act_unlocked(*, read: PlayRead, action: str) -> EpisodeView | None:
+    """Apply ``action`` to the episode ``read`` found, without a lock (see above); None when
+    the request must take the locked path instead: a card not open or idle past its time, a
+    finished episode (each refused or handled there), or a write that lost a race to another
+    request on the episode. None means nothing was written. The caller has accepted the key."""
+    now = timezone.now()
+    idle = dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
+    if not read.card_open or read.done or read.last_activity_at + idle <= now:
+        return None
+    db = connections[DEFAULT_DB_ALIAS]
+    level = _parsed(read.xsb)
+    budget = scorecard_scoring.step_budget(read.optimal_len)
+    step = _step(level, budget, State(read.player, tuple(read.crates)), read.steps, action)
+    state = step.state
+    params = [
+        # _PLAYED_FIELDS, in order
+        state.player,
+        _CRATES_FIELD.get_db_prep_save(list(state.crates), db),
+        step.steps,
+        step.solved,
+        step.deadlocked,
+        step.out_of_budget,
+        step.done,
+        now if step.done else None,
+        # the compare-and-set: the episode exactly as read
+        read.episode_id,
+        read.steps,
+        read.restarts,
+        # the move (seq: every action adds a step and every restart a restart; see _move)
+        step.steps + read.restarts + 1,
+        step.steps,
+        action,
+        step.outcome,
+        step.solved,
+        step.deadlocked,
+        now,
+        # the card's activity
+        now,
+        read.card_id,
+        now - dt.timedelta(seconds=ACTIVITY_RESOLUTION_SECONDS),
+    ]
+    with rows.cursor() as cursor:
+        cursor.execute(_play_write_sql(db.vendor), params)
+        (written,) = cursor.fetchone()
+    if not written:
+        return None
+    return EpisodeView(
+        level_id=read.level_id,
+        level=level,
+        state=state,
+        steps=step.steps,
+        max_steps=budget,
+        solved=step.solved,
+        deadlocked=step.deadlocked,
+        done=step.done,
+        restarts=read.restarts,
+        last={"action": action, "result": step.outcome},
+    )
 
 
 @lru_cache(maxsize=4)
@@ -492,16 +723,12 @@ def card_episode_play(*, card_id: int, user: User, level_id: str, actions: Seque
     for action in actions:
         if episode.done:
             break
-        moved = apply(level, state, action)
-        state = moved.state
-        episode.steps += 1
-        episode.solved = is_solved(level, state)
-        # Seed 001: the cheap corner test only, under the card's lock (an exact search would hold it for seconds).
-        episode.deadlocked = not episode.solved and is_deadlocked(level, state)
-        episode.out_of_budget = not episode.solved and not episode.deadlocked and episode.steps >= budget
-        episode.done = episode.solved or episode.deadlocked or episode.out_of_budget
-        log.append(_move(episode, action=action, result=moved.outcome, now=now))
-        last = {"action": action, "result": moved.outcome}
+        step = _step(level, budget, state, episode.steps, action)
+        state = step.state
+        episode.steps, episode.solved, episode.deadlocked = step.steps, step.solved, step.deadlocked
+        episode.out_of_budget, episode.done = step.out_of_budget, step.done
+        log.append(_move(episode, action=action, result=step.outcome, now=now))
+        last = {"action": action, "result": step.outcome}
     episode.player, episode.crates = state.player, list(state.crates)
     if episode.done:
         episode.ended_at = now
