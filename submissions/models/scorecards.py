@@ -56,7 +56,8 @@ class CardEpisode(models.Model):
     """One level played on a card. ``steps`` counts every action sent on it (a
     blocked move too, and across restarts); ``player``/``crates`` is the live state."""
 
-    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="episodes")
+    # No index of its own: the (card, level) constraint's index leads with the card.
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="episodes", db_index=False)
     level = models.ForeignKey("leaderboard.ScorecardLevel", on_delete=models.PROTECT, related_name="+")
     steps = models.PositiveIntegerField(default=0)
     restarts = models.PositiveIntegerField(default=0)
@@ -92,7 +93,10 @@ class CardMove(models.Model):
         BLOCKED = "blocked"
         RESET = "reset"
 
-    episode = models.ForeignKey(CardEpisode, on_delete=models.CASCADE, related_name="moves")
+    # No index of its own: the (episode, seq) constraint's index leads with the episode and
+    # serves every lookup by episode, and each move (the play loop's one insert) would
+    # otherwise write two indexes for the same thing.
+    episode = models.ForeignKey(CardEpisode, on_delete=models.CASCADE, related_name="moves", db_index=False)
     seq = models.PositiveIntegerField()
     step = models.PositiveIntegerField()
     action = models.CharField(max_length=8)
