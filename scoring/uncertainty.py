@@ -103,7 +103,9 @@ def _check_level(level: float) -> float:
     return float(level)
 
 
-def percentile_interval(stats: Sequence[float], level: float = DEFAULT_LEVEL) -> Interval | None:
+def percentile_interval(
+    stats: Sequence[float] | npt.NDArray[np.float64], level: float = DEFAULT_LEVEL
+) -> Interval | None:
     """Nearest-rank percentile interval of bootstrap statistics.
 
     ``low = sorted[floor(a * n)]``, ``high = sorted[ceil((1 - a) * n) - 1]``
@@ -111,13 +113,20 @@ def percentile_interval(stats: Sequence[float], level: float = DEFAULT_LEVEL) ->
     ``a * n``).  None for no statistics.
     """
     alpha = (1.0 - _check_level(level)) / 2.0
-    ordered = sorted(stats)
+    ordered: Sequence[float] | npt.NDArray[np.float64]
+    if isinstance(stats, np.ndarray) and stats.dtype == np.float64 and stats.ndim == 1 and not np.isnan(stats).any():
+        # The bootstrap's own statistics: numpy's stable sort orders them exactly as sorted() would
+        # (both stable, both by <; NaN, which sorted() leaves in no defined order, is excluded),
+        # without a Python float per statistic.
+        ordered = np.sort(stats, kind="stable")
+    else:
+        ordered = sorted(stats)
     count = len(ordered)
     if count == 0:
         return None
     low = min(count - 1, max(0, math.floor(alpha * count + 1e-9)))
     high = min(count - 1, max(0, math.ceil((1.0 - alpha) * count - 1e-9) - 1))
-    return Interval(low=ordered[low], high=ordered[high], level=float(level), resamples=count)
+    return Interval(low=float(ordered[low]), high=float(ordered[high]), level=float(level), resamples=count)
 
 
 @dataclass(frozen=True)
@@ -236,14 +245,20 @@ def _task_replicates(
     # Counts and sums a block of rows at a time: each block's temporaries stay under the
     # allocator's mmap threshold, so they reuse heap memory instead of mapping (and
     # page-faulting in) fresh pages per task, which cost about a third of the CPU.
+    # The block size fixes the matrix products' shapes, and so their float rounding: changing
+    # it could move the last bits of an interval (see docs/scoring.md, "Speed").
     rows = max(1, _BLOCK_ELEMENTS // n)
     offsets = np.arange(min(rows, count), dtype=np.intp)[:, None] * n
+    # One flat-index buffer for every block, written in place: a fresh array per block cost
+    # about a quarter of this function's CPU (allocation, then a second pass to ravel it).
+    flat = np.empty(min(rows, count) * n, dtype=np.intp)
     sums = np.empty((count, columns.shape[1]))
     for start in range(0, count, rows):
         block = draws[start : start + rows]
         size = block.shape[0]
-        flat = (block + offsets[:size]).ravel()
-        times = np.bincount(flat, minlength=size * n).reshape(size, n)  # how often each episode was drawn
+        indices = flat[: size * n]
+        np.add(block, offsets[:size], out=indices.reshape(size, n))
+        times = np.bincount(indices, minlength=size * n).reshape(size, n)  # how often each episode was drawn
         np.matmul(times, columns, out=sums[start : start + size])
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = sums[:, 0] / sums[:, 1]
@@ -265,7 +280,10 @@ def _task_replicates(
 def _occurrence_ranks(draws: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.int64]:
     """For each draw (flat, in order), how many earlier draws picked the same position:
     the k-th use of a task takes its k-th replicate."""
-    order = np.argsort(draws, kind="stable")
+    # A task pool is small: sorted as 8- or 16-bit keys, numpy's stable sort is a radix sort
+    # (linear) instead of a merge sort of 64-bit keys. Stable either way: the same ranks.
+    keys = draws.astype(np.uint8 if size <= 1 << 8 else np.uint16 if size <= 1 << 16 else np.int64)
+    order = np.argsort(keys, kind="stable")
     starts = np.searchsorted(draws[order], np.arange(size))
     ranks = np.empty_like(draws)
     ranks[order] = np.arange(draws.size) - starts[draws[order]]
@@ -375,7 +393,7 @@ def run_intervals_from_columns(
         else:
             present = len(pool) - missing.sum(axis=1)
             stats = sums[present > 0] / present[present > 0]
-        intervals[name] = percentile_interval(stats.tolist(), level)
+        intervals[name] = percentile_interval(stats, level)
     return RunIntervals(overall=intervals["overall"], reproduction=intervals[REPRODUCTION], open=intervals[OPEN])
 
 

@@ -7,12 +7,15 @@ checks) and is never rendered.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from django.db import connections
+from django.db.models import Field, Model
 from django.http import Http404
 
-from leaderboard.models import Benchmark, Release, ReleaseTask
+from leaderboard.models import Benchmark, Release, ReleaseTask, Task
 from leaderboard.selectors.visibility import releases_visible
 from scoring.errors import ScoringError
 from scoring.gap import ReleaseSpec, TaskSpec
@@ -22,6 +25,7 @@ __all__ = [
     "release_list_for_benchmark",
     "release_previous",
     "release_spec",
+    "release_spec_by_id",
     "unknown_release_message",
     "version_key",
 ]
@@ -54,6 +58,62 @@ def release_spec(release: Release) -> ReleaseSpec:
     """
     return release_spec_from_rows(
         release, ReleaseTask.objects.filter(release=release).values_list(*RELEASE_SPEC_COLUMNS)
+    )
+
+
+# Specs built by release_spec_by_id, per release id: (the policy and the exact rows read, the
+# spec built from them). A hit needs the very same rows, so a re-synced or edited release can
+# never be served a stale spec; the key is the content, not a version stamp a writer could forget.
+_SPEC_MEMO: dict[int, tuple[tuple[Any, ...], ReleaseSpec]] = {}
+# More releases than a worker ever scores in one life; past it the memo starts afresh.
+_SPEC_MEMO_MAX = 256
+
+
+def release_spec_by_id(release_id: int, missing_task_policy: str) -> ReleaseSpec:
+    """:func:`release_spec` of the release ``release_id`` (whose missing-task policy the caller
+    read with it), for the interval follow-up: one plain SQL query, and the spec is built only
+    when those rows differ from the ones it was last built from.
+
+    The rows are read on every call (the memo is keyed by their whole content: anchors, caps,
+    penalties as stored), so the result is always the release's current spec. The returned
+    spec may be shared between calls: treat it as read-only. Raises ScoringError as
+    :func:`release_spec` does (nothing is memoised then).
+    """
+    connection = connections[ReleaseTask.objects.db]
+    with connection.cursor() as cursor:
+        cursor.execute(_spec_rows_sql(connection), [release_id])
+        rows = tuple(cursor.fetchall())
+    key = (missing_task_policy, rows)
+    memo = _SPEC_MEMO.get(release_id)
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    # The JSON column comes back as text from a plain cursor (both backends): decoded here as
+    # the ORM's JSONField would.
+    parsed = [(*row[:5], json.loads(row[5]) if isinstance(row[5], str | bytes) else row[5]) for row in rows]
+    spec = release_spec_from_rows(Release(pk=release_id, missing_task_policy=missing_task_policy), parsed)
+    if len(_SPEC_MEMO) >= _SPEC_MEMO_MAX:
+        _SPEC_MEMO.clear()
+    _SPEC_MEMO[release_id] = (key, spec)
+    return spec
+
+
+def _spec_rows_sql(connection: Any) -> str:
+    """RELEASE_SPEC_COLUMNS of one release's ReleaseTask rows, in slug order, as plain SQL: the ORM
+    compile of the same query (a join and the model's ordering) cost more CPU than running it."""
+    quote = connection.ops.quote_name
+
+    def column(model: type[Model], name: str) -> str:
+        field = model._meta.get_field(name)
+        assert isinstance(field, Field)  # concrete fields only, never a reverse relation
+        return quote(field.column)
+
+    slug = f"t.{column(Task, 'slug')}"
+    return (
+        f"SELECT {slug}, "  # noqa: S608 -- identifiers only
+        + ", ".join(f"rt.{column(ReleaseTask, field)}" for field in RELEASE_SPEC_COLUMNS[1:])
+        + f" FROM {quote(ReleaseTask._meta.db_table)} rt JOIN {quote(Task._meta.db_table)} t"
+        f" ON t.{column(Task, 'id')} = rt.{column(ReleaseTask, 'task')}"
+        f" WHERE rt.{column(ReleaseTask, 'release')} = %s ORDER BY {slug}"
     )
 
 

@@ -320,10 +320,11 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
     if not changing:
         return 0
     with transaction.atomic(savepoint=False):
-        Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
-        # Plain SQL: the ORM's Case/When compile cost more CPU than the statement itself.
+        # Plain SQL, here too: the ORM's Case/When compile, and that of the lock's query, cost
+        # more CPU than the statements themselves.
         connection = connections[Standing.objects.db]
         quote = connection.ops.quote_name
+        _lock_release_row(connection, release.pk)
         table, tab, low, high = (quote(name) for name in (Standing._meta.db_table, "tab", "ci_low", "ci_high"))
         when = " ".join(f"WHEN {tab} = %s THEN %s" for _ in changing)
         placeholders = ", ".join(["%s"] * len(changing))
@@ -344,6 +345,20 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
         if changed:
             release.generation = _bump_generation(release)
         return int(changed)
+
+
+def _lock_release_row(connection: Any, release_id: int) -> None:
+    """The release row lock, as ``Release.objects.select_for_update().filter(pk=...)`` takes it
+    (FOR UPDATE where the backend has it; SQLite locks the whole database on the first write)."""
+    quote = connection.ops.quote_name
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote(Release._meta.pk.column)} FROM {quote(Release._meta.db_table)} "  # noqa: S608 -- identifiers only
+            f"WHERE {quote(Release._meta.pk.column)} = %s{lock}",
+            [release_id],
+        )
+        cursor.fetchall()
 
 
 def _move_row(release: Release, tab: str, row: Standing | None, fields: dict[str, Any] | None) -> int:

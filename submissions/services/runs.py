@@ -53,7 +53,7 @@ from leaderboard.models import (
 )
 from leaderboard.selectors.releases import (
     RELEASE_SPEC_COLUMNS,
-    release_spec,
+    release_spec_by_id,
     release_spec_from_rows,
     unknown_release_message,
 )
@@ -361,14 +361,18 @@ def run_confidence_compute(*, run_id: int) -> Run | None:
     """
     # One query: the run, its release and its stored episodes (a reverse one-to-one join). The
     # run's breakdown (the largest column, decoded on every load) is not needed here: deferred.
-    run = Run.objects.select_related("release", "episodes").defer("breakdown").filter(pk=run_id).first()
+    # No ordering: one row by primary key (the model's default ordering only cost its compile).
+    run = next(
+        iter(Run.objects.select_related("release", "episodes").defer("breakdown").filter(pk=run_id).order_by()), None
+    )
     if run is None:
         logger.warning("run %s does not exist; no confidence to compute", run_id)
         return None
     resamples = settings.PODIUM_BOOTSTRAP_RESAMPLES
     if run.confidence or resamples <= 0:
         return run
-    spec = release_spec(run.release)
+    # The release's current spec (read on every call; built again only when its rows changed).
+    spec = release_spec_by_id(run.release_id, run.release.missing_task_policy)
     try:
         columns = unpack_run_columns(run.episodes.columns)
     except RunEpisodes.DoesNotExist:

@@ -229,3 +229,36 @@ def test_the_interval_lands_only_on_the_runs_own_standing_rows(verified_run, dem
     run.refresh_from_db()
     rows = {row.tab: [row.ci_low, row.ci_high] for row in Standing.objects.filter(run=run)}
     assert rows and all(rows[tab] == run.confidence.get(tab, [None, None]) for tab in rows)
+
+
+@pytest.mark.django_db
+def test_a_re_synced_release_s_changed_task_spec_is_used_by_the_next_computation(verified_run, settings):
+    from leaderboard.models import ReleaseTask
+    from leaderboard.selectors.releases import release_spec_by_id
+
+    run, _ = verified_run
+    settings.PODIUM_BOOTSTRAP_RESAMPLES = 150
+    release = run.release
+    before = expected_confidence(run, 150)
+    # A computation before the re-sync builds (and keeps) the release's spec as it was.
+    assert release_spec_by_id(release.pk, release.missing_task_policy) == release_spec(release)
+    # The re-sync moves an anchor and a penalty limit (as leaderboard.services.release_sync saves them).
+    slug = min(release_spec(release).tasks)
+    row = ReleaseTask.objects.get(release=release, task__slug=slug)
+    row.paper_value *= 2
+    row.penalties = [{"metric": entry["metric"], "limit": entry["limit"] / 2} for entry in row.penalties]
+    row.save()
+    assert release_spec_by_id(release.pk, release.missing_task_policy) == release_spec(release)
+    run_confidence_compute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.confidence == expected_confidence(run, 150) != before
+
+
+@pytest.mark.django_db
+def test_a_release_s_changed_missing_task_policy_is_used_by_the_next_spec(verified_run):
+    from leaderboard.selectors.releases import release_spec_by_id
+
+    run, _ = verified_run
+    release = run.release
+    assert release_spec_by_id(release.pk, "exclude").missing_task_policy == "exclude"
+    assert release_spec_by_id(release.pk, "zero").missing_task_policy == "zero"
