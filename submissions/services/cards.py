@@ -96,8 +96,13 @@ def _parsed(xsb: str) -> Level:
     return parse_xsb(xsb)
 
 
+def _idle_until(last_activity_at: dt.datetime) -> dt.datetime:
+    """The one rule of idle expiry: a card expires PODIUM_CARD_IDLE_SECONDS after its last activity."""
+    return last_activity_at + dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
+
+
 def card_expires_at(card: Card) -> dt.datetime:
-    return card.last_activity_at + dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
+    return _idle_until(card.last_activity_at)
 
 
 def _is_expired(card: Card, now: dt.datetime) -> bool:
@@ -524,8 +529,7 @@ def card_episode_act_unlocked(*, read: PlayRead, action: str) -> EpisodeView | N
     finished episode (each refused or handled there), or a write that lost a race to another
     request on the episode. None means nothing was written. The caller has accepted the key."""
     now = timezone.now()
-    idle = dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
-    if not read.card_open or read.done or read.last_activity_at + idle <= now:
+    if not read.card_open or read.done or _idle_until(read.last_activity_at) <= now:
         return None
     db = connections[DEFAULT_DB_ALIAS]
     level = _parsed(read.xsb)
