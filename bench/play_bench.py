@@ -16,6 +16,10 @@ Run: DATABASE_URL=postgres://postgres@127.0.0.1:5432/podium_h1 .venv/bin/python 
    (gunicorn's sync workers close it anyway). Each keeps its best round.
    Prints actions/s, actions/s per web process, p50/p99 of one action round
    trip, the same for /healthz, and the ratio (target >= 0.5, p99 < 20 ms).
+4. Where the machine's time went in each kept round (Linux /proc): CPU per request
+   of the web workers, the PostgreSQL server's processes and the client processes,
+   and how much of the machine stood idle. The ratio is a ratio of whole-machine
+   costs (the clients share the cores), so this shows which part a change moved.
 """
 
 from __future__ import annotations
@@ -106,6 +110,48 @@ def _actions(args: tuple[int, dict, int]) -> tuple[list[float], int]:
     return latencies, position
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_by_role(server_pid: int) -> tuple[dict[str, float], float, float] | None:
+    """CPU seconds used so far by role -- web (gunicorn's workers), database (every PostgreSQL
+    server process), clients (this process's other children) -- and the machine's busy and
+    idle seconds from /proc/stat; None where /proc is not Linux's."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(value) for value in fields]
+    idle = (ticks[3] + ticks[4]) / _TICKS
+    busy = sum(ticks) / _TICKS - idle
+    used = {"web": 0.0, "database": 0.0, "clients": 0.0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:  # the process ended meanwhile
+            continue
+        rest = stat[stat.rindex(")") + 2 :].split()
+        parent, cpu = int(rest[1]), (int(rest[11]) + int(rest[12])) / _TICKS
+        if parent == server_pid:
+            used["web"] += cpu
+        elif command.startswith(b"postgres"):
+            used["database"] += cpu
+        elif parent == os.getpid() and int(entry.name) != server_pid:
+            used["clients"] += cpu
+    return used, busy, idle
+
+
+def _accounting(before: tuple | None, after: tuple | None, requests: int) -> str:
+    if before is None or after is None or not requests:
+        return ""
+    roles = "  ".join(f"{role} {(after[0][role] - before[0][role]) / requests * 1e3:.3f}" for role in after[0])
+    busy, idle = after[1] - before[1], after[2] - before[2]
+    return f"CPU ms per request: {roles}; machine idle {idle / (busy + idle):.0%}" if busy + idle else ""
+
+
 def _healthz(args: tuple[int, int]) -> list[float]:
     port, count = args
     latencies = []
@@ -158,31 +204,33 @@ def main() -> None:  # noqa: C901
                 time.sleep(0.2)
         print(f"gunicorn: {args.workers} workers on 127.0.0.1:{port} ({backend}); {args.clients} client processes")
         per_client = args.requests // args.clients
-        best: dict[str, tuple[float, list[float]]] = {}
+        best: dict[str, tuple[float, list[float], str]] = {}
         with multiprocessing.Pool(args.clients) as pool:
             pool.map(_healthz, [(port, 20)] * args.clients)  # warm-up
             for _ in range(args.rounds):
-                started = time.perf_counter()
+                cpu, started = _cpu_by_role(server.pid), time.perf_counter()
                 parts = pool.map(_healthz, [(port, per_client)] * args.clients)
                 elapsed = time.perf_counter() - started
                 lat = sorted(x for part in parts for x in part)
                 if "healthz" not in best or len(lat) / elapsed > best["healthz"][0]:
-                    best["healthz"] = (len(lat) / elapsed, lat)
-                started = time.perf_counter()
+                    best["healthz"] = (len(lat) / elapsed, lat, _accounting(cpu, _cpu_by_role(server.pid), len(lat)))
+                cpu, started = _cpu_by_role(server.pid), time.perf_counter()
                 results = pool.map(_actions, [(port, plan, per_client) for plan in plans])
                 elapsed = time.perf_counter() - started
                 for plan, (_, position) in zip(plans, results, strict=True):
                     plan["position"] = position
                 lat = sorted(x for part, _ in results for x in part)
                 if "action" not in best or len(lat) / elapsed > best["action"][0]:
-                    best["action"] = (len(lat) / elapsed, lat)
-        health_rps, health_lat = best["healthz"]
-        action_rps, action_lat = best["action"]
-        for label, rps, lat in (("/healthz", health_rps, health_lat), ("action", action_rps, action_lat)):
+                    best["action"] = (len(lat) / elapsed, lat, _accounting(cpu, _cpu_by_role(server.pid), len(lat)))
+        health_rps, action_rps, action_lat = best["healthz"][0], best["action"][0], best["action"][1]
+        for label, key in (("/healthz", "healthz"), ("action", "action")):
+            rps, lat, where = best[key]
             print(
                 f"{label:<10} {rps:8.1f} req/s  {rps / args.workers:7.1f} /s per web process  "
                 f"p50 {pct(lat, 0.5):6.1f} ms  p99 {pct(lat, 0.99):6.1f} ms"
             )
+            if where:
+                print(f"{'':<10} {where}")
         ratio = action_rps / health_rps
         p99 = pct(action_lat, 0.99)
         print(f"ratio action/healthz = {ratio:.2f} (target >= 0.5): {'OK' if ratio >= 0.5 else 'MISSED'}")
