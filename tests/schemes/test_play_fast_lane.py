@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from submissions.api_keys import api_key_create, api_key_revoke, failed_attempts, failure_ident
 from submissions.models import ApiKey, CardEpisode, CardMove
 from submissions.services import cards as card_services
-from tests.schemes.test_play_api import act, client_for, error, open_card, reset
+from tests.schemes.test_play_api import act, assert_each_action_counted_once, client_for, error, open_card, reset
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the fast lane serves PostgreSQL; elsewhere every action is locked"
@@ -221,10 +221,4 @@ def test_concurrent_actions_through_the_fast_lane_are_each_applied_once(make_use
     assert errors == []
     assert lane.count(True) > 0  # the lane served some; a lost race fell back to the lock
     for card_id in cards:
-        episode = CardEpisode.objects.get(card_id=card_id)
-        # 4 threads x 7 actions, none lost and none counted twice; the log numbered without a gap.
-        assert episode.steps == 28
-        assert list(episode.moves.order_by("seq").values_list("seq", flat=True)) == list(range(1, 30))
-        assert list(episode.moves.exclude(action="reset").values_list("step", flat=True).order_by("seq")) == list(
-            range(1, 29)
-        )
+        assert_each_action_counted_once(card_id, 28)  # 4 threads x 7 actions
