@@ -400,9 +400,10 @@ def _step(level: Level, budget: int, state: State, steps: int, action: str) -> _
 # sweep ending it -- changes one of those columns under the episode's row lock, so a write
 # made from a stale read matches no row and writes nothing; the request then takes the
 # locked path (card_episode_act), which reads afresh under the card's lock. So each applied
-# action still extends exactly the state the previous one left (tests/schemes/test_play_api.py
-# races eight clients on two cards), and the write never waits for a lock out of the
-# card-then-episode order: its activity stamp skips a card another request holds.
+# action still extends exactly the state the previous one left (tests/schemes/
+# test_play_fast_lane.py races eight clients on two cards through the API), and the write
+# never waits for a lock out of the card-then-episode order: its activity stamp skips a
+# card another request holds.
 
 
 @dataclass(frozen=True)
