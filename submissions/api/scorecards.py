@@ -267,10 +267,16 @@ def _fast_action(request: HttpRequest, card_id: str, level_id: str) -> HttpRespo
     if claim is None:
         return None
     read = card_services.card_play_read(key_prefix=claim.prefix, card_id=int(card_id), level_id=level_id)
-    # No row: no such key, or not its owner's card or started episode; DRF's view says which.
-    if read is None or not api_key_valid(
-        secret=claim.secret, key_hash=read.key_hash, revoked=read.key_revoked, user_active=read.user_active
-    ):
+    # Checked whether or not a row came back (the secret is hashed either way, so timing does not
+    # tell whether the prefix owns the card). No row: no such key, or not its owner's card or
+    # started episode; DRF's view says which.
+    valid = api_key_valid(
+        secret=claim.secret,
+        key_hash=read.key_hash if read is not None else None,
+        revoked=read is not None and read.key_revoked,
+        user_active=read is not None and read.user_active,
+    )
+    if read is None or not valid:
         return None
     api_key_record_use(key_id=read.key_id, last_used_at=read.key_last_used_at)
     view = card_services.card_episode_act_unlocked(read=read, action=action)

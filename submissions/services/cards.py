@@ -285,15 +285,18 @@ def _level_of(card: Card, level_id: str) -> ScorecardLevel:
     return level
 
 
-def _move(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -> CardMove:
-    """The log row of the request just applied to ``episode``.
+def _move_seq(*, steps: int, restarts: int) -> int:
+    """The log number of the entry just applied to an episode now at ``steps`` and ``restarts``
+    (every action adds a step and every restart a restart; the first reset is entry 1)."""
+    return steps + restarts + 1
 
-    Every action adds a step and every restart a restart, so the entry's number
-    in the episode's log is steps + restarts + 1 (the first reset is entry 1),
+
+def _move(episode: CardEpisode, *, action: str, result: str, now: dt.datetime) -> CardMove:
+    """The log row of the request just applied to ``episode``, numbered by :func:`_move_seq`
     with no count query; the (episode, seq) constraint would catch a slip."""
     return CardMove(
         episode=episode,
-        seq=episode.steps + episode.restarts + 1,
+        seq=_move_seq(steps=episode.steps, restarts=episode.restarts),
         step=episode.steps,
         action=action,
         result=result,
@@ -551,8 +554,8 @@ def card_episode_act_unlocked(*, read: PlayRead, action: str) -> EpisodeView | N
         read.episode_id,
         read.steps,
         read.restarts,
-        # the move (seq: every action adds a step and every restart a restart; see _move)
-        step.steps + read.restarts + 1,
+        # the move
+        _move_seq(steps=step.steps, restarts=read.restarts),
         step.steps,
         action,
         step.outcome,
