@@ -1,4 +1,4 @@
-"""Podium's authoritative score recomputation (standard library only).
+"""Podium's authoritative score recomputation (standard library; numpy in ``uncertainty``).
 
 Modules, one concept each:
 
