@@ -9,7 +9,11 @@ the ranks built on them. Two facts decide what is shown:
 
 * **Who knows the measured value.** The run's submitter always does (it is in
   their bundle); staff may see everything. Anyone else learns it only from us,
-  so a withheld task's ``measured`` is shown to the submitter and staff only.
+  so a withheld task's ``measured`` is shown to the submitter and staff only,
+  and so are its gap, score and final: a measured value is often guessable
+  without being shown (a success rate over N episodes is some k / N, and N is
+  public), and then a full-precision gap gives the anchor away to whoever tries
+  each whole k (issue note, stop 20: recovered from public gaps of the demo).
 * **Who chose it.** When a registered evaluator key signed the result
   (``TaskResult.signature == "valid"``), the measured value came from the
   evaluator on hidden seeds; the submitter can divide, but that is inherent to
@@ -48,8 +52,8 @@ ANCHOR_DERIVED_TASK_FIELDS: frozenset[str] = frozenset({"gap", "score", "final"}
 SCORE_AGGREGATES: tuple[str, ...] = ("overall", "reproduction", "open")
 # What pages and the API say in place of a withheld value.
 WITHHELD_SCORE_REASON = (
-    "withheld: an unsigned result for a task whose anchor is withheld would reveal the anchor "
-    "(measured / gap), so its scores are shown to nobody but staff"
+    "withheld: the task's anchor is not published, and this number would reveal it (measured / gap); "
+    "it is shown to the run's submitter (for an evaluator-signed result) and staff only"
 )
 
 
@@ -149,16 +153,24 @@ def run_disclosure(run: Any, *, user: Viewer | None, task_results: Sequence[Any]
     measured_hidden: set[str] = set()
     scores_hidden: set[str] = set()
     genres: set[str] = set()
+    chosen = False
     for result in results:
         release_task = result.release_task
         slug = release_task.task.slug
         anchor_public = release_published and release_task.anchor_published
         if not anchor_public and not sees_measured:
+            # The task's scores go with its measured value: a success rate over a known number
+            # of episodes is k / N, so a full-precision gap (k / N / anchor) pins the anchor for
+            # whoever tries each whole k, with no measured value in hand.
             measured_hidden.add(slug)
+            scores_hidden.add(slug)
         if result_reveals_anchor(anchor_published=anchor_public, signature=result.signature):
             scores_hidden.add(slug)
+            chosen = True
             genres.add(release_task.genre)
-    aggregates = {"overall", *genres} if scores_hidden else set()
+    # A chosen measured value makes the aggregates that include it an oracle too (for everyone but
+    # staff); an evaluator's keeps them public, as seed 000 publishes a run's score.
+    aggregates = {"overall", *genres} if chosen else set()
     return Disclosure(
         measured_hidden=frozenset(measured_hidden),
         scores_hidden=frozenset(scores_hidden),

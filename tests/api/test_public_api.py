@@ -138,9 +138,11 @@ def test_a_run_shows_its_breakdown_and_verification(world: Any, api: Any) -> Non
     body = api.get(f"/api/v1/runs/{world.public_run.pk}/").json()
     tasks = {t["task"]: t for t in body["tasks"]}
     assert tasks["pick-cube"]["measured"] == 0.7 and tasks["pick-cube"]["paper_value"] == PUBLISHED_ANCHOR
-    # Measured and gap would give the withheld anchor away.
+    # Measured, or a gap beside a guessable measured value, would give the withheld anchor away.
     assert tasks["stack-blocks"]["measured"] is None and tasks["stack-blocks"]["paper_value"] is None
-    assert tasks["stack-blocks"]["final"] == 0.71
+    assert (tasks["stack-blocks"]["final"], tasks["stack-blocks"]["gap"]) == (None, None)
+    assert tasks["stack-blocks"]["withheld"] == ["final", "gap", "measured", "score"]
+    assert tasks["pick-cube"]["final"] is not None and tasks["pick-cube"]["withheld"] == []
     assert [e["method"] for e in body["verification"]] == ["recomputed from evaluator results"]
 
 

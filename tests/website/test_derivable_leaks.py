@@ -345,3 +345,42 @@ def _measured_of(world: dict[str, Any], role: str) -> list[float]:
 def test_the_signed_runs_are_ranked_and_the_unsigned_one_is_not(leak_world: dict[str, Any]) -> None:
     body = APIClient().get(f"/api/v1/releases/{leak_world['release'].pk}/leaderboard/overall/").json()
     assert sorted(row["agent_slug"] for row in body["results"]) == ["other-agent", "signed-agent"]
+
+
+def _signed_task_scores(world: dict[str, Any], *, of: Any = None) -> list[tuple[str, float]]:
+    """(where, value) of every gap, score and final of a withheld task in an evaluator-signed run
+    (of one uploader's runs when ``of`` is given), but for an unfaithful 0, which says nothing."""
+    withheld = {slug for slug, *_, published in TASKS if not published}
+    return [
+        (f"{truth.bundle}/{slug}.{field}", entry[field])
+        for user, truth in world["truths"]
+        if truth.signed and (of is None or user == of)
+        for slug, entry in truth.breakdown["tasks"].items()
+        if slug in withheld
+        for field in ("gap", "score", "final")
+        if entry[field]
+    ]
+
+
+def _shown(body: str, values: list[tuple[str, float]]) -> set[str]:
+    # Three decimals or more: the precision at which a guessed whole k in k / N / gap stands out
+    # (exports and the API print full precision).
+    return {
+        where for shown, half_unit in _numbers(body, 3) for where, value in values if abs(shown - value) <= half_unit
+    }
+
+
+def test_a_signed_runs_withheld_task_scores_reach_only_its_submitter_and_staff(leak_world: dict[str, Any]) -> None:
+    # A measured value is often guessable without being shown (a success rate over N episodes is
+    # k / N, N public), and then a full-precision gap gives the anchor to whoever tries each k: a
+    # withheld task's gap, score and final go with its measured value (leaderboard.disclosure).
+    values = _signed_task_scores(leak_world)
+    own = {"other": {where for where, _ in _signed_task_scores(leak_world, of=leak_world["other"])}}
+    assert len(values) == 18  # two signed runs x three withheld tasks x (gap, score, final)
+    seen = {}
+    for role in (*ROLES, "staff"):
+        seen[role] = set().union(*(_shown(body, values) for body in _bodies(leak_world, role).values()))
+    assert seen["anonymous"] == set()
+    assert seen["other"] <= own["other"] and seen["other"]
+    assert {where.split("/")[0] for where in seen["submitter"]} == {"signed"}
+    assert {where.split("/")[0] for where in seen["staff"]} == {"signed", "others-signed"}

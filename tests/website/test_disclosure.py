@@ -116,13 +116,22 @@ def test_the_api_nulls_and_names_the_withheld_scores(client, unsigned_run, role)
     assert listed["overall"] is None
 
 
-def test_a_signed_run_shows_its_scores_and_hides_only_measured_values(client, release):
+def test_a_signed_run_shows_its_aggregates_and_hides_a_withheld_tasks_measured_value_and_scores(client, release):
     owner = make_user()
     run = make_run(release, submitter=owner, score=UNSIGNED_SCORE)  # signature "valid"
     body = client.get(f"/api/v1/runs/{run.pk}/").json()
     assert body["overall"] == UNSIGNED_SCORE and body["withheld"] == []
     grasp = next(task for task in body["tasks"] if task["task"] == "grasp")
-    assert (grasp["measured"], grasp["gap"], grasp["withheld"]) == (None, UNSIGNED_SCORE, ["measured"])
+    assert (grasp["measured"], grasp["gap"], grasp["final"]) == (None, None, None)
+    assert grasp["withheld"] == ["final", "gap", "measured", "score"]
+
+
+def test_the_submitter_of_a_signed_run_sees_its_withheld_tasks_scores(client, release):
+    owner = make_user()
+    run = make_run(release, submitter=owner, score=UNSIGNED_SCORE)  # signature "valid"
+    client.force_login(owner)
+    grasp = next(task for task in client.get(f"/api/v1/runs/{run.pk}/").json()["tasks"] if task["task"] == "grasp")
+    assert (grasp["gap"], grasp["withheld"]) == (UNSIGNED_SCORE, [])
 
 
 def test_the_agent_page_withholds_the_aggregates_too(client, unsigned_run):

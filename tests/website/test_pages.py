@@ -228,14 +228,15 @@ def test_healthz_answers_ok(client, db):
 
 def test_the_run_page_compares_every_field_of_the_recomputed_breakdown(client, release):
     run = make_run(release, agent_name="Alpha")
-    run.breakdown = {"tasks": {"grasp": {"final": 0.85, "gap": 0.85}}, "aggregates": {"overall": 0.85}}
+    # "walk" has a published anchor: every value of the comparison is shown to a visitor.
+    run.breakdown = {"tasks": {"walk": {"final": 0.85, "gap": 0.85}}, "aggregates": {"overall": 0.85}}
     run.save()
-    run.submission.diff = [{"path": "tasks.grasp.final", "claimed": 0.9, "recomputed": 0.85, "status": "diff"}]
+    run.submission.diff = [{"path": "tasks.walk.final", "claimed": 0.9, "recomputed": 0.85, "status": "diff"}]
     run.submission.save()
     html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert "<strong>1</strong> of 3 fields differ." in html
     assert html.count('<span class="muted">matches</span>') == 2
-    assert "<code>tasks.grasp.gap</code>" in html and "<code>aggregates.overall</code>" in html
+    assert "<code>tasks.walk.gap</code>" in html and "<code>aggregates.overall</code>" in html
 
 
 def test_a_race_benchmarks_address_redirects_to_its_scheme_page(client, db):

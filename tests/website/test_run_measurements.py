@@ -27,7 +27,9 @@ def test_a_visitor_sees_withheld_instead_of_the_measured_value_of_a_task_with_a_
     # Three withheld-anchor tasks hide it; the one task with a published anchor ("walk") shows it.
     assert html.count(f"{MEASURED:g}") == 2  # the walk row and its breakdown field
     assert "tasks.grasp.measured" in html
-    assert html.count(">Withheld<") == 3 + 2  # three task rows, plus claimed and recomputed of tasks.grasp.measured
+    # Three task rows, each hiding its measured value, gap and final; and in the breakdown, the claimed
+    # and recomputed values of tasks.grasp's measured, gap and final.
+    assert html.count(">Withheld<") == 3 * 3 + 3 * 2
 
 
 def test_the_submitter_sees_every_measured_value_of_their_run(client, benchmark):

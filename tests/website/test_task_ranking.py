@@ -55,7 +55,9 @@ def test_private_runs_are_not_on_the_task_ranking_even_for_their_submitter(clien
 
 
 @pytest.mark.parametrize("viewer", ["anonymous", "another", "submitter", "staff"])
-def test_a_withheld_anchors_measured_value_is_shown_to_the_submitter_and_staff_only(client, release, viewer):
+def test_a_withheld_anchors_measured_value_and_scores_are_shown_to_the_submitter_and_staff_only(
+    client, release, viewer
+):
     owner = make_user()
     make_run(release, agent_name="Alpha", submitter=owner)
     if viewer == "another":
@@ -67,9 +69,10 @@ def test_a_withheld_anchors_measured_value_is_shown_to_the_submitter_and_staff_o
     row = client.get(_task_url("grasp", "json")).json()["rows"][0]
     sees = viewer in ("submitter", "staff")
     assert row["measured"] == (0.5 if sees else None)
-    assert row["withheld"] == ([] if sees else ["measured"])
-    # Evaluator-signed: the score is shown to everyone (docs/security-model.md).
-    assert row["final"] == 0.8
+    assert row["withheld"] == ([] if sees else ["final", "gap", "measured", "score"])
+    # Evaluator-signed, yet a visitor gets no score: a guessable measured value (k / N) and the gap
+    # would give the anchor (docs/security-model.md); a hidden score takes no rank.
+    assert (row["final"], row["rank"]) == ((0.8, 1) if sees else (None, None))
     page = client.get(_task_url("grasp")).content.decode()
     assert ("Withheld" in page) is not sees
     for anchor in WITHHELD_ANCHORS:
@@ -81,7 +84,8 @@ def test_an_unsigned_result_on_a_withheld_anchor_is_not_ranked_and_its_score_sho
     client, release, viewer
 ):
     owner = make_user()
-    make_run(release, agent_name="Signed", score=0.3)
+    # Both the submitter's: their signed run's score is theirs to see, the chosen one's is not.
+    make_run(release, agent_name="Signed", submitter=owner, score=0.3)
     make_run(release, agent_name="Chosen", submitter=owner, score=0.9, signature="unsigned", with_standings=False)
     if viewer == "submitter":
         client.force_login(owner)
@@ -95,7 +99,8 @@ def test_an_unsigned_result_on_a_withheld_anchor_is_not_ranked_and_its_score_sho
     else:
         assert (chosen["rank"], chosen["final"], chosen["gap"]) == (None, None, None)
         assert "final" in chosen["withheld"]
-        assert rows["Signed"]["rank"] == 1  # the hidden score places nobody
+        # The signed run's score is its submitter's (and staff's) to see; the hidden one places nobody.
+        assert rows["Signed"]["rank"] == (1 if viewer == "submitter" else None)
 
 
 def test_the_task_csv_has_a_header_and_one_line_per_agent_version_with_wilson_bounds(client, release):
