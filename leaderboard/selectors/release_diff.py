@@ -2,13 +2,19 @@
 
 The admin's release page and the public release page both render
 :func:`release_diff`, so they list the same changes; they differ only in
-which anchor values they may print. Rules kept here:
+what they may say about anchors. Rules kept here:
 
 * penalties are compared as a set of (metric, limit) pairs: the manifest
   refuses a metric declared twice and scoring reads them as a mapping, so
   listing the same penalties in another order changes nothing;
 * an anchor value is printed only to staff (``show_anchors``) or when both
-  releases publish it: a withheld anchor is never derivable from a diff.
+  releases publish it: a withheld anchor is never derivable from a diff;
+* nor is whether a withheld anchor changed: "unchanged" would tell a visitor
+  that a withheld value equals the previous one (published, or withheld but
+  compared by an earlier diff), so for a task whose anchor is withheld in either
+  release, or whose release is a draft, the visitor always gets the same row,
+  "anchor withheld in <versions>; not compared", whether or not it changed.
+  Staff get the exact comparison.
 """
 
 from __future__ import annotations
@@ -29,30 +35,46 @@ def _fmt(value: float | None) -> str:
 
 @dataclass(frozen=True)
 class AnchorChange:
+    """One task's anchor in the two releases. ``old_published``/``new_published`` are the
+    tasks' flags; ``withheld_in`` are the versions (oldest first) whose anchor a visitor may
+    not see: the flag is off or the release is a draft."""
+
     slug: str
     old: float | None
     new: float | None
     old_published: bool
     new_published: bool
+    withheld_in: tuple[str, ...] = ()
 
     def shows_values(self, *, show_anchors: bool) -> bool:
-        return show_anchors or (self.old_published and self.new_published)
+        return show_anchors or not self.withheld_in
+
+    def listed(self, *, show_anchors: bool) -> bool:
+        """Whether this viewer gets a row for the anchor. Where the values may be compared only
+        a change is listed; where they may not, listing only a change would tell whether a
+        withheld value equals the other one, so the row is always there."""
+        if not self.shows_values(show_anchors=show_anchors):
+            return True
+        return self.old != self.new or self.old_published != self.new_published
+
+    def _not_compared(self) -> str:
+        return f"anchor withheld in {' and '.join(self.withheld_in)}; not compared"
 
     def line(self, *, show_anchors: bool) -> str:
-        """The admin's wording: "anchor changed: <slug>[: old -> new]"."""
+        """The admin's wording: "anchor changed: <slug>: old -> new"."""
+        if not self.shows_values(show_anchors=show_anchors):
+            return f"{self._not_compared()}: {self.slug}"
         if self.old == self.new:
             return f"anchor {_ANCHOR_STATE[self.old_published]} -> {_ANCHOR_STATE[self.new_published]}: {self.slug}"
-        if self.shows_values(show_anchors=show_anchors):
-            return f"anchor changed: {self.slug}: {_fmt(self.old)} -> {_fmt(self.new)}"
-        return f"anchor changed: {self.slug}"
+        return f"anchor changed: {self.slug}: {_fmt(self.old)} -> {_fmt(self.new)}"
 
     def detail(self, *, show_anchors: bool) -> str:
-        """The release page's wording: "anchor changed[ from old to new]"."""
+        """The release page's wording: "anchor changed from old to new"."""
+        if not self.shows_values(show_anchors=show_anchors):
+            return self._not_compared()
         if self.old == self.new:
             return f"anchor {_ANCHOR_STATE[self.new_published]}"
-        if self.shows_values(show_anchors=show_anchors):
-            return f"anchor changed from {_fmt(self.old)} to {_fmt(self.new)}"
-        return "anchor changed"
+        return f"anchor changed from {_fmt(self.old)} to {_fmt(self.new)}"
 
 
 @dataclass(frozen=True)
@@ -81,6 +103,19 @@ class TaskChange:
     anchor: AnchorChange | None = None
     fields: list[FieldChange] = field(default_factory=list)
 
+    def listed(self, *, show_anchors: bool) -> bool:
+        """Whether this viewer gets a row: an anchor staff see unchanged is no change to them."""
+        if self.change != "changed" or self.fields:
+            return True
+        return self.anchor is not None and self.anchor.listed(show_anchors=show_anchors)
+
+    def label(self, *, show_anchors: bool) -> str:
+        """The row's kind; "withheld" when its only news is an anchor this viewer may not
+        compare, which may well be unchanged, so "changed" would not be true."""
+        if self.change != "changed" or self.fields or self.anchor is None:
+            return self.change
+        return self.change if self.anchor.shows_values(show_anchors=show_anchors) else "withheld"
+
 
 @dataclass(frozen=True)
 class DiffEntry:
@@ -88,7 +123,7 @@ class DiffEntry:
 
     slug: str
     title: str
-    change: str
+    change: str  # "added" | "removed" | "changed" | "withheld"
     details: list[str]
 
 
@@ -124,7 +159,11 @@ class ReleaseDiff:
         """The admin's lines: added, removed, anchors, then the other changes."""
         out = [f"task added: {slug}" for slug in self.added]
         out += [f"task removed: {slug}" for slug in self.removed]
-        out += [change.line(show_anchors=show_anchors) for change in self.anchors]
+        out += [
+            change.line(show_anchors=show_anchors)
+            for change in self.anchors
+            if change.listed(show_anchors=show_anchors)
+        ]
         out += [change.line() for task in self.tasks for change in task.fields]
         return out + self.other
 
@@ -134,13 +173,18 @@ class ReleaseDiff:
             DiffEntry(
                 slug=task.slug,
                 title=task.title,
-                change=task.change,
+                change=task.label(show_anchors=show_anchors),
                 details=[
-                    *([task.anchor.detail(show_anchors=show_anchors)] if task.anchor else []),
+                    *(
+                        [task.anchor.detail(show_anchors=show_anchors)]
+                        if task.anchor and task.anchor.listed(show_anchors=show_anchors)
+                        else []
+                    ),
                     *(change.detail() for change in task.fields),
                 ],
             )
             for task in self.tasks
+            if task.listed(show_anchors=show_anchors)
         ]
 
 
@@ -148,12 +192,19 @@ def _penalties(row: ReleaseTask) -> list[tuple[str, float]]:
     return sorted((p["metric"], float(p["limit"])) for p in row.penalties or [])
 
 
-def _task_change(before: ReleaseTask, after: ReleaseTask) -> TaskChange | None:
+def _task_change(old: Release, new: Release, before: ReleaseTask, after: ReleaseTask) -> TaskChange | None:
     slug = after.task.slug
     change = TaskChange(slug=slug, title=after.title, change="changed")
-    if before.paper_value != after.paper_value or before.anchor_published != after.anchor_published:
+    # A draft release's anchors count as withheld whatever the flags say (docs/security-model.md).
+    withheld_in = tuple(
+        release.version
+        for release, row in ((old, before), (new, after))
+        if not (release.published and row.anchor_published)
+    )
+    # Kept even when nothing changed if a visitor may not compare: AnchorChange.listed decides per viewer.
+    if withheld_in or before.paper_value != after.paper_value or before.anchor_published != after.anchor_published:
         change.anchor = AnchorChange(
-            slug, before.paper_value, after.paper_value, before.anchor_published, after.anchor_published
+            slug, before.paper_value, after.paper_value, before.anchor_published, after.anchor_published, withheld_in
         )
     if before.score_cap != after.score_cap:
         change.fields.append(FieldChange(slug, "score cap", f"{before.score_cap:g}", f"{after.score_cap:g}"))
@@ -175,11 +226,13 @@ def release_diff_rows(
     diff = ReleaseDiff(old_version=old.version if old else None, new_version=new.version)
     diff.tasks += [TaskChange(slug, after[slug].title, "added") for slug in sorted(after.keys() - before.keys())]
     diff.tasks += [TaskChange(slug, before[slug].title, "removed") for slug in sorted(before.keys() - after.keys())]
+    if old is None:  # a first release: every task is added, none is compared
+        return diff
     for slug in sorted(after.keys() & before.keys()):
-        change = _task_change(before[slug], after[slug])
+        change = _task_change(old, new, before[slug], after[slug])
         if change is not None:
             diff.tasks.append(change)
-    if old is not None and old.missing_task_policy != new.missing_task_policy:
+    if old.missing_task_policy != new.missing_task_policy:
         diff.other.append(f"missing_task_policy changed: {old.missing_task_policy} -> {new.missing_task_policy}")
     return diff
 

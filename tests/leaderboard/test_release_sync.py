@@ -328,12 +328,11 @@ def test_the_diff_between_versions_shows_added_tasks_and_the_changed_anchor(
     old = release_sync(manifest=demo_04_dir, user=staff).release
     new = release_sync(manifest=demo_dir, user=staff).release
     diff = release_diff(old, new)
-    assert diff.lines() == [
+    assert diff.lines(show_anchors=True) == [
         "task added: drones_ego_planner",
         "task added: go1_energy_efficient_gait",
-        "anchor changed: robomimic_lift_bc_rnn",
+        "anchor changed: robomimic_lift_bc_rnn: 0.94 -> 0.96",
     ]
-    assert diff.lines(show_anchors=True)[-1] == "anchor changed: robomimic_lift_bc_rnn: 0.94 -> 0.96"
     assert release_diff(new, old).removed == ["drones_ego_planner", "go1_energy_efficient_gait"]
 
 

@@ -204,7 +204,10 @@ def test_the_release_page_lists_changes_since_the_previous_release_without_withh
     html = client.get(reverse("release_detail", args=["ale-robotics", "v0.5"])).content.decode()
     assert "<code>gone</code> Task gone" in html and "change--removed" in html
     assert "<code>plan</code> Task plan" in html and "change--added" in html
-    assert "<code>grasp</code> Task grasp: anchor changed</li>" in html
+    assert (
+        '<span class="change change--withheld">withheld</span> <code>grasp</code> Task grasp: '
+        "anchor withheld in v0.4 and v0.5; not compared</li>"
+    ) in html
     assert "Task walk: anchor changed from 0.6 to 0.62" in html
     assert "0.7331" not in html and "0.5 to" not in html
 

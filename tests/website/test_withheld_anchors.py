@@ -54,7 +54,7 @@ def test_no_page_or_export_contains_a_withheld_anchor(client, benchmark):
     previous.published_at = previous.published_at.replace(year=2025)
     previous.save()
     release = make_release(benchmark)
-    ReleaseTask.objects.filter(release=previous, task__slug="grasp").update(paper_value=0.9)  # "anchor changed"
+    ReleaseTask.objects.filter(release=previous, task__slug="grasp").update(paper_value=0.9)  # it changed
     owner = make_user()
     runs = [
         make_run(release, agent_name="Alpha", submitter=owner, score=1.12),
