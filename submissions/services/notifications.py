@@ -15,7 +15,8 @@ over ``<X-Podium-Timestamp>.<raw body>`` (docs/api.md shows how to check it).
 
 SSRF: a webhook URL must be http(s) and every address its host resolves to must be public
 (``ipaddress.is_global``): loopback, private, link-local (cloud metadata), multicast and reserved
-ranges are refused when the URL is saved and again at each delivery, and the POST connects to the
+ranges, and IPv6 addresses that carry such an IPv4 address (IPv4-mapped, NAT64 64:ff9b::/96, 6to4,
+Teredo), are refused when the URL is saved and again at each delivery, and the POST connects to the
 address that was checked (a DNS answer that changes between check and connect cannot redirect it).
 Redirects are not followed. PODIUM_WEBHOOK_ALLOW_PRIVATE lifts the address rule (development).
 """
@@ -82,13 +83,41 @@ class _Target:
     address: str  # the checked IP the POST connects to
 
 
+# IPv6 ranges whose last 32 bits are an IPv4 address the packet ends up at: the NAT64 well-known
+# prefix (RFC 6052) and SIIT's IPv4-translated addresses (RFC 2765). ipaddress calls them global
+# whatever the IPv4 address is, so 64:ff9b::a9fe:a9fe would reach 169.254.169.254.
+_IPV4_IN_LAST_32_BITS = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::ffff:0:0:0/96"))
+# Refused whatever they embed: local-use NAT64 (RFC 8215) translates by the operator's own rules,
+# and IPv4-compatible addresses (::a.b.c.d) are deprecated (RFC 4291) so no receiver has one.
+_IPV6_REFUSED = (ipaddress.IPv6Network("64:ff9b:1::/48"), ipaddress.IPv6Network("::/96"))
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries: IPv4-mapped, 6to4, Teredo (server and
+    client; 2001::/32 is not global anyway, this does not rely on it) and the ranges above."""
+    embedded = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+    if any(ip in network for network in _IPV4_IN_LAST_32_BITS):
+        embedded.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return [address for address in embedded if address is not None]
+
+
+def _public_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """The one rule for a webhook's address: a public internet address, in every form."""
+    # is_global is False for loopback, private, link-local, shared (CGNAT) and reserved ranges;
+    # multicast is "global" to ipaddress but never a receiver.
+    if not ip.is_global or ip.is_multicast:
+        return False
+    if isinstance(ip, ipaddress.IPv4Address):
+        return True
+    if any(ip in network for network in _IPV6_REFUSED):
+        return False
+    return all(_public_address(address) for address in _embedded_ipv4(ip))
+
+
 def _refuse_private(hostname: str, addresses: list[str]) -> None:
     """Every address the host resolves to is a public internet address."""
     for address in addresses:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        # is_global is False for loopback, private, link-local, shared (CGNAT), reserved and
-        # IPv4-mapped forms of those; multicast is "global" to ipaddress but never a receiver.
-        if not ip.is_global or ip.is_multicast:
+        if not _public_address(ipaddress.ip_address(address.split("%", 1)[0])):
             raise WebhookError(
                 "webhook_url_private",
                 f"url: {hostname[:100]!r} resolves to a non-public address; "

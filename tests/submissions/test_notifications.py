@@ -264,6 +264,47 @@ class TestWebhookUrlRule:
         assert response.json()["error"]["code"] == code
         assert not WebhookEndpoint.objects.exists()
 
+    @pytest.mark.parametrize(
+        "address",
+        [
+            pytest.param("64:ff9b::a9fe:a9fe", id="nat64-of-cloud-metadata"),
+            pytest.param("64:ff9b::7f00:1", id="nat64-of-loopback"),
+            pytest.param("64:ff9b::a00:1", id="nat64-of-10/8"),
+            pytest.param("64:ff9b:1::808:808", id="local-use-nat64-even-of-a-public-ipv4"),
+            pytest.param("2002:a9fe:a9fe::1", id="6to4-of-cloud-metadata"),
+            pytest.param("2002:c0a8:1::1", id="6to4-of-192.168/16"),
+            pytest.param("2001:0:808:808::5601:5601", id="teredo-client-cloud-metadata"),
+            pytest.param("::ffff:a9fe:a9fe", id="ipv4-mapped-cloud-metadata"),
+            pytest.param("::a9fe:a9fe", id="ipv4-compatible-cloud-metadata"),
+            pytest.param("::808:808", id="ipv4-compatible-even-of-a-public-ipv4"),
+            pytest.param("::ffff:0:7f00:1", id="ipv4-translated-loopback"),
+            pytest.param("64:ff9b::e000:1", id="nat64-of-multicast"),
+        ],
+    )
+    def test_ipv6_forms_of_non_public_ipv4_addresses_are_refused(self, owner, address):
+        response = api_as(owner).put("/api/v1/account/webhook/", {"url": f"http://[{address}]/hook"}, format="json")
+        assert response.status_code == 400
+        assert response.json()["error"] == {
+            "code": "webhook_url_private",
+            "message": f"url: {address!r} resolves to a non-public address; "
+            "webhooks are only sent to public internet addresses",
+        }
+        assert not WebhookEndpoint.objects.exists()
+
+    @pytest.mark.parametrize(
+        "address",
+        [
+            pytest.param("2606:4700:4700::1111", id="native-ipv6"),
+            pytest.param("64:ff9b::808:808", id="nat64-of-a-public-ipv4"),
+            pytest.param("2002:808:808::1", id="6to4-of-a-public-ipv4"),
+        ],
+    )
+    def test_a_public_ipv6_address_is_accepted(self, owner, address):
+        url = f"https://[{address}]/hook"
+        response = api_as(owner).put("/api/v1/account/webhook/", {"url": url}, format="json")
+        assert response.status_code == 201
+        assert WebhookEndpoint.objects.get(user=owner).url == url
+
     def test_a_public_address_is_accepted(self, owner):
         response = api_as(owner).put("/api/v1/account/webhook/", {"url": "https://93.184.216.34/hook"}, format="json")
         assert response.status_code == 201
@@ -271,6 +312,14 @@ class TestWebhookUrlRule:
 
     def test_an_address_that_became_private_is_refused_at_delivery(self, owner, garbage, settings):
         WebhookEndpoint.objects.create(user=owner, url="http://127.0.0.1:9/x", secret="whsec_x")
+        submission = submission_verify(submission_id=garbage.pk)
+        delivery = NotificationDelivery.objects.get(submission=submission)
+        notifications.notification_deliver(delivery_id=delivery.pk)
+        delivery.refresh_from_db()
+        assert delivery.last_error.startswith("webhook_url_private")
+
+    def test_an_ipv6_form_of_the_metadata_address_is_refused_at_delivery(self, owner, garbage):
+        WebhookEndpoint.objects.create(user=owner, url="http://[64:ff9b::a9fe:a9fe]/x", secret="whsec_x")
         submission = submission_verify(submission_id=garbage.pk)
         delivery = NotificationDelivery.objects.get(submission=submission)
         notifications.notification_deliver(delivery_id=delivery.pk)
