@@ -62,3 +62,17 @@ def test_load_demo_verifies_in_process_and_publishes_nothing_to_the_broker(site_
     assert paper_gap_submissions().count() == 16
     assert not paper_gap_submissions().exclude(status="done").exists()
     assert app.conf.task_always_eager is False  # restored afterwards
+
+
+@pytest.mark.django_db
+def test_the_demo_evaluator_keys_sign_only_the_demo_tasks_of_their_simulator(site_identity):
+    # Their private halves are derived from public labels: unscoped, they would sign for any task
+    # a real release later puts on a demo simulator.
+    from leaderboard.models import ReleaseTask, SigningKeyTask, Task
+
+    call_command("load_demo")
+    demo_tasks = ReleaseTask.objects.filter(release__benchmark__slug="ale-robotics").values_list("task", flat=True)
+    for key in SigningKey.objects.filter(owner_kind="evaluator"):
+        scoped = set(SigningKeyTask.objects.filter(signing_key=key).values_list("task", flat=True))
+        expected = set(Task.objects.filter(pk__in=demo_tasks, simulator=key.evaluator_id).values_list("pk", flat=True))
+        assert scoped == expected and scoped

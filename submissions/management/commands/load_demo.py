@@ -140,14 +140,24 @@ class Command(BaseCommand):
         # One evaluator key per simulator (a key signs only its simulator's tasks) and one judge
         # calibrated for every reproduction task of the demo releases.
         keys = {}
+        demo_tasks = {
+            release_task.task
+            for _, release in manifests
+            for release_task in release.release_tasks.select_related("task")
+        }
         for simulator in sorted({task.simulator for manifest, _ in manifests for task in manifest.tasks}):
             keys[simulator] = demo_evaluator_key(simulator)
+            evaluator = Evaluator.objects.get(simulator=simulator)
+            # Narrowed to the demo's own tasks: the key's private half is public (derived from a
+            # label), so unscoped it would sign for any task a real release later puts on this
+            # simulator (docs/security-model.md, "The demo's keys").
             signing = signing_key_register(
-                evaluator=Evaluator.objects.get(simulator=simulator),
+                evaluator=evaluator,
+                tasks={task: "" for task in demo_tasks if task.simulator_id == evaluator.pk},
                 public_key_b64=public_key_b64(keys[simulator]),
                 user=None,
             )
-            self.stdout.write(f"demo evaluator key {signing.key_id} registered for {simulator}")
+            self.stdout.write(f"demo evaluator key {signing.key_id} registered for {simulator}'s demo tasks")
         calibrated = {
             release_task.task: DEMO_RUBRIC
             for _, release in manifests
