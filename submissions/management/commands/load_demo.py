@@ -150,7 +150,7 @@ class Command(BaseCommand):
             evaluator = Evaluator.objects.get(simulator=simulator)
             # Narrowed to the demo's own tasks: the key's private half is public (derived from a
             # label), so unscoped it would sign for any task a real release later puts on this
-            # simulator (docs/security-model.md, "The demo's keys").
+            # simulator (docs/security-model.md, "Keys are scoped").
             signing = signing_key_register(
                 evaluator=evaluator,
                 tasks={task: "" for task in demo_tasks if task.simulator_id == evaluator.pk},
