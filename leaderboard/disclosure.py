@@ -135,6 +135,12 @@ class Disclosure:
 NOTHING_HIDDEN = Disclosure()
 
 
+def anchor_is_public(*, release_published: bool, anchor_published: bool) -> bool:
+    """Whether a task's anchor may be shown to anyone but staff: its release is published and
+    publishes it. A draft release's anchors count as withheld whatever its tasks' flags say."""
+    return release_published and anchor_published
+
+
 def result_reveals_anchor(*, anchor_published: bool, signature: str) -> bool:
     """True when showing this task result's scores would let whoever chose its measured value
     divide out the anchor: the anchor is withheld and no registered evaluator key signed it."""
@@ -157,7 +163,9 @@ def run_disclosure(run: Any, *, user: Viewer | None, task_results: Sequence[Any]
     for result in results:
         release_task = result.release_task
         slug = release_task.task.slug
-        anchor_public = release_published and release_task.anchor_published
+        anchor_public = anchor_is_public(
+            release_published=release_published, anchor_published=release_task.anchor_published
+        )
         if not anchor_public and not sees_measured:
             # The task's scores go with its measured value: a success rate over a known number
             # of episodes is k / N, so a full-precision gap (k / N / anchor) pins the anchor for

@@ -18,7 +18,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, run_disclosure
+from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, anchor_is_public, run_disclosure
 from leaderboard.models import (
     Agent,
     AgentVersion,
@@ -316,7 +316,7 @@ def rerun_comparison(
     public_anchor = {
         row.release_task.task.slug
         for row in run.task_results.all()
-        if run.release.published and row.release_task.anchor_published
+        if anchor_is_public(release_published=run.release.published, anchor_published=row.release_task.anchor_published)
     }
     rows = []
     for row in rerun.comparison or []:

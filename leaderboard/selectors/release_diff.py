@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from leaderboard.disclosure import anchor_is_public
 from leaderboard.models import Release, ReleaseTask
 
 __all__ = ["AnchorChange", "DiffEntry", "FieldChange", "ReleaseDiff", "TaskChange", "release_diff", "release_diff_rows"]
@@ -195,11 +196,10 @@ def _penalties(row: ReleaseTask) -> list[tuple[str, float]]:
 def _task_change(old: Release, new: Release, before: ReleaseTask, after: ReleaseTask) -> TaskChange | None:
     slug = after.task.slug
     change = TaskChange(slug=slug, title=after.title, change="changed")
-    # A draft release's anchors count as withheld whatever the flags say (docs/security-model.md).
     withheld_in = tuple(
         release.version
         for release, row in ((old, before), (new, after))
-        if not (release.published and row.anchor_published)
+        if not anchor_is_public(release_published=release.published, anchor_published=row.anchor_published)
     )
     # Kept even when nothing changed if a visitor may not compare: AnchorChange.listed decides per viewer.
     if withheld_in or before.paper_value != after.paper_value or before.anchor_published != after.anchor_published:
