@@ -24,6 +24,13 @@ the ranks built on them. Two facts decide what is shown:
   genre's score, their intervals and ranks), is an anchor oracle: it is shown to
   staff only, to nobody else, the submitter included.
 
+Even a signed run's aggregates are an oracle at full precision: where a tab's mean includes
+one withheld-anchor task and the others are public, ``mean * n - others`` is that task's final,
+and a guessable measured value (k / N) then gives the anchor. So an aggregate that includes a
+task whose scores the viewer may not see is published at display precision
+(``published_score``: two decimals, the seeds' own), on the run's pages and API, and on the
+boards, which store and rank by that published value (leaderboard.services.paper_gap_standings).
+
 A mismatch diff is the same oracle before any run exists, and the server does
 not keep which results were signed for a refused bundle, so a submission's diff
 hides the recomputed anchor-derived values of *every* withheld task of its
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from leaderboard.models import ReleaseTask
@@ -50,11 +58,28 @@ EVALUATOR_SIGNED = "valid"
 ANCHOR_DERIVED_TASK_FIELDS: frozenset[str] = frozenset({"gap", "score", "final"})
 # Run aggregates that are macro means of task finals (coverage and pass rate are not).
 SCORE_AGGREGATES: tuple[str, ...] = ("overall", "reproduction", "open")
+# Decimals an aggregate that includes a withheld-anchor task is published to: the seeds' display
+# precision (seed 000's worked example: 0.90, 0.54, 1.12), which every page shows anyway. Finer
+# would narrow the anchor (mean * n - the other finals); coarser would blur the board.
+PUBLISHED_PLACES = 2
+_PUBLISHED_QUANTUM = Decimal(1).scaleb(-PUBLISHED_PLACES)
 # What pages and the API say in place of a withheld value.
 WITHHELD_SCORE_REASON = (
     "withheld: the task's anchor is not published, and this number would reveal it (measured / gap); "
     "it is shown to the run's submitter (for an evaluator-signed result) and staff only"
 )
+
+
+def published_score(value: float | None) -> float | None:
+    """``value`` at ``PUBLISHED_PLACES`` decimals, exactly as PostgreSQL's
+    ``round(value::numeric, 2)`` computes it (the boards order by that in SQL,
+    leaderboard.services.paper_gap_standings): the double's 15 significant digits
+    (``DBL_DIG``, the float8 to numeric cast), then half away from zero. Python's ``round``
+    would differ at ties (0.125 gives 0.12), and a board must never rank by one value and show
+    another."""
+    if value is None:
+        return None
+    return float(Decimal(format(value, ".15g")).quantize(_PUBLISHED_QUANTUM, rounding=ROUND_HALF_UP))
 
 
 @dataclass(frozen=True)
@@ -63,18 +88,27 @@ class Disclosure:
 
     ``measured_hidden``: task slugs whose measured value is hidden; ``scores_hidden``:
     task slugs whose gap/score/final are hidden; ``aggregates_hidden``: which of
-    Overall/Reproduction/Open (with their intervals and ranks) are hidden.
-    ``all_tasks`` hides every task's scores (a diff whose release is unknown: fail closed).
+    Overall/Reproduction/Open (with their intervals and ranks) are hidden; ``aggregates_rounded``:
+    which are shown, with their intervals, only at ``PUBLISHED_PLACES`` (they include a task
+    whose scores are hidden, so full precision would give its final away). ``all_tasks``
+    hides every task's scores (a diff whose release is unknown: fail closed).
     """
 
     measured_hidden: frozenset[str] = frozenset()
     scores_hidden: frozenset[str] = frozenset()
     aggregates_hidden: frozenset[str] = frozenset()
+    aggregates_rounded: frozenset[str] = frozenset()
     all_tasks: bool = False
 
     @property
     def anything_hidden(self) -> bool:
-        return bool(self.measured_hidden or self.scores_hidden or self.aggregates_hidden or self.all_tasks)
+        return bool(
+            self.measured_hidden
+            or self.scores_hidden
+            or self.aggregates_hidden
+            or self.aggregates_rounded
+            or self.all_tasks
+        )
 
     def task_scores_hidden(self, slug: str) -> bool:
         return self.all_tasks or slug in self.scores_hidden
@@ -87,12 +121,25 @@ class Disclosure:
         return sorted(fields)
 
     def aggregate(self, name: str, value: float | None) -> float | None:
-        """An aggregate score, or None when it is hidden."""
-        return None if name in self.aggregates_hidden else value
+        """An aggregate score as this viewer may see it: None when hidden, at display
+        precision when it includes a task whose scores are hidden."""
+        if name in self.aggregates_hidden:
+            return None
+        return published_score(value) if name in self.aggregates_rounded else value
 
     def confidence(self, confidence: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Run.confidence without the intervals of hidden aggregates."""
-        return {k: v for k, v in (confidence or {}).items() if k not in self.aggregates_hidden}
+        """Run.confidence without the intervals of hidden aggregates, and with the bounds of
+        rounded ones at display precision (an interval's bounds are percentiles of resampled
+        means, each as telling as the mean)."""
+        shown: dict[str, Any] = {}
+        for name, bounds in (confidence or {}).items():
+            if name in self.aggregates_hidden:
+                continue
+            if name in self.aggregates_rounded and isinstance(bounds, list | tuple):
+                shown[name] = [published_score(b) if isinstance(b, int | float) else b for b in bounds]
+            else:
+                shown[name] = bounds
+        return shown
 
     def hides_path(self, path: str) -> bool:
         """True when a breakdown path (``tasks.<slug>.gap``, ``aggregates.overall``...) is, or
@@ -111,7 +158,8 @@ class Disclosure:
             return parts[2] in self.hidden_task_fields(slug)
         if head == "aggregates":
             if len(parts) == 1:
-                return bool(self.aggregates_hidden)
+                # A whole missing "aggregates" object carries every aggregate at full precision.
+                return bool(self.aggregates_hidden or self.aggregates_rounded)
             return parts[1] in self.aggregates_hidden
         # Anything else is outside the breakdown's shape: only the claim has it (the recomputation
         # has nothing there to reveal), so it is shown as it is.
@@ -126,10 +174,21 @@ class Disclosure:
         out: list[dict[str, Any]] = []
         for row in rows:
             item = dict(row)
-            if self.hides_path(str(item.get("path", ""))):
+            path = str(item.get("path", ""))
+            if self.hides_path(path):
                 item.update(claimed=None, recomputed=None, withheld=True)
+            elif path.startswith("aggregates.") and path.split(".")[1] in self.aggregates_rounded:
+                # Both columns: a claim that matched within tolerance is the exact mean too.
+                item.update({key: _published_leaf(item.get(key)) for key in ("claimed", "recomputed")})
             out.append(item)
         return out
+
+
+def _published_leaf(value: Any) -> Any:
+    """A diff leaf at display precision when it is a number (a missing one stays None)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None if isinstance(value, Mapping | list) else value
+    return published_score(float(value))
 
 
 NOTHING_HIDDEN = Disclosure()
@@ -177,13 +236,29 @@ def run_disclosure(run: Any, *, user: Viewer | None, task_results: Sequence[Any]
             chosen = True
             genres.add(release_task.genre)
     # A chosen measured value makes the aggregates that include it an oracle too (for everyone but
-    # staff); an evaluator's keeps them public, as seed 000 publishes a run's score.
+    # staff); an evaluator's keeps them public, as seed 000 publishes a run's score, but only at
+    # display precision when they include a task whose final this viewer may not see.
     aggregates = {"overall", *genres} if chosen else set()
+    rounded_genres = {result.release_task.genre for result in results if result.release_task.task.slug in scores_hidden}
+    rounded = ({"overall", *rounded_genres} if rounded_genres else set()) - aggregates
     return Disclosure(
         measured_hidden=frozenset(measured_hidden),
         scores_hidden=frozenset(scores_hidden),
         aggregates_hidden=frozenset(aggregates),
+        aggregates_rounded=frozenset(rounded),
     )
+
+
+def withheld_tabs(release_tasks: Iterable[Any], *, release_published: bool) -> frozenset[str]:
+    """The board tabs (overall and the genres) of a release that include a task whose anchor is
+    not public: a board publishes its scores at display precision (``published_score``) and ranks
+    by that. ``release_tasks`` need ``genre`` and ``anchor_published`` only."""
+    genres = {
+        rt.genre
+        for rt in release_tasks
+        if not anchor_is_public(release_published=release_published, anchor_published=rt.anchor_published)
+    }
+    return frozenset({"overall", *genres}) if genres else frozenset()
 
 
 def release_diff_disclosure(release_tasks: Iterable[Any] | None, *, user: Viewer | None) -> Disclosure:

@@ -16,11 +16,11 @@ from django.db import connection
 from django.db.models import Exists, F, OuterRef, QuerySet
 from django.http import Http404, QueryDict
 
-from leaderboard.disclosure import EVALUATOR_SIGNED
+from leaderboard.disclosure import EVALUATOR_SIGNED, published_score
 from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Run, Standing, TaskResult
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
-from leaderboard.services.paper_gap_standings import standing_sort_key
+from leaderboard.services.paper_gap_standings import release_withheld_tabs, standing_sort_key
 from leaderboard.users import Viewer
 
 LEVELS = PUBLIC_RUN_LEVELS
@@ -147,7 +147,7 @@ TAB_FIELDS = {"overall": "overall", "reproduction": "reproduction", "open": "ope
 
 
 def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None = None) -> list[Run]:
-    """The best public run of each reference baseline on a release's tab (one query).
+    """The best public run of each reference baseline on a release's tab (two queries).
 
     The same public rule as the standings (leaderboard.services.paper_gap_standings): validated,
     attested or verified, neither the run nor its submission private, a score in the tab,
@@ -172,13 +172,19 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
     )
     if filters is not None:
         runs = filters.apply(runs, name="agent_version__agent__name", level="level", when="created_at")
+    # A tab with a withheld anchor shows (and picks by) published scores, as its board does.
+    rounded = tab in release_withheld_tabs(release)
     best: dict[int, Run] = {}
-    for run in sorted(runs, key=lambda r: standing_sort_key(r, tab)):
+    for run in sorted(runs, key=lambda r: standing_sort_key(r, tab, rounded=rounded)):
         best.setdefault(run.agent_version_id, run)
     for run in best.values():
         # Display-only attributes the cost chart reads beside the row's own fields.
-        run.tab_score = getattr(run, score_field)  # type: ignore[attr-defined]
-        run.tab_ci = (run.confidence or {}).get(tab)  # type: ignore[attr-defined]
+        score, ci = getattr(run, score_field), (run.confidence or {}).get(tab)
+        if rounded:
+            score = published_score(score)
+            ci = [published_score(bound) for bound in ci] if isinstance(ci, list | tuple) else ci
+        run.tab_score = score  # type: ignore[attr-defined]
+        run.tab_ci = ci  # type: ignore[attr-defined]
     return list(best.values())
 
 

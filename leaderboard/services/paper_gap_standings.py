@@ -16,6 +16,11 @@ Two writers, one result:
 * ``standings_refresh`` -- the full rebuild, for repairs (``manage.py
   rebuild_standings``): rewrites every row of a release from its Run rows.
 
+A tab that includes a withheld-anchor task (leaderboard.disclosure.withheld_tabs) stores its
+score and interval at display precision (``published_score``) and picks each version's best
+run by that published value too: the exact mean would give the withheld task's final away
+(``mean * n - the others``), and so would an order the published values do not explain.
+
 Both take the release row's lock first, so writers of one release serialize;
 a board read computes its ranks in the same SELECT as its rows (one snapshot),
 so it never sees half-moved ranks. Both
@@ -32,8 +37,8 @@ from typing import Any
 from django.db import connections, transaction
 from django.db.models import Field, Model
 
-from leaderboard.disclosure import EVALUATOR_SIGNED
-from leaderboard.models import Baseline, Release, Run, Standing
+from leaderboard.disclosure import EVALUATOR_SIGNED, PUBLISHED_PLACES, published_score, withheld_tabs
+from leaderboard.models import Baseline, Release, ReleaseTask, Run, Standing
 from scoring.leaderboard import rank_key
 
 # Verification levels that enter a leaderboard; mismatch and rejected never do.
@@ -63,12 +68,14 @@ def _tab_score(run: Run, tab: str) -> float | None:
     return {"overall": run.overall, "reproduction": run.reproduction, "open": run.open}[tab]
 
 
-def standing_sort_key(run: Run, tab: str) -> tuple[Any, ...]:
+def standing_sort_key(run: Run, tab: str, *, rounded: bool = False) -> tuple[Any, ...]:
     """Best first, by the one ranking rule (scoring.leaderboard.rank_key): complete coverage,
-    score desc, pass rate desc (None last), earlier verified, then id."""
+    score desc, pass rate desc (None last), earlier verified, then id. ``rounded``: by the
+    published score (a tab with a withheld anchor, ``release_withheld_tabs``)."""
+    score = _tab_score(run, tab)
     return rank_key(
         complete=run.complete,
-        score=_tab_score(run, tab),
+        score=published_score(score) if rounded else score,
         pass_rate=run.pass_rate,
         verified_at=run.created_at,
         run_id=run.pk,
@@ -89,10 +96,31 @@ def _related(model: type[Model], name: str) -> type[Model]:
     return related
 
 
-def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
+def release_withheld_tabs(release: Release) -> frozenset[str]:
+    """The tabs of ``release`` whose scores are published at display precision (one query)."""
+    rows = ReleaseTask.objects.filter(release_id=release.pk).values_list("genre", "anchor_published")
+    return withheld_tabs(
+        (ReleaseTask(genre=genre, anchor_published=published) for genre, published in rows),
+        release_published=bool(release.published),
+    )
+
+
+# The SQLite function standing in for PostgreSQL's round(x::numeric, 2) (registered on every
+# SQLite connection by leaderboard.apps), so both backends order by ``published_score``'s value.
+SQLITE_PUBLISHED_SCORE = "podium_published_score"
+
+
+def _published_sql(connection: Any, expression: str) -> str:
+    """SQL for ``published_score(expression)`` on ``connection``'s backend."""
+    if connection.vendor == "postgresql":
+        return f"ROUND(CAST({expression} AS numeric), {PUBLISHED_PLACES})"
+    return f"{SQLITE_PUBLISHED_SCORE}({expression})"
+
+
+def _best_runs_sql(connection: Any, *, one_version: bool = False, rounded: frozenset[str] = frozenset()) -> str:
     """The query behind ``_best_runs_by_tab``, written out (see there), for ``connection``'s quoting;
     with ``one_version``, restricted to one agent version (its id the second parameter), for
-    ``_version_runs``.
+    ``_version_runs``; the tabs in ``rounded`` order by the published score.
 
     Plain SQL accepted by PostgreSQL and SQLite (>= 3.30 for NULLS LAST). Hand-written because
     this runs on every verification, and building the equivalent ORM query (three windows,
@@ -108,9 +136,10 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
     result = {name: quote(_column(result_model, name)) for name in ("run", "release_task", "signature")}
     version_model = _related(Run, "agent_version")
     agent_model = _related(version_model, "agent")
+    scores = {tab: _published_sql(connection, f"r.{run[tab]}") if tab in rounded else f"r.{run[tab]}" for tab in TABS}
     positions = ",\n".join(
         f"ROW_NUMBER() OVER (PARTITION BY r.{run['agent_version']} ORDER BY r.{run['complete']} DESC, "
-        f"r.{run[tab]} DESC NULLS LAST, r.{run['pass_rate']} DESC NULLS LAST, r.{run['created_at']} ASC, "
+        f"{scores[tab]} DESC NULLS LAST, r.{run['pass_rate']} DESC NULLS LAST, r.{run['created_at']} ASC, "
         f"r.{run['id']} ASC) AS {quote('position_' + tab)}"
         for tab in TABS
     )
@@ -155,10 +184,10 @@ def _best_runs_sql(connection: Any, *, one_version: bool = False) -> str:
     """  # noqa: S608
 
 
-_SQL_BY_VENDOR: dict[str, str] = {}
+_SQL_BY_VENDOR: dict[tuple[str, bool, frozenset[str]], str] = {}
 
 
-def _best_runs_by_tab(release: Release) -> dict[str, list[Run]]:
+def _best_runs_by_tab(release: Release, rounded: frozenset[str]) -> dict[str, list[Run]]:
     """For each tab, each agent version's best public run with a score in that tab, ranked by
     ``standing_sort_key``.
 
@@ -173,24 +202,33 @@ def _best_runs_by_tab(release: Release) -> dict[str, list[Run]]:
     large per-task breakdown).
     """
     connection = connections[Run.objects.db]
-    sql = _SQL_BY_VENDOR.get(connection.vendor)
-    if sql is None:
-        sql = _SQL_BY_VENDOR[connection.vendor] = _best_runs_sql(connection)
+    sql = _best_runs_query(connection, one_version=False, rounded=rounded)
     params = [release.pk, *(str(level) for level in LEADERBOARD_LEVELS), False, False, False, EVALUATOR_SIGNED]
     candidates = list(Run.objects.raw(sql, params))
     return {
         tab: sorted(
             (run for run in candidates if getattr(run, f"position_{tab}") == 1 and _tab_score(run, tab) is not None),
-            key=partial(standing_sort_key, tab=tab),
+            key=partial(standing_sort_key, tab=tab, rounded=tab in rounded),
         )
         for tab in TABS
     }
 
 
-def _interval(run: Run, tab: str) -> tuple[float | None, float | None]:
+def _best_runs_query(connection: Any, *, one_version: bool, rounded: frozenset[str]) -> str:
+    """``_best_runs_sql``, built once per backend and shape."""
+    key = (connection.vendor, one_version, rounded)
+    sql = _SQL_BY_VENDOR.get(key)
+    if sql is None:
+        sql = _SQL_BY_VENDOR[key] = _best_runs_sql(connection, one_version=one_version, rounded=rounded)
+    return sql
+
+
+def _interval(run: Run, tab: str, *, rounded: bool = False) -> tuple[float | None, float | None]:
     bounds = (run.confidence or {}).get(tab)
     if not bounds or len(bounds) != 2:
         return None, None
+    if rounded:
+        return published_score(bounds[0]), published_score(bounds[1])
     return bounds[0], bounds[1]
 
 
@@ -204,31 +242,37 @@ def standings_refresh(*, release: Release) -> int:
     attested or verified, not private) with a score in that tab (readers rank them
     by ``standing_sort_key``'s order). A version shows once per tab, with its best run,
     so resubmitting cannot crowd the board. Bumps Release.generation (cache
-    keys include it). A constant number of queries whatever the run count (four);
+    keys include it). A constant number of queries whatever the run count (five);
     the release row is locked first (by the bump) so concurrent refreshes serialize.
     """
     generation = _bump_generation(release)
-    best_by_tab = _best_runs_by_tab(release)
+    rounded = release_withheld_tabs(release)
+    best_by_tab = _best_runs_by_tab(release, rounded)
     rows: list[Standing] = []
     for tab in TABS:
-        rows.extend(Standing(release=release, tab=tab, **_standing_fields(run, tab)) for run in best_by_tab[tab])
+        rows.extend(
+            Standing(release=release, tab=tab, **_standing_fields(run, tab, rounded=tab in rounded))
+            for run in best_by_tab[tab]
+        )
     Standing.objects.filter(release=release).delete()
     Standing.objects.bulk_create(rows)
     release.generation = generation
     return len(rows)
 
 
-def _standing_fields(run: Run, tab: str) -> dict[str, Any]:
-    """Every column of a run's Standing row in ``tab`` except release and tab.
+def _standing_fields(run: Run, tab: str, *, rounded: bool) -> dict[str, Any]:
+    """Every column of a run's Standing row in ``tab`` except release and tab; ``rounded``: the
+    score and interval at display precision (``release_withheld_tabs``).
 
     ``run`` carries ``standing_agent_name``, ``standing_agent_slug`` and ``standing_version``
     (the raw query's columns, or set by ``_version_runs``)."""
-    low, high = _interval(run, tab)
+    low, high = _interval(run, tab, rounded=rounded)
+    score = _tab_score(run, tab)
     tokens = None if run.tokens_in is None and run.tokens_out is None else (run.tokens_in or 0) + (run.tokens_out or 0)
     return {
         "run_id": run.pk,
         "agent_version_id": run.agent_version_id,
-        "score": _tab_score(run, tab),
+        "score": published_score(score) if rounded else score,
         "ci_low": low,
         "ci_high": high,
         "pass_rate": run.pass_rate,
@@ -251,7 +295,7 @@ def _standing_fields(run: Run, tab: str) -> dict[str, Any]:
 _ORDER_FIELDS = ("complete", "score", "pass_rate", "verified_at", "run_id")
 
 
-def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
+def _version_runs(release: Release, agent_version_id: int, rounded: frozenset[str]) -> list[Run]:
     """One agent version's best public, rankable scored run per tab in a release (a run first in at
     least one tab: ``_best_runs_by_tab``'s query, restricted to the version; ``position_<tab>`` set).
 
@@ -259,10 +303,7 @@ def _version_runs(release: Release, agent_version_id: int) -> list[Run]:
     subquery, select_related, only) on every verification cost more CPU than running it.
     """
     connection = connections[Run.objects.db]
-    key = f"{connection.vendor}:version"
-    sql = _SQL_BY_VENDOR.get(key)
-    if sql is None:
-        sql = _SQL_BY_VENDOR[key] = _best_runs_sql(connection, one_version=True)
+    sql = _best_runs_query(connection, one_version=True, rounded=rounded)
     params = [
         release.pk,
         agent_version_id,
@@ -289,7 +330,8 @@ def standings_update_version(*, release: Release, agent_version_id: int) -> int:
     with transaction.atomic(savepoint=False):
         # The release row lock: concurrent writers of this release's standings serialize.
         Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
-        runs = _version_runs(release, agent_version_id)
+        rounded = release_withheld_tabs(release)
+        runs = _version_runs(release, agent_version_id, rounded)
         current = {row.tab: row for row in Standing.objects.filter(release=release, agent_version_id=agent_version_id)}
         changed = 0
         for tab in TABS:
@@ -299,7 +341,8 @@ def standings_update_version(*, release: Release, agent_version_id: int) -> int:
                 (run for run in runs if getattr(run, f"position_{tab}") == 1 and _tab_score(run, tab) is not None),
                 None,
             )
-            changed += _move_row(release, tab, current.get(tab), None if best is None else _standing_fields(best, tab))
+            fields = None if best is None else _standing_fields(best, tab, rounded=tab in rounded)
+            changed += _move_row(release, tab, current.get(tab), fields)
         if changed:
             release.generation = _bump_generation(release)
         return changed
@@ -315,7 +358,8 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
     ``standings_update_version`` either ran before (its row is updated here) or runs after and
     reads the committed interval. Release.generation is bumped only when a row changed.
     """
-    bounds = {str(tab): _interval(run, tab) for tab in TABS}
+    rounded = release_withheld_tabs(release)
+    bounds = {str(tab): _interval(run, tab, rounded=tab in rounded) for tab in TABS}
     changing = {tab: pair for tab, pair in bounds.items() if pair != (None, None)}
     if not changing:
         return 0

@@ -152,7 +152,10 @@ def run_compare(*, a_id: int, b_id: int, user: Viewer | None) -> Comparison:
         hidden = key in disclosure.aggregates_hidden
         ci = confidence.get(key)
         interval = (float(ci[0]), float(ci[1])) if isinstance(ci, list | tuple) and len(ci) == 2 else None
-        return Side(value=None if hidden else getattr(run, key), hidden=hidden, interval=None if hidden else interval)
+        # disclosure.aggregate: None when hidden, display precision when it includes a task
+        # whose final this viewer may not see (the same as the run page).
+        value = disclosure.aggregate(key, getattr(run, key))
+        return Side(value=value, hidden=hidden, interval=None if hidden else interval)
 
     aggregates = []
     for key, label in AGGREGATES:

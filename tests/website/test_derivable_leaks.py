@@ -33,7 +33,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from leaderboard.models import Agent, Benchmark, Evaluator, Release, ReleaseTask, Run, Task
+from leaderboard.models import Agent, Benchmark, Evaluator, Release, ReleaseTask, Run, Standing, Task
 from scoring import gap
 from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 from submissions.bundle.signatures import public_key_b64
@@ -384,3 +384,64 @@ def test_a_signed_runs_withheld_task_scores_reach_only_its_submitter_and_staff(l
     assert seen["other"] <= own["other"] and seen["other"]
     assert {where.split("/")[0] for where in seen["submitter"]} == {"signed"}
     assert {where.split("/")[0] for where in seen["staff"]} == {"signed", "others-signed"}
+
+
+def _signed_aggregates(world: dict[str, Any], *, of: Any = None) -> list[tuple[str, float]]:
+    """(where, value) of every aggregate and interval bound of an evaluator-signed run (of one
+    uploader's runs when ``of`` is given): each includes a withheld-anchor task here."""
+    out = []
+    for run in Run.objects.filter(level__in=["validated", "attested"]).select_related("submission"):
+        if of is not None and run.submission.submitter_id != of.pk:
+            continue
+        for name in ("overall", "reproduction", "open"):
+            out.append((f"run {run.pk}/{name}", getattr(run, name)))
+            out += [(f"run {run.pk}/{name}.ci", bound) for bound in (run.confidence or {}).get(name, [])]
+    return [(where, value) for where, value in out if value]
+
+
+def _shown_finer_than_published(body: str, values: list[tuple[str, float]]) -> set[str]:
+    # A number printed with three decimals or more that is not itself a two-decimal value: finer
+    # than the published precision (a published 0.83 printed as 0.830 says no more than 0.83).
+    return {
+        where
+        for shown, half_unit in _numbers(body, 3)
+        if round(shown, 2) != shown
+        for where, value in values
+        if abs(shown - value) <= half_unit
+    }
+
+
+def test_an_aggregate_including_a_withheld_task_is_published_at_two_decimals(leak_world: dict[str, Any]) -> None:
+    # mean x n - the other (public) finals = the withheld task's final: an aggregate that includes
+    # a task whose final a viewer may not see is shown to them, and ranked, at display precision.
+    values = _signed_aggregates(leak_world)
+    assert len({where.split("/")[0] for where, _ in values}) == 2
+    assert any(where.endswith(".ci") for where, _ in values)  # the intervals are searched too
+    own = {role: {where for where, _ in _signed_aggregates(leak_world, of=leak_world[role])} for role in ROLES[1:]}
+    seen = {}
+    for role in (*ROLES, "staff"):
+        seen[role] = set().union(
+            *(_shown_finer_than_published(body, values) for body in _bodies(leak_world, role).values())
+        )
+    assert seen["anonymous"] == set()
+    assert seen["other"] <= own["other"] and seen["other"]
+    assert seen["submitter"] <= own["submitter"] and seen["submitter"]
+    assert seen["staff"] == {
+        where for where, _ in values if round(_value_of(values, where), 2) != _value_of(values, where)
+    }
+
+
+def _value_of(values: list[tuple[str, float]], where: str) -> float:
+    return next(value for name, value in values if name == where)
+
+
+def test_the_board_stores_and_ranks_the_published_score_of_a_tab_with_a_withheld_anchor(
+    leak_world: dict[str, Any],
+) -> None:
+    rows = list(Standing.objects.filter(release=leak_world["release"]).select_related("run"))
+    assert {row.tab for row in rows} == {"overall", "reproduction", "open"}
+    for row in rows:
+        exact = getattr(row.run, row.tab)
+        assert abs(row.score - exact) <= 0.005 + 1e-9
+        assert row.score == round(row.score, 2)
+        assert row.ci_low is None or row.ci_low == round(row.ci_low, 2)

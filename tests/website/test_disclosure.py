@@ -4,11 +4,13 @@ diff) each viewer may see when a task's anchor is withheld."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.urls import reverse
+from rest_framework.test import APIClient
 
-from leaderboard.disclosure import Disclosure, release_diff_disclosure
+from leaderboard.disclosure import Disclosure, published_score, release_diff_disclosure
 from leaderboard.models import ReleaseTask, Standing, TaskResult
-from leaderboard.services.paper_gap_standings import standings_refresh
+from leaderboard.services.paper_gap_standings import _published_sql, standings_refresh, standings_update_version
 from submissions.models import Submission
 from tests.website.conftest import make_run, make_user
 
@@ -56,6 +58,48 @@ def test_a_disclosure_hides_exactly_the_anchor_derived_paths(path, hidden):
         scores_hidden=frozenset({"grasp"}), aggregates_hidden=frozenset({"overall", "reproduction"})
     )
     assert disclosure.hides_path(path) is hidden
+
+
+@pytest.mark.parametrize(
+    ("value", "published"),
+    [
+        (0.125, 0.13),  # a binary tie: half away from zero (Python's round gives 0.12)
+        (-0.125, -0.13),
+        (0.285, 0.29),  # 0.28499999999999998 in binary; its 15 digits say 0.285
+        (1.3719, 1.37),
+        (1.5, 1.5),
+        (0.0049999, 0.0),
+        (None, None),
+    ],
+)
+def test_a_published_score_has_two_decimals_rounded_half_away_from_zero(value, published):
+    assert published_score(value) == published
+
+
+def test_the_database_rounds_a_published_score_exactly_as_python_does(db):
+    # The boards pick each version's best run by the published score in SQL
+    # (paper_gap_standings._published_sql) and store published_score's: the two must agree.
+    values = [0.125, -0.125, 0.285, 1.005, 2.675, 0.8350000000000001, 1.4999999999999998, 0.1 + 0.2, 1 / 3, 1.2345]
+    with connection.cursor() as cursor:
+        for value in values:
+            parameter = "CAST(%s AS double precision)" if connection.vendor == "postgresql" else "%s"
+            cursor.execute(f"SELECT {_published_sql(connection, parameter)}", [value])
+            (rounded,) = cursor.fetchone()
+            assert float(rounded) == published_score(value), value
+
+
+def test_a_signed_runs_aggregate_that_includes_a_hidden_task_is_rounded_for_everyone_but_its_submitter_and_staff(
+    client, release
+):
+    owner = make_user()
+    run = make_run(release, submitter=owner, score=UNSIGNED_SCORE)  # signature "valid"
+    run.confidence = {"overall": [1.31234, 1.41876]}
+    run.save(update_fields=["confidence"])
+    anonymous = client.get(f"/api/v1/runs/{run.pk}/").json()
+    assert (anonymous["overall"], anonymous["confidence"]["overall"]) == (1.37, [1.31, 1.42])
+    client.force_login(owner)
+    own = client.get(f"/api/v1/runs/{run.pk}/").json()
+    assert (own["overall"], own["confidence"]["overall"]) == (UNSIGNED_SCORE, [1.31234, 1.41876])
 
 
 def test_a_diff_of_an_unknown_release_hides_every_score(db):
@@ -120,7 +164,8 @@ def test_a_signed_run_shows_its_aggregates_and_hides_a_withheld_tasks_measured_v
     owner = make_user()
     run = make_run(release, submitter=owner, score=UNSIGNED_SCORE)  # signature "valid"
     body = client.get(f"/api/v1/runs/{run.pk}/").json()
-    assert body["overall"] == UNSIGNED_SCORE and body["withheld"] == []
+    # Published at two decimals: the mean includes withheld tasks whose finals are hidden.
+    assert body["overall"] == 1.37 and body["withheld"] == []
     grasp = next(task for task in body["tasks"] if task["task"] == "grasp")
     assert (grasp["measured"], grasp["gap"], grasp["final"]) == (None, None, None)
     assert grasp["withheld"] == ["final", "gap", "measured", "score"]
@@ -237,8 +282,6 @@ def test_a_draft_releases_published_flags_do_not_disclose_its_anchors(client, re
 
 
 def test_the_incremental_standings_update_never_ranks_an_unsigned_withheld_result_either(release):
-    from leaderboard.services.paper_gap_standings import standings_update_version
-
     signed = make_run(release, agent_name="Signed", with_standings=False, score=0.9)
     unsigned = make_run(
         release, agent_name="Unsigned", with_standings=False, score=UNSIGNED_SCORE, signature="unsigned"
@@ -251,3 +294,41 @@ def test_the_incremental_standings_update_never_ranks_an_unsigned_withheld_resul
     standings_update_version(release=release, agent_version_id=unsigned.agent_version_id)
     ranked = list(Standing.objects.filter(release=release, tab="overall").values_list("agent_name", flat=True))
     assert ranked == ["Unsigned", "Signed"]
+
+
+def test_a_board_with_a_withheld_anchor_ranks_by_the_published_score_then_the_pass_rate(release):
+    # 1.3719 and 1.3681 both publish as 1.37: ordering them by the exact means would say which is
+    # higher, which the published numbers do not; the pass rate decides, as for any tie.
+    make_run(release, agent_name="Exact Higher", score=1.3719, pass_rate=0.5, with_standings=False)
+    make_run(release, agent_name="Better Pass", score=1.3681, pass_rate=0.9, with_standings=False)
+    standings_refresh(release=release)
+    rows = list(Standing.objects.filter(release=release, tab="overall").order_by("-pass_rate"))
+    assert [(row.agent_name, row.score, row.ci_low) for row in rows] == [
+        ("Better Pass", 1.37, 1.32),
+        ("Exact Higher", 1.37, 1.32),
+    ]
+    ranked = client_ranks(release)
+    assert ranked == ["better-pass", "exact-higher"]
+
+
+def test_each_versions_best_run_is_picked_by_the_published_score_when_an_anchor_is_withheld(release):
+    first = make_run(release, agent_name="Twice", score=1.3719, pass_rate=0.5, with_standings=False)
+    second = make_run(release, agent_name="Twice", score=1.3681, pass_rate=0.9, with_standings=False)
+    assert first.agent_version_id == second.agent_version_id
+    standings_update_version(release=release, agent_version_id=first.agent_version_id)
+    incremental = sorted(Standing.objects.filter(release=release).values_list("tab", "run_id", "score"))
+    standings_refresh(release=release)
+    rebuilt = sorted(Standing.objects.filter(release=release).values_list("tab", "run_id", "score"))
+    assert incremental == rebuilt == [(tab, second.pk, 1.37) for tab in ("open", "overall", "reproduction")]
+
+
+def test_a_board_whose_anchors_are_all_published_keeps_full_precision(release):
+    ReleaseTask.objects.filter(release=release).update(anchor_published=True)
+    run = make_run(release, agent_name="Public", score=1.3719, with_standings=False)
+    standings_refresh(release=release)
+    assert set(Standing.objects.filter(run=run).values_list("score", flat=True)) == {1.3719}
+
+
+def client_ranks(release) -> list[str]:
+    body = APIClient().get(f"/api/v1/releases/{release.pk}/leaderboard/overall/").json()
+    return [row["agent_slug"] for row in body["results"]]
