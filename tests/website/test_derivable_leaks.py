@@ -162,8 +162,10 @@ def _urls(world: dict[str, Any]) -> list[str]:
     release = world["release"]
     board = [BENCHMARK, VERSION]
     urls = [reverse("home"), reverse("release_detail", args=board), reverse("chart_data", args=board) + "?n=50"]
+    urls.append(reverse("benchmark_detail", args=[BENCHMARK]))
     for tab in ("overall", "reproduction", "open"):
-        urls += [reverse(name, args=board) + f"?tab={tab}" for name in ("release_board", "board_csv", "board_json")]
+        names = ("release_board", "board_csv", "board_json", "cost_chart_data")
+        urls += [reverse(name, args=board) + f"?tab={tab}" for name in names]
         urls.append(f"/api/v1/releases/{release.pk}/leaderboard/{tab}/")
     urls += [reverse("task_detail", args=[*board, slug]) for slug, *_ in TASKS]
     for run in Run.objects.all():
