@@ -25,14 +25,19 @@ __all__ = ["EvaluatorKey", "JudgeKey", "ValidatorKey", "check_challenge", "resul
 @dataclass(frozen=True)
 class EvaluatorKey:
     """A registered evaluator key and what it may sign: results of tasks on its simulator,
-    narrowed to ``tasks`` when that is not empty."""
+    narrowed to ``tasks`` when that is not empty or ``narrowed`` is set. ``narrowed`` with no
+    ``tasks`` is a key narrowed to tasks of other benchmarks only (the server hands in the
+    scope of the bundle's benchmark): it signs nothing here, it is not widened to the simulator."""
 
     public_key: bytes | str
     simulator: str
     tasks: frozenset[str] = frozenset()
+    narrowed: bool = False
 
     def covers(self, *, task: str, simulator: str) -> bool:
-        return simulator == self.simulator and (not self.tasks or task in self.tasks)
+        if simulator != self.simulator:
+            return False
+        return task in self.tasks if self.tasks or self.narrowed else True
 
 
 @dataclass(frozen=True)

@@ -317,7 +317,13 @@ def evaluate_paper_gap(
                     "key_out_of_scope",
                     f"{result.member}: evaluator key {signature.key_id} is registered for simulator "
                     f"{key.simulator!r}"
-                    + (f" (tasks {', '.join(sorted(key.tasks))})" if key.tasks else "")
+                    + (
+                        f" (tasks {', '.join(sorted(key.tasks))})"
+                        if key.tasks
+                        else " (tasks of other benchmarks only)"
+                        if key.narrowed
+                        else ""
+                    )
                     + f", not for task {slug!r} on {simulator!r}",
                 )
             if slug in withheld and signature.status != VALID:

@@ -107,38 +107,51 @@ class PaperGapContext:
     key_pks: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
-def _task_scopes(kind: str) -> dict[int, dict[str, str]]:
-    """signing key pk -> {task slug: rubric version} of the active keys of one kind."""
+def _task_scopes(kind: str, benchmark_id: int) -> tuple[dict[int, dict[str, str]], set[int]]:
+    """(signing key pk -> {task slug: rubric version} within ``benchmark_id``, pks of the keys
+    narrowed to any task at all) of the active keys of one kind.
+
+    A scope names a Task row, and a task's slug is unique only within its benchmark: a scope
+    read by slug alone let a key narrowed to one benchmark's task sign another benchmark's task
+    of the same name (the demo keys, whose private halves are public, for a real benchmark
+    reusing a demo task's name). So only this benchmark's tasks are kept, and a key narrowed to
+    other benchmarks' tasks only is returned as narrowed with no task here: it signs nothing."""
     scopes: dict[int, dict[str, str]] = defaultdict(dict)
+    narrowed: set[int] = set()
     rows = SigningKeyTask.objects.filter(
         signing_key__owner_kind=kind, signing_key__revoked_at__isnull=True
-    ).values_list("signing_key_id", "task__slug", "rubric_version")
-    for key_pk, slug, rubric in rows:
-        scopes[key_pk][slug] = rubric
-    return scopes
+    ).values_list("signing_key_id", "task__benchmark_id", "task__slug", "rubric_version")
+    for key_pk, task_benchmark_id, slug, rubric in rows:
+        narrowed.add(key_pk)
+        if task_benchmark_id == benchmark_id:
+            scopes[key_pk][slug] = rubric
+    return scopes, narrowed
 
 
-def scoped_evaluator_keys(pks: dict[str, int] | None = None) -> dict[str, EvaluatorKey]:
-    """key_id -> scope of every registered, unrevoked evaluator key (``pks``, when given, gets
-    each key's SigningKey pk by key_id)."""
-    scopes = _task_scopes(SigningKey.Owner.EVALUATOR)
+def scoped_evaluator_keys(*, benchmark_id: int, pks: dict[str, int] | None = None) -> dict[str, EvaluatorKey]:
+    """key_id -> scope, for a release of ``benchmark_id``, of every registered, unrevoked
+    evaluator key (``pks``, when given, gets each key's SigningKey pk by key_id)."""
+    scopes, narrowed = _task_scopes(SigningKey.Owner.EVALUATOR, benchmark_id)
     rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True).values_list(
         "pk", "key_id", "public_key", "evaluator__simulator"
     )
     keys: dict[str, EvaluatorKey] = {}
     for pk, key_id, public_key, simulator in rows:
         keys[key_id] = EvaluatorKey(
-            public_key=base64.b64decode(public_key), simulator=simulator, tasks=frozenset(scopes.get(pk, {}))
+            public_key=base64.b64decode(public_key),
+            simulator=simulator,
+            tasks=frozenset(scopes.get(pk, {})),
+            narrowed=pk in narrowed,
         )
         if pks is not None:
             pks[key_id] = pk
     return keys
 
 
-def scoped_judge_keys(pks: dict[str, int] | None = None) -> dict[str, JudgeKey]:
-    """key_id -> identity and calibrated tasks of every registered, unrevoked judge key (``pks``,
-    when given, gets each key's SigningKey pk by key_id)."""
-    scopes = _task_scopes(SigningKey.Owner.JUDGE)
+def scoped_judge_keys(*, benchmark_id: int, pks: dict[str, int] | None = None) -> dict[str, JudgeKey]:
+    """key_id -> identity and calibrated tasks of ``benchmark_id`` of every registered, unrevoked
+    judge key (``pks``, when given, gets each key's SigningKey pk by key_id)."""
+    scopes, _ = _task_scopes(SigningKey.Owner.JUDGE, benchmark_id)
     rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.JUDGE, revoked_at__isnull=True).values_list(
         "pk", "key_id", "public_key", "judge_name"
     )
@@ -194,8 +207,12 @@ def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext
         spec=spec,
         withheld=withheld,
         task_simulators=simulators,
-        evaluator_keys=scoped_evaluator_keys(key_pks) if any(r.signed for r in bundle.results.values()) else {},
-        judge_keys=scoped_judge_keys(key_pks) if any(v.signed for v in bundle.faithfulness.values()) else {},
+        evaluator_keys=scoped_evaluator_keys(benchmark_id=release.benchmark_id, pks=key_pks)
+        if any(r.signed for r in bundle.results.values())
+        else {},
+        judge_keys=scoped_judge_keys(benchmark_id=release.benchmark_id, pks=key_pks)
+        if any(v.signed for v in bundle.faithfulness.values())
+        else {},
         release_task_ids={row[0]: row[-1] for row in rows},
         key_pks=key_pks,
     )

@@ -278,6 +278,55 @@ def test_an_evaluator_key_narrowed_to_some_tasks_cannot_sign_the_others(
     assert (submission.verdict, submission.error_code) == ("rejected", "key_out_of_scope")
 
 
+def _same_slugs_on_another_benchmark(release_from_spec, *, withhold_one: bool = False):
+    """A second benchmark whose tasks have the demo release's slugs (and simulator): task slugs
+    are unique per benchmark only, so this is any real benchmark that names a task like a demo one."""
+    from submissions.bundle.demo import demo_release_spec
+
+    spec, _ = demo_release_spec()
+    withheld = frozenset({min(spec.tasks)}) if withhold_one else frozenset()
+    return release_from_spec(spec, benchmark="real-bench", version="1.0", withheld=withheld)
+
+
+def test_an_evaluator_key_narrowed_to_one_benchmarks_tasks_cannot_sign_another_benchmarks_task_of_the_same_slug(
+    api, upload, owner, demo_release, release_from_spec, seal, issue_challenge
+):
+    """The demo keys' case: narrowed to the demo benchmark's tasks (their private halves are public),
+    they must not sign a real benchmark's task that merely shares a slug, least of all a withheld one."""
+    from leaderboard.models import Task
+
+    _same_slugs_on_another_benchmark(release_from_spec, withhold_one=True)
+    key = Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"),
+        tasks=dict.fromkeys(Task.objects.filter(benchmark=demo_release.benchmark), ""),
+        public_key_b64=public_key_b64(key),
+        user=owner,
+    )
+    token = issue_challenge(owner, benchmark="real-bench", release="1.0")
+    sealed = seal(challenge=token, sign_with=key, benchmark="real-bench", release_version="1.0")
+    submission = upload(api(owner), sealed, benchmark="real-bench")
+    assert (submission.verdict, submission.error_code) == ("rejected", "key_out_of_scope")
+    assert "tasks of other benchmarks only" in submission.error_message
+    assert nothing_recorded()
+    # The same key still signs its own benchmark's tasks.
+    mine = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=key, seed=5))
+    assert (mine.verdict, mine.error_code) == ("validated", "")
+
+
+def test_a_judge_key_calibrated_for_one_benchmarks_tasks_cannot_sign_another_benchmarks_task_of_the_same_slug(
+    api, upload, owner, demo_release, release_from_spec, seal, issue_challenge, evaluator_key, judge_key
+):
+    _same_slugs_on_another_benchmark(release_from_spec)
+    token = issue_challenge(owner, benchmark="real-bench", release="1.0")
+    sealed = seal(
+        challenge=token, sign_with=evaluator_key, judge_with=judge_key, benchmark="real-bench", release_version="1.0"
+    )
+    submission = upload(api(owner), sealed, benchmark="real-bench")
+    assert (submission.verdict, submission.error_code) == ("rejected", "judge_key_out_of_scope")
+    assert nothing_recorded()
+
+
 def test_a_judge_key_signing_a_task_it_is_not_calibrated_for_is_refused(
     api, upload, owner, demo_release, seal, issue_challenge, evaluator_key
 ):
