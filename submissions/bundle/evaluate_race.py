@@ -42,6 +42,8 @@ class RaceSpec:
     race: int | None
     expected_task_ids: Sequence[str]
     validator_keys: Mapping[str, ValidatorKey]
+    # The validators (slugs) the uploading account acts for; None: any (staff, the offline tool).
+    filed_for: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,16 @@ def _validator_key(bundle: Bundle, spec: RaceSpec) -> tuple[str, ValidatorKey]:
         raise BundleError(
             "key_out_of_scope",
             f"race_run.json: validator key {check.key_id} signs race runs of {scope}, not of {spec.benchmark!r}",
+        )
+    # Checked here, not only when the challenge is issued: a podium-bundle/1 run has no challenge,
+    # and a challenge proves only that its account acts for *some* validator. Without it a receipt
+    # handed to the agent's owner, or another validator's account, would be filed (and re-filed)
+    # by them, spending the signing validator's daily limit and weighting the agent's mean.
+    if spec.filed_for is not None and key.validator not in spec.filed_for:
+        raise BundleError(
+            "validator_not_yours",
+            f"race_run.json: the run is signed by validator {key.validator!r}'s key, and the uploading account "
+            "does not act for that validator; a race run is filed by an account of the validator that ran it",
         )
     return str(check.key_id), key
 

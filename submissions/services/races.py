@@ -142,6 +142,10 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
         race=race.number if race is not None else None,
         expected_task_ids=expected_task_ids(release=release, race=race),
         validator_keys=validator_keys(),
+        # Staff file for any validator (as they get any race challenge: challenges._race_target).
+        filed_for=None
+        if submission.submitter.is_staff
+        else frozenset(submission.submitter.validators.values_list("slug", flat=True)),
     )
     return RaceContext(release=release, race=race, agent_version=agent_version, spec=spec)
 

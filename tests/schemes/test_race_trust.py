@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
-from schemes_race_helpers import RACE_TASKS, enter, entrant, env_error, members, scoring_outcomes
+from schemes_race_helpers import RACE_TASKS, challenge_for, enter, entrant, env_error, members, scoring_outcomes
 
 from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun
 from leaderboard.services.races import race_close, race_schedule, race_start
@@ -113,6 +113,54 @@ def test_a_podium_bundle_1_race_run_is_recorded_but_only_validated(running, subm
     submission = submit(submitter, bundle)
     assert (submission.verdict, submission.bundle_format) == ("validated", "podium-bundle/1")
     assert RaceRun.objects.filter(submission=submission).count() == 1
+
+
+def test_a_podium_bundle_1_race_run_filed_by_an_account_not_acting_for_its_validator_is_refused(
+    running, submit, make_validator
+):
+    """A v1 run carries no challenge, so the challenge's not_a_validator check never runs: the
+    agent's owner, handed the validator's signed receipt, would file it (as often as they like,
+    the mean of their runs leaning on it) and spend the validator's daily limit."""
+    validator, key = make_validator("validator-a")
+    receipt = members(
+        validator=validator,
+        key=key,
+        agent="Shopper",
+        version="1",
+        outcomes=scoring_outcomes(0.9),
+        race=1,
+        challenge=None,
+    )
+    first = submit(entrant(), receipt, name="a.age")
+    again = submit(entrant(), receipt, name="b.age")
+    assert [(s.verdict, s.error_code) for s in (first, again)] == [("rejected", "validator_not_yours")] * 2
+    assert not RaceRun.objects.exists()
+
+
+def test_a_race_run_filed_by_the_account_of_another_validator_is_refused(running, submit, make_validator, make_user):
+    """A challenge needs an account acting for *a* validator; the run counts only from one acting
+    for the validator whose key signed it."""
+    from leaderboard.models import Validator
+
+    validator, key = make_validator("validator-a")
+    other = make_user("other-filer")
+    Validator.objects.create(slug="validator-b", name="B").accounts.add(other)
+    enter("Shopper", "1", 1)
+    token = challenge_for("Shopper", "1", 1, user=other)
+    assert token is not None  # the challenge is issued: other acts for validator-b
+    bundle = members(
+        validator=validator,
+        key=key,
+        agent="Shopper",
+        version="1",
+        outcomes=scoring_outcomes(0.5),
+        race=1,
+        challenge=token,
+    )
+    submission = submit(other, bundle)
+    assert (submission.verdict, submission.error_code) == ("rejected", "validator_not_yours")
+    assert not RaceRun.objects.exists()
+    assert not SubmissionChallenge.objects.filter(used_at__isnull=False).exists()
 
 
 def test_an_owner_enters_a_race_over_the_api_and_another_account_cannot_enter_their_agent(running, make_user):
