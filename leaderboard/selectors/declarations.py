@@ -20,7 +20,7 @@ from leaderboard.disclosure import EVALUATOR_SIGNED, published_score
 from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Run, Standing, TaskResult
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
-from leaderboard.services.paper_gap_standings import release_withheld_tabs, standing_sort_key
+from leaderboard.services.paper_gap_standings import standing_sort_key, tab_withheld_exists
 from leaderboard.users import Viewer
 
 LEVELS = PUBLIC_RUN_LEVELS
@@ -147,7 +147,7 @@ TAB_FIELDS = {"overall": "overall", "reproduction": "reproduction", "open": "ope
 
 
 def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None = None) -> list[Run]:
-    """The best public run of each reference baseline on a release's tab (two queries).
+    """The best public run of each reference baseline on a release's tab (one query).
 
     The same public rule as the standings (leaderboard.services.paper_gap_standings): validated,
     attested or verified, neither the run nor its submission private, a score in the tab,
@@ -167,15 +167,18 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
             **{f"{score_field}__isnull": False},
         )
         .exclude(Exists(leaking))
+        # Whether the tab has a withheld anchor (release_withheld_tabs), on every row: no query of its own.
+        .annotate(tab_withheld=tab_withheld_exists(release, tab))
         .select_related("agent_version__agent", "agent_version__baseline", "agent_version__meta", "cost")
         .defer("breakdown", "agent_version__meta__description_md")
     )
     if filters is not None:
         runs = filters.apply(runs, name="agent_version__agent__name", level="level", when="created_at")
+    rows: list[Run] = list(runs)
     # A tab with a withheld anchor shows (and picks by) published scores, as its board does.
-    rounded = tab in release_withheld_tabs(release)
+    rounded = any(getattr(run, "tab_withheld", False) for run in rows)  # the annotation above
     best: dict[int, Run] = {}
-    for run in sorted(runs, key=lambda r: standing_sort_key(r, tab, rounded=rounded)):
+    for run in sorted(rows, key=lambda r: standing_sort_key(r, tab, rounded=rounded)):
         best.setdefault(run.agent_version_id, run)
     for run in best.values():
         # Display-only attributes the cost chart reads beside the row's own fields.

@@ -36,7 +36,7 @@ from functools import partial
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import Field, Model
+from django.db.models import Exists, Field, Model
 
 from leaderboard.disclosure import EVALUATOR_SIGNED, PUBLISHED_PLACES, published_score, withheld_tabs
 from leaderboard.models import Baseline, Release, ReleaseTask, Run, Standing
@@ -124,6 +124,17 @@ class _TaskFlags:
 
     genre: str
     anchor_published: bool
+
+
+def tab_withheld_exists(release: Release, tab: str) -> Exists:
+    """``release_withheld_tabs``'s rule for one tab, as a subquery a read can annotate its rows
+    with (no query of its own): a task of the tab whose anchor is not public exists."""
+    tasks = ReleaseTask.objects.filter(release_id=release.pk)
+    if release.published:  # a draft release shows no anchor (withheld_tabs)
+        tasks = tasks.filter(anchor_published=False)
+    if tab != "overall":
+        tasks = tasks.filter(genre=tab)
+    return Exists(tasks)
 
 
 # The SQLite function standing in for PostgreSQL's round(x::numeric, 2) (registered on every

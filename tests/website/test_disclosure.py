@@ -10,6 +10,8 @@ from rest_framework.test import APIClient
 
 from leaderboard.disclosure import Disclosure, published_score, release_diff_disclosure
 from leaderboard.models import ReleaseTask, Standing, TaskResult
+from leaderboard.selectors.declarations import board_baselines
+from leaderboard.services.declarations import baseline_mark
 from leaderboard.services.paper_gap_standings import _published_sql, standings_refresh, standings_update_version
 from submissions.models import Submission
 from tests.website.conftest import make_run, make_user
@@ -332,3 +334,13 @@ def test_a_board_whose_anchors_are_all_published_keeps_full_precision(release):
 def client_ranks(release) -> list[str]:
     body = APIClient().get(f"/api/v1/releases/{release.pk}/leaderboard/overall/").json()
     return [row["agent_slug"] for row in body["results"]]
+
+
+def test_a_reference_baseline_on_a_tab_with_a_withheld_anchor_shows_its_published_score(release):
+    run = make_run(release, agent_name="Reference", score=1.3719, with_standings=False)
+    baseline_mark(actor=make_user(is_staff=True), agent_version=run.agent_version, kind="random")
+    [shown] = board_baselines(release=release, tab="overall")
+    assert (shown.tab_score, shown.tab_ci) == (1.37, [1.32, 1.42])
+    ReleaseTask.objects.filter(release=release).update(anchor_published=True)
+    [shown] = board_baselines(release=release, tab="overall")
+    assert shown.tab_score == 1.3719
