@@ -297,8 +297,16 @@ def race_outcomes_visible(race_run: RaceRun, user: Viewer | None = None) -> list
     Every page, export and API response that shows outcomes must use this."""
     visible = race_categories_visible(race_run.race)
     rewards_visible = race_run_values_visible(race_run, user)
+    outcomes = list(race_run.outcomes.all())
+    if not visible and not rewards_visible and outcomes:
+        # One blank row per expected task, not per reported episode: a task the run never
+        # reported is paid 0, so "3 rows" beside the race's public "10 tasks" would tell a
+        # visitor that 7 paid rewards are 0 (the run score is at most 0.3). A run with no
+        # output at all stays empty: that it failed is public (the race page's Counted column).
+        # (max: a row stored before expected_tasks was recorded has 0 there.)
+        return [_embargoed_view(index, None) for index in range(1, max(race_run.expected_tasks, len(outcomes)) + 1)]
     views = []
-    for index, outcome in enumerate(race_run.outcomes.all(), start=1):
+    for index, outcome in enumerate(outcomes, start=1):
         if visible:
             views.append(
                 OutcomeView(
@@ -314,17 +322,19 @@ def race_outcomes_visible(race_run: RaceRun, user: Viewer | None = None) -> list
                 )
             )
         else:
-            views.append(
-                OutcomeView(
-                    task_label=f"hidden task {index}",
-                    paid_reward=outcome.paid_reward if rewards_visible else None,
-                    reward=None,
-                    verdict_status="",
-                    failure_category="",
-                    failure_message="",
-                    step_limit_hit=None,
-                    time_limit_hit=None,
-                    embargoed=True,
-                )
-            )
+            views.append(_embargoed_view(index, outcome.paid_reward))
     return views
+
+
+def _embargoed_view(index: int, paid_reward: float | None) -> OutcomeView:
+    return OutcomeView(
+        task_label=f"hidden task {index}",
+        paid_reward=paid_reward,
+        reward=None,
+        verdict_status="",
+        failure_category="",
+        failure_message="",
+        step_limit_hit=None,
+        time_limit_hit=None,
+        embargoed=True,
+    )

@@ -282,3 +282,69 @@ def test_the_exports_show_race_two_once_it_is_released(client, bravo_in_race_two
     secrets = race_two_values(race_world["race"])
     body = body_of(client.get(reverse("race_results_json", args=["shop-race", 2])))
     assert secrets and [value for value in secrets if shows_number(body, value)] != []
+
+
+# --- how many episodes a run reported (a run's unreported tasks are paid 0) -------------------
+
+
+@pytest.fixture
+def short_run(race_world, make_user, submit, make_validator):
+    """A race 2 run that reported 3 of the race's 10 tasks, filed by its own validator's account:
+    the 7 it did not report count 0, so its score is at most 0.3."""
+    from schemes_race_helpers import challenge_for, enter
+
+    filer = make_user("short-filer")
+    validator, key = make_validator("validator-short")
+    validator.accounts.add(filer)
+    submission = submit(
+        filer,
+        members(
+            validator=validator,
+            key=key,
+            agent="Alpha",
+            version="1",
+            outcomes=[accepted(task) for task in RACE_TASKS[:3]],
+            race=2,
+            challenge=enter("Alpha", "1", 2) and challenge_for("Alpha", "1", 2, user=filer),
+        ),
+        name="r2-short",
+    )
+    assert submission.verdict == "attested", submission.error_message
+    run = RaceRun.objects.get(submission=submission)
+    assert run.outcomes.count() == 3 and abs(run.score - 0.3) < 1e-9
+    return {"run": run, "filer": filer}
+
+
+def rows_shown(body: str) -> int:
+    return body.count('<th scope="row">hidden task ')
+
+
+@pytest.mark.parametrize("phase", ["running", "embargoed"])
+@pytest.mark.parametrize("viewer", ["anonymous", "unrelated"])
+def test_an_embargoed_run_page_does_not_tell_how_many_episodes_the_run_reported(
+    client, race_world, short_run, make_user, phase, viewer
+):
+    """/races/runs/<pk>/ of a run that reported 3 of 10 hidden tasks listed 3 embargoed rows, while
+    the race page says the race has 10 tasks: a visitor learnt that 7 of the run's tasks were paid 0
+    (its score is at most 0.3) before the release. Every run with output shows one row per task."""
+    if phase == "embargoed":
+        lifecycle.race_close(race=race_world["race"])
+    if viewer == "unrelated":
+        client.force_login(make_user("unrelated"))
+    race_page = client.get(reverse("race_detail", args=["shop-race", 2])).content.decode()
+    assert f"{len(RACE_TASKS)} tasks, pinned to this race" in race_page
+    short = client.get(reverse("race_run_detail", args=[short_run["run"].pk])).content.decode()
+    full = client.get(reverse("race_run_detail", args=[race_world["run"].pk])).content.decode()
+    assert rows_shown(short) == rows_shown(full) == len(RACE_TASKS)
+    assert len(race_outcomes_visible(short_run["run"])) == len(RACE_TASKS)
+
+
+def test_the_filer_and_everyone_after_the_release_see_the_episodes_the_run_reported(client, race_world, short_run):
+    client.force_login(short_run["filer"])
+    body = client.get(reverse("race_run_detail", args=[short_run["run"].pk])).content.decode()
+    assert rows_shown(body) == 3 and body.count(">1.000<") == 3
+    client.logout()
+    lifecycle.race_close(race=race_world["race"])
+    lifecycle.race_release(race=race_world["race"])
+    body = client.get(reverse("race_run_detail", args=[short_run["run"].pk])).content.decode()
+    assert [task for task in RACE_TASKS if f'<th scope="row">{task}</th>' in body] == RACE_TASKS[:3]
