@@ -348,3 +348,34 @@ def test_the_filer_and_everyone_after_the_release_see_the_episodes_the_run_repor
     lifecycle.race_release(race=race_world["race"])
     body = client.get(reverse("race_run_detail", args=[short_run["run"].pk])).content.decode()
     assert [task for task in RACE_TASKS if f'<th scope="row">{task}</th>' in body] == RACE_TASKS[:3]
+
+
+# --- whether a run counts (an infrastructure failure is > 30% of its episodes in one category) ----
+
+
+@pytest.mark.parametrize("phase", ["running", "embargoed"])
+def test_a_visitor_is_not_told_during_the_embargo_that_a_run_was_an_infrastructure_failure(
+    client, race_world, submitter, submit, make_validator, phase
+):
+    """ "Infrastructure failure" says more than 30% of the run's episodes ended in an environment
+    or verifier error: a failure category, which seed 002 shows only once the race is released.
+    So while the race runs or is embargoed a visitor sees "embargoed" for every run that
+    produced output, counted or not; the filer sees the truth."""
+    validator, key = make_validator("validator-infra")
+    outcomes = [env_error(task) for task in RACE_TASKS[:4]] + [accepted(task) for task in RACE_TASKS[4:]]
+    broken = submit(
+        submitter,
+        members(validator=validator, key=key, agent="Alpha", version="1", outcomes=outcomes, race=2),
+        name="r2-infra",
+    )
+    run = RaceRun.objects.get(submission=broken)
+    assert run.infrastructure_failure
+    if phase == "embargoed":
+        lifecycle.race_close(race=race_world["race"])
+    race_page = client.get(reverse("race_detail", args=["shop-race", 2])).content.decode()
+    run_page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    for body in (race_page, run_page):
+        assert "infrastructure failure" not in body
+    assert race_page.count('<td><span class="withheld">embargoed</span></td>') == 2  # both runs alike
+    client.force_login(submitter)
+    assert "infrastructure failure" in client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
