@@ -128,6 +128,7 @@ def _current_release(benchmark_slug: str) -> Release:
     )
     if release is None:
         raise CardError(409, "release_not_ready", f"benchmark {benchmark.slug!r} has no published release yet.")
+    _check_levels_hidden(release)
     count = release.scorecard_levels.count()
     if not count or (release.episode_set_size or 0) != count:
         raise CardError(
@@ -136,6 +137,19 @@ def _current_release(benchmark_slug: str) -> Release:
             f"release {release}: its hidden level set is not configured on this server; tell the site's maintainers.",
         )
     return release
+
+
+def _check_levels_hidden(release: Release) -> None:
+    """No card plays on a release whose hidden levels the operator revealed: its replay pages
+    then show every closed card's board and actions to anyone, tested solutions a card still
+    open could copy (and a card stays open as long as it plays within the idle time). Closing
+    stays allowed: what was played before the reveal is the card."""
+    if release.reveal_hidden_levels:
+        raise CardError(
+            409,
+            "levels_revealed",
+            f"release {release.version}: its hidden levels were revealed; no card plays on it any more.",
+        )
 
 
 def _consume_daily_card(*, user: User, api_key: ApiKey | None, benchmark: Benchmark) -> None:
@@ -201,21 +215,24 @@ def card_for_player(*, card_id: int, user: User) -> Card:
     return card
 
 
-def _check_playable(card: Card, user: Any, now: dt.datetime) -> None:
+def _check_playable(card: Card, user: Any, now: dt.datetime, *, closing: bool = False) -> None:
     """Refuse play on a locked card ``user`` may not play now (closing it first when it
-    has idled out): the one rule for reset, actions and close."""
+    has idled out): the one rule for reset, actions and close (``closing``: a close, which
+    a revealed release still allows)."""
     _check_player(card, user)
     if _is_expired(card, now):
         _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
     if card.status != Card.Status.OPEN:
         how = "after its idle time" if card.closed_by == Card.ClosedBy.EXPIRY else "by its player"
         raise CardError(409, "card_closed", f"Scorecard {card.pk} was closed {how}; open a new card to play again.")
+    if not closing:
+        _check_levels_hidden(card.release)
 
 
-def _open_card_for_play(card_id: int, user: Any, now: dt.datetime) -> Card:
+def _open_card_for_play(card_id: int, user: Any, now: dt.datetime, *, closing: bool = False) -> Card:
     """The card, locked, if ``user`` may play it now."""
     card = _locked_card(card_id)
-    _check_playable(card, user, now)
+    _check_playable(card, user, now, closing=closing)
     return card
 
 
@@ -429,6 +446,7 @@ class PlayRead:
     crates: list[int]
     card_open: bool
     last_activity_at: dt.datetime
+    levels_revealed: bool
     xsb: str
     optimal_len: int
 
@@ -446,12 +464,14 @@ def _play_read_sql(vendor: str) -> str:
         + [column("u", user_model, "is_active")]
         + [column("e", CardEpisode, name) for name in ("id", "steps", "restarts", "done", "player", "crates")]
         + [column("c", Card, name) for name in ("status", "last_activity_at")]
+        + [column("r", Release, "reveal_hidden_levels")]
         + [column("l", ScorecardLevel, name) for name in ("xsb", "optimal_len")]
     )
     return (
         f"SELECT {', '.join(fields)} FROM {rows.table(ApiKey, 'k')} "  # noqa: S608
         f"JOIN {rows.table(user_model, 'u')} ON {column('u', user_model, 'id')} = {column('k', ApiKey, 'user')} "
         f"JOIN {rows.table(Card, 'c')} ON {column('c', Card, 'owner')} = {column('k', ApiKey, 'user')} "
+        f"JOIN {rows.table(Release, 'r')} ON {column('r', Release, 'id')} = {column('c', Card, 'release')} "
         f"JOIN {rows.table(CardEpisode, 'e')} ON {column('e', CardEpisode, 'card')} = {column('c', Card, 'id')} "
         f"JOIN {rows.table(ScorecardLevel, 'l')} "
         f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')} "
@@ -474,7 +494,7 @@ def card_play_read(*, key_prefix: str, card_id: int, level_id: str) -> PlayRead 
     if row is None:
         return None
     key_id, key_hash, revoked_at, last_used_at, active, episode_id, steps, restarts, done, player, crates = row[:11]
-    status, last_activity_at, xsb, optimal_len = row[11:]
+    status, last_activity_at, revealed, xsb, optimal_len = row[11:]
     return PlayRead(
         key_id=key_id,
         key_hash=key_hash,
@@ -492,6 +512,7 @@ def card_play_read(*, key_prefix: str, card_id: int, level_id: str) -> PlayRead 
         crates=_CRATES_FIELD.from_db_value(crates, None, db),  # type: ignore[attr-defined]
         card_open=status == Card.Status.OPEN,
         last_activity_at=last_activity_at,
+        levels_revealed=revealed,
         xsb=xsb,
         optimal_len=optimal_len,
     )
@@ -530,10 +551,11 @@ def _play_write_sql(vendor: str) -> str:
 def card_episode_act_unlocked(*, read: PlayRead, action: str) -> EpisodeView | None:
     """Apply ``action`` to the episode ``read`` found, without a lock (see above); None when
     the request must take the locked path instead: a card not open or idle past its time, a
-    finished episode (each refused or handled there), or a write that lost a race to another
-    request on the episode. None means nothing was written. The caller has accepted the key."""
+    revealed release, a finished episode (each refused or handled there), or a write that lost
+    a race to another request on the episode. None means nothing was written. The caller has
+    accepted the key."""
     now = timezone.now()
-    if not read.card_open or read.done or _idle_until(read.last_activity_at) <= now:
+    if not read.card_open or read.levels_revealed or read.done or _idle_until(read.last_activity_at) <= now:
         return None
     db = connections[DEFAULT_DB_ALIAS]
     level = _parsed(read.xsb)
@@ -587,14 +609,18 @@ def card_episode_act_unlocked(*, read: PlayRead, action: str) -> EpisodeView | N
 
 
 @lru_cache(maxsize=4)
-def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, rows.Columns, rows.Columns, rows.Columns]:
+def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, rows.Columns, rows.Columns, rows.Columns, rows.Columns]:
     """The statement of :func:`_locked_episode` for a database ``vendor`` (built once)."""
     episode, card, level = rows.columns(CardEpisode, "e"), rows.columns(Card, "c"), rows.columns(ScorecardLevel, "l")
+    # Of the release only what _check_levels_hidden reads (its manifest is large); never locked.
+    wanted = ("id", "version", "reveal_hidden_levels")
+    release = [entry for entry in rows.columns(Release, "r") if entry[0].name in wanted]
     column = rows.column
     joins = (
         f"JOIN {rows.table(Card, 'c')} ON {column('c', Card, 'id')} = {column('e', CardEpisode, 'card')} "
         f"JOIN {rows.table(ScorecardLevel, 'l')} "
-        f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')}"
+        f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')} "
+        f"JOIN {rows.table(Release, 'r')} ON {column('r', Release, 'id')} = {column('c', Card, 'release')}"
     )
     where = (
         f"{column('e', CardEpisode, 'card')} = %s AND {column('l', ScorecardLevel, 'level_id')} = %s "
@@ -602,9 +628,9 @@ def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, rows.Columns, row
     )
     # Without row locks (the embedded SQLite) the database's single writer serialises instead.
     locking = " FOR UPDATE OF c, e" if lock else ""
-    select = rows.select_list(episode, card, level)
+    select = rows.select_list(episode, card, level, release)
     sql = f"SELECT {select} FROM {rows.table(CardEpisode, 'e')} {joins} WHERE {where}{locking}"  # noqa: S608
-    return sql, episode, card, level
+    return sql, episode, card, level, release
 
 
 def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
@@ -620,7 +646,7 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
 
     Written out (submissions.rows) rather than built by the ORM: compiling this
     three-table select_for_update cost more than the whole /healthz request."""
-    sql, episode_cols, card_cols, level_cols = _locked_episode_sql(
+    sql, episode_cols, card_cols, level_cols, release_cols = _locked_episode_sql(
         connection.vendor, connection.features.has_select_for_update_of
     )
     with rows.cursor() as cursor:
@@ -628,10 +654,10 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    episode, card, level = rows.instances(
-        row, (CardEpisode, episode_cols), (Card, card_cols), (ScorecardLevel, level_cols)
+    episode, card, level, release = rows.instances(
+        row, (CardEpisode, episode_cols), (Card, card_cols), (ScorecardLevel, level_cols), (Release, release_cols)
     )
-    episode.card, episode.level = card, level
+    episode.card, episode.level, card.release = card, level, release
     found: CardEpisode = episode
     return found
 
@@ -790,7 +816,7 @@ def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
 def card_close(*, card_id: int, user: User) -> Card:
     """The player closes the card (closing a closed card again is refused: card_closed)."""
     now = timezone.now()
-    card = _open_card_for_play(card_id, user, now)
+    card = _open_card_for_play(card_id, user, now, closing=True)
     _close(card, closed_by=Card.ClosedBy.PLAYER, now=now)
     return card
 

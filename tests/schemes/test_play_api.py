@@ -364,6 +364,32 @@ def test_an_idle_card_is_closed_when_next_touched(api):
     assert CardEpisode.objects.get(card_id=card_id).steps == 0
 
 
+def test_a_card_open_when_its_release_is_revealed_plays_no_further(api, play_release):
+    """Revealing a release's hidden levels puts every closed card's board and actions on the
+    replay pages: a card still open on it (a card can be kept open indefinitely by playing
+    within the idle time) could copy those tested solutions onto its own levels."""
+    card_id = open_card(api).json()["id"]
+    assert reset(api, card_id, "corridor").status_code == 200
+    play_release.reveal_hidden_levels = True
+    play_release.save(update_fields=["reveal_hidden_levels"])
+    assert error(act(api, card_id, "corridor", "right")) == (409, "levels_revealed")
+    assert error(reset(api, card_id, "corridor")) == (409, "levels_revealed")
+    assert error(reset(api, card_id, "room")) == (409, "levels_revealed")
+    episode = CardEpisode.objects.get(card_id=card_id)
+    assert (episode.steps, episode.restarts, episode.done) == (0, 0, False)
+    assert CardMove.objects.filter(episode=episode).count() == 1  # the reset before the reveal
+    # What was played before the reveal is the card: it still closes (padded as ever).
+    body = api.post(f"/api/v1/scorecards/{card_id}/close").json()
+    assert (body["status"], body["solved"], body["episodes"]) == ("closed", 0, 5)
+
+
+def test_no_card_opens_on_a_revealed_release(api, play_release):
+    play_release.reveal_hidden_levels = True
+    play_release.save(update_fields=["reveal_hidden_levels"])
+    assert error(open_card(api)) == (409, "levels_revealed")
+    assert not Card.objects.exists()
+
+
 # ------------------------------------------------------------------ who may play
 
 

@@ -185,6 +185,15 @@ def test_an_idle_or_closed_card_is_handed_to_the_locked_path(api, lane):
     assert CardMove.objects.exclude(action="reset").count() == 0
 
 
+def test_a_card_on_a_revealed_release_is_handed_to_the_locked_path(api, lane, play_release):
+    card_id = started_card(api)
+    play_release.reveal_hidden_levels = True
+    play_release.save(update_fields=["reveal_hidden_levels"])
+    assert error(act(api, card_id, "room", "up")) == (409, "levels_revealed")
+    assert lane == [False]  # read, then handed over unwritten
+    assert steps_of(card_id) == 0 and CardMove.objects.exclude(action="reset").count() == 0
+
+
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_actions_through_the_fast_lane_are_each_applied_once(make_user, tmp_path, lane):
