@@ -57,7 +57,7 @@ class AgentVersionMetaForm(forms.ModelForm):
             "declared_cost_usd": "Declared cost per run (USD)",
         }
         help_texts = {
-            "declared_cost_usd": "Shown only when the harness recorded no tokens or the release has no price for them.",
+            "declared_cost_usd": "Shown only when the run reports no tokens or the release has no price for them.",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

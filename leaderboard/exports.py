@@ -1,9 +1,9 @@
 """CSV and JSON exports of a leaderboard view (tab, sort and filter as on the page).
 
 Scores are ratios and pass rates fractions, both as plain numbers; runtime and
-tokens are harness-recorded, the effort tier submitter-declared (seed 000),
-and the column names say so. Anchors are not part of a Standing row, so no
-export can carry one.
+tokens are submitter-reported (manifest.json, which no evaluator signs: docs/scoring.md
+"Runtime and tokens"), the effort tier submitter-declared, and the column names say so.
+Anchors are not part of a Standing row, so no export can carry one.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ COLUMNS: tuple[str, ...] = (
     "covered",
     "required",
     "complete",
-    "runtime_seconds_harness_recorded",
-    "tokens_harness_recorded",
+    "runtime_seconds_submitter_reported",
+    "tokens_submitter_reported",
     "effort_tier_submitter_declared",
     "cost_usd",
     "cost_basis",
@@ -52,8 +52,8 @@ def standing_record(row: Standing) -> dict[str, Any]:
         "covered": row.covered,
         "required": row.required,
         "complete": row.complete,
-        "runtime_seconds_harness_recorded": row.runtime_seconds,
-        "tokens_harness_recorded": row.tokens,
+        "runtime_seconds_submitter_reported": row.runtime_seconds,
+        "tokens_submitter_reported": row.tokens,
         "effort_tier_submitter_declared": row.effort_tier,
         # Annotated by leaderboard.selectors.declarations.with_declarations (None when absent).
         "cost_usd": getattr(row, "cost_usd", None),

@@ -182,7 +182,12 @@ class StandingSerializer(serializers.ModelSerializer):
     run = serializers.IntegerField(source="run_id")
     # The precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
     cost_usd = serializers.FloatField(read_only=True, allow_null=True, default=None)
-    cost_basis = serializers.CharField(read_only=True, allow_null=True, default=None, help_text="recorded or declared")
+    cost_basis = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        default=None,
+        help_text="recorded (the submitter-reported tokens x the release's price table) or declared",
+    )
     organisation_declared = serializers.CharField(source="declared_org", read_only=True, allow_null=True, default=None)
     weights_declared = serializers.CharField(source="declared_weights", read_only=True, allow_null=True, default=None)
 

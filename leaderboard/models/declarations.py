@@ -85,7 +85,7 @@ class ReleasePrice(models.Model):
 
 class RunCost(models.Model):
     class Basis(models.TextChoices):
-        RECORDED = "recorded"  # harness-recorded tokens x the release's price table
+        RECORDED = "recorded"  # the run's submitter-reported tokens x the release's price table (shown "reported")
         DECLARED = "declared"  # the owner's declared USD per run
 
     run = models.OneToOneField("leaderboard.Run", on_delete=models.CASCADE, related_name="cost", primary_key=True)

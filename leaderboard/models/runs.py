@@ -29,7 +29,9 @@ class Run(models.Model):
     covered = models.PositiveIntegerField()
     required = models.PositiveIntegerField()
     complete = models.BooleanField()
-    # Harness-recorded (LLM gateway usage log) and submitter-declared, as the seeds label them.
+    # From manifest.json, which no evaluator or judge signs: submitter-reported runtime and tokens
+    # (not the seed's gateway-recorded figures, which Podium never sees) and the submitter-declared
+    # effort tier. Shown as such, never ranked on (docs/scoring.md, "Runtime and tokens").
     runtime_seconds = models.FloatField(null=True)
     tokens_in = models.BigIntegerField(null=True)
     tokens_out = models.BigIntegerField(null=True)

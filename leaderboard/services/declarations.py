@@ -82,9 +82,10 @@ def run_cost_of(
 ) -> tuple[float, str, str] | None:
     """(usd, basis, priced model) of a run, or None when it has no cost to show.
 
-    Recorded first: harness-recorded tokens (seed 000: authoritative, from the LLM
-    gateway's usage log) times the release's price for the first declared base model
-    that has one (else the release's "*" price). Otherwise the owner's declared USD.
+    Recorded first: the run's tokens times the release's price for the first declared base
+    model that has one (else the release's "*" price). Otherwise the owner's declared USD.
+    The tokens are submitter-reported (manifest.json, unsigned), so the basis is shown as
+    "reported" (docs/scoring.md, "Runtime and tokens"): only the price is the site's.
     """
     if run.tokens_in is not None or run.tokens_out is not None:
         price = _price_for(prices, meta.base_models if meta else [])

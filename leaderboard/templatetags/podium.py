@@ -47,7 +47,7 @@ def percent(value: Any) -> str:
 
 @register.filter
 def duration(seconds: Any) -> str:
-    """Harness-recorded runtime: 3725 -> 1h 02m; 42 -> 42s."""
+    """Submitter-reported runtime: 3725 -> 1h 02m; 42 -> 42s."""
     number = _finite(seconds)
     if number is None:
         return EMPTY

@@ -31,10 +31,13 @@ from leaderboard.services.declarations import agent_meta_may_declare, agent_vers
 from scoring.pareto import pareto_frontier
 
 COST_CHART_CACHE_SECONDS = 3600
+# The basis value "recorded" is kept (the API's cost_basis, the stored RunCost.basis), but the
+# tokens it prices are the submitter's (manifest.json, unsigned), so it is shown as "reported".
 COST_BASIS_NOTE = {
-    "recorded": "harness-recorded tokens times the release's price table",
+    "recorded": "priced from submitter-reported tokens with the release's price table; the tokens are not checked",
     "declared": "declared by the agent's owner, not checked",
 }
+COST_BASIS_LABEL = {"recorded": "reported", "declared": "declared"}
 
 
 def usd(value: float | None) -> str:
@@ -44,7 +47,7 @@ def usd(value: float | None) -> str:
 
 
 def cost_cell(standing: Standing) -> SafeString:
-    """The board's cost cell: the amount and whether it was recorded or declared."""
+    """The board's cost cell: the amount and whether it was priced from reported tokens or declared."""
     value = getattr(standing, "cost_usd", None)
     if value is None:
         return mark_safe("\u2014")
@@ -54,7 +57,7 @@ def cost_cell(standing: Standing) -> SafeString:
         usd(value),
         basis,
         COST_BASIS_NOTE.get(basis, ""),
-        basis,
+        COST_BASIS_LABEL.get(basis, basis),
     )
 
 
@@ -125,7 +128,8 @@ def cost_chart_payload(*, release: Any, tab: str, filters: declared.BoardFilters
         "tab_label": TABS[tab],
         "generation": release.generation,
         "notes": {
-            "cost_usd": "recorded = harness-recorded tokens x the release's price table; declared = the owner's USD",
+            "cost_usd": "recorded = the submitter-reported tokens x the release's price table; "
+            "declared = the owner's USD",
             "frontier": "no other ranked run costs less and scores more",
         },
         "points": points,

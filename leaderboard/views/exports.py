@@ -67,10 +67,10 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
         "notes": {
             "score": "dimensionless ratio to the paper target (1.0 = matched the paper, capped at the task's cap)",
             "pass_rate": "fraction of episodes completed without abort",
-            "runtime_seconds_harness_recorded": "from the LLM gateway usage log",
-            "tokens_harness_recorded": "from the LLM gateway usage log",
+            "runtime_seconds_submitter_reported": "from the bundle's manifest, not signed, not checked",
+            "tokens_submitter_reported": "from the bundle's manifest, not signed, not checked",
             "effort_tier_submitter_declared": "declared by the submitter, not checked",
-            "cost_usd": "US dollars per run; cost_basis recorded = harness-recorded tokens x the release's "
+            "cost_usd": "US dollars per run; cost_basis recorded = the submitter-reported tokens x the release's "
             "price table, declared = the agent owner's figure, not checked",
             "owner_declared": "organisation and weights are declared by the agent's owner, not checked",
             "verification": "validated = recomputed scores match the claimed ones (a consistency check, "

@@ -93,7 +93,7 @@ def test_declarations_costs_baselines_and_filters_in_the_browser(
     board = page.locator("table.board")
     assert "Alpha Labs" in board.inner_text()
     assert "declared" in board.locator("tr", has_text="Alpha").locator("td.cost").inner_text()
-    assert "recorded" in board.locator("tr", has_text="Bravo").locator("td.cost").inner_text()
+    assert "reported" in board.locator("tr", has_text="Bravo").locator("td.cost").inner_text()
     assert "Paper Method" not in board.inner_text()
     assert "Paper Method" in page.locator(".baselines").inner_text()
     assert [cell.strip() for cell in board.locator("td.rank").all_inner_texts()] == ["1", "2", "3", "4", "5"]

@@ -25,7 +25,7 @@ def test_the_csv_export_has_every_row_of_the_view_in_its_order(client, board):
     assert [row["agent"] for row in rows] == ["Charlie", "Bravo", "Alpha"]
     assert rows[2]["score"] == "1.12"
     assert rows[0]["complete"] == "false"
-    assert "tokens_harness_recorded" in rows[0] and "effort_tier_submitter_declared" in rows[0]
+    assert "tokens_submitter_reported" in rows[0] and "effort_tier_submitter_declared" in rows[0]
 
 
 def test_the_csv_export_applies_the_complete_coverage_filter_and_tab(client, board):

@@ -43,9 +43,10 @@ def test_the_overall_tab_lists_rows_by_rank_with_scores_as_ratios(client, board)
     assert "99%" in html  # pass rates may be percentages
 
 
-def test_the_board_labels_runtime_and_tokens_harness_recorded_and_effort_submitter_declared(client, board):
+def test_the_board_labels_runtime_and_tokens_submitter_reported_and_effort_submitter_declared(client, board):
     html = client.get(BOARD).content.decode()
-    assert html.count('<span class="th-note">harness-recorded</span>') == 2
+    assert html.count('<span class="th-note">submitter-reported</span>') == 2
+    assert "harness-recorded" not in html
     assert '<span class="th-note">submitter-declared</span>' in html
     assert "a consistency check, not proof that the runner was unmodified" in html
 
