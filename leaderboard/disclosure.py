@@ -41,9 +41,10 @@ Pure functions over rows the callers already loaded, except ``submission_disclos
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 from leaderboard.models import ReleaseTask
@@ -63,6 +64,7 @@ SCORE_AGGREGATES: tuple[str, ...] = ("overall", "reproduction", "open")
 # would narrow the anchor (mean * n - the other finals); coarser would blur the board.
 PUBLISHED_PLACES = 2
 _PUBLISHED_QUANTUM = Decimal(1).scaleb(-PUBLISHED_PLACES)
+_PUBLISHED_PRECISION = 309 + PUBLISHED_PLACES + 1
 # What pages and the API say in place of a withheld value.
 WITHHELD_SCORE_REASON = (
     "withheld: the task's anchor is not published, and this number would reveal it (measured / gap); "
@@ -77,9 +79,13 @@ def published_score(value: float | None) -> float | None:
     (``DBL_DIG``, the float8 to numeric cast), then half away from zero. Python's ``round``
     would differ at ties (0.125 gives 0.12), and a board must never rank by one value and show
     another."""
-    if value is None:
-        return None
-    return float(Decimal(format(value, ".15g")).quantize(_PUBLISHED_QUANTUM, rounding=ROUND_HALF_UP))
+    if value is None or not math.isfinite(value):
+        return value  # nothing to round (a recomputed score is finite; a claim is strict JSON)
+    with localcontext() as context:
+        # Enough digits for any finite double (1e308 has 309 before the point): quantize raises
+        # rather than round when the result would not fit the context's precision.
+        context.prec = _PUBLISHED_PRECISION
+        return float(Decimal(format(value, ".15g")).quantize(_PUBLISHED_QUANTUM, rounding=ROUND_HALF_UP))
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ def test_a_disclosure_hides_exactly_the_anchor_derived_paths(path, hidden):
         (1.3719, 1.37),
         (1.5, 1.5),
         (0.0049999, 0.0),
+        (1e308, 1e308),  # any finite double fits (a claimed leaf may be anything strict JSON allows)
+        (float("inf"), float("inf")),
         (None, None),
     ],
 )
