@@ -41,8 +41,7 @@ BOARD_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("score", "Score", "ratio, 95% CI"),
     ("pass_rate", "Pass rate", "episodes"),
     ("coverage", "Coverage", "tasks"),
-    # From manifest.json, which nothing signs: shown as the submitter's figures, never as
-    # harness-recorded (docs/scoring.md, "Runtime and tokens").
+    # From the unsigned manifest.json: the submitter's figures (docs/scoring.md "Runtime and tokens").
     ("runtime", "Runtime", "submitter-reported"),
     ("tokens", "Tokens", "submitter-reported"),
     ("cost", "Cost", "USD, labelled"),
