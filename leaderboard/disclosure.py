@@ -88,6 +88,14 @@ def published_score(value: float | None) -> float | None:
         return float(Decimal(format(value, ".15g")).quantize(_PUBLISHED_QUANTUM, rounding=ROUND_HALF_UP))
 
 
+def published_bounds(bounds: Any) -> Any:
+    """An interval (``[low, high]``) with each numeric bound at display precision; anything else
+    as it is. A bound is a percentile of resampled means, as telling as the mean itself."""
+    if not isinstance(bounds, list | tuple):
+        return bounds
+    return [published_score(b) if isinstance(b, int | float) and not isinstance(b, bool) else b for b in bounds]
+
+
 @dataclass(frozen=True)
 class Disclosure:
     """What one viewer may not see of one run (or one submission's diff).
@@ -135,17 +143,12 @@ class Disclosure:
 
     def confidence(self, confidence: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run.confidence without the intervals of hidden aggregates, and with the bounds of
-        rounded ones at display precision (an interval's bounds are percentiles of resampled
-        means, each as telling as the mean)."""
-        shown: dict[str, Any] = {}
-        for name, bounds in (confidence or {}).items():
-            if name in self.aggregates_hidden:
-                continue
-            if name in self.aggregates_rounded and isinstance(bounds, list | tuple):
-                shown[name] = [published_score(b) if isinstance(b, int | float) else b for b in bounds]
-            else:
-                shown[name] = bounds
-        return shown
+        rounded ones at display precision (``published_bounds``)."""
+        return {
+            name: published_bounds(bounds) if name in self.aggregates_rounded else bounds
+            for name, bounds in (confidence or {}).items()
+            if name not in self.aggregates_hidden
+        }
 
     def hides_path(self, path: str) -> bool:
         """True when a breakdown path (``tasks.<slug>.gap``, ``aggregates.overall``...) is, or

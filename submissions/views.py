@@ -33,7 +33,7 @@ from submissions.models import Submission, SubmissionChallenge
 from submissions.quotas import QuotaExceeded, quota_overview, validator_quota_overview
 from submissions.selectors import submissions as submission_selectors
 from submissions.services.challenges import ChallengeRequest, challenge_issue
-from submissions.services.races import race_entry_create
+from submissions.services.races import acts_for_a_validator, race_entry_create
 from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
 from submissions.site_keys import SiteKeyError, current_public_key
 
@@ -278,7 +278,7 @@ def race_entries(request: HttpRequest) -> HttpResponse:
 def owed_runs(request: HttpRequest) -> HttpResponse:
     """The runs this account's validators owe after an infrastructure failure (staff: all)."""
     user = signed_in_user(request)
-    if not user.is_staff and not user.validators.exists():
+    if not acts_for_a_validator(user):
         raise Http404("No such page")
     return render(request, "submissions/owed_runs.html", {"rows": owed_run_rows(user)})
 

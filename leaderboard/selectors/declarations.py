@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import Exists, F, OuterRef, QuerySet
 from django.http import Http404, QueryDict
 
-from leaderboard.disclosure import EVALUATOR_SIGNED, published_score
+from leaderboard.disclosure import EVALUATOR_SIGNED, published_bounds, published_score
 from leaderboard.models import Agent, AgentVersion, AgentVersionMeta, Release, Run, Standing, TaskResult
 from leaderboard.selectors.agents import PUBLIC_RUN_LEVELS, agent_versions_public
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
@@ -183,11 +183,8 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
     for run in best.values():
         # Display-only attributes the cost chart reads beside the row's own fields.
         score, ci = getattr(run, score_field), (run.confidence or {}).get(tab)
-        if rounded:
-            score = published_score(score)
-            ci = [published_score(bound) for bound in ci] if isinstance(ci, list | tuple) else ci
-        run.tab_score = score  # type: ignore[attr-defined]
-        run.tab_ci = ci  # type: ignore[attr-defined]
+        run.tab_score = published_score(score) if rounded else score  # type: ignore[attr-defined]
+        run.tab_ci = published_bounds(ci) if rounded else ci  # type: ignore[attr-defined]
     return list(best.values())
 
 

@@ -38,7 +38,13 @@ from typing import Any
 from django.db import connections, transaction
 from django.db.models import Exists, Field, Model
 
-from leaderboard.disclosure import EVALUATOR_SIGNED, PUBLISHED_PLACES, published_score, withheld_tabs
+from leaderboard.disclosure import (
+    EVALUATOR_SIGNED,
+    PUBLISHED_PLACES,
+    published_bounds,
+    published_score,
+    withheld_tabs,
+)
 from leaderboard.models import Baseline, Release, ReleaseTask, Run, Standing
 from scoring.leaderboard import rank_key
 
@@ -259,9 +265,8 @@ def _interval(run: Run, tab: str, *, rounded: bool = False) -> tuple[float | Non
     bounds = (run.confidence or {}).get(tab)
     if not bounds or len(bounds) != 2:
         return None, None
-    if rounded:
-        return published_score(bounds[0]), published_score(bounds[1])
-    return bounds[0], bounds[1]
+    low, high = published_bounds(bounds) if rounded else bounds
+    return low, high
 
 
 # No savepoint when nested (callers hold a transaction: verification, attestations): a failure

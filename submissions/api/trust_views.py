@@ -19,7 +19,7 @@ from leaderboard.users import signed_in_user
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
 from submissions.services.challenges import CHALLENGE_TTL, ChallengeRequest, challenge_issue
-from submissions.services.races import owed_runs_for, race_entry_create
+from submissions.services.races import acts_for_a_validator, owed_runs_for, race_entry_create
 
 # Refusals that are about who asks, not what was asked.
 _STATUS = {
@@ -188,7 +188,7 @@ class OwedRunsView(APIView):
     )
     def get(self, request: Request) -> Response:
         user = signed_in_user(request)
-        if not user.is_staff and not user.validators.exists():
+        if not acts_for_a_validator(user):
             raise ApiError(
                 code="not_a_validator",
                 message="this account acts for no validator; owed runs are listed to validators and staff",

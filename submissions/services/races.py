@@ -142,10 +142,7 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
         race=race.number if race is not None else None,
         expected_task_ids=expected_task_ids(release=release, race=race),
         validator_keys=validator_keys(),
-        # Staff file for any validator (as they get any race challenge: challenges._race_target).
-        filed_for=None
-        if submission.submitter.is_staff
-        else frozenset(submission.submitter.validators.values_list("slug", flat=True)),
+        filed_for=validators_acted_for(submission.submitter),
     )
     return RaceContext(release=release, race=race, agent_version=agent_version, spec=spec)
 
@@ -257,6 +254,19 @@ def race_entry_create(
         return version, None
     entry, _ = RaceEntry.objects.get_or_create(race=race, agent_version=version, defaults={"entered_by": user})
     return version, entry
+
+
+def validators_acted_for(user: User) -> frozenset[str] | None:
+    """Slugs of the validators ``user`` acts for: whose race runs it may file, and whose owed runs
+    it sees. None for staff, who act for every validator (as they get any race challenge)."""
+    if user.is_staff:
+        return None
+    return frozenset(user.validators.values_list("slug", flat=True))
+
+
+def acts_for_a_validator(user: User) -> bool:
+    """Whether ``user`` may ask for race challenges and see owed runs at all (``validators_acted_for``)."""
+    return bool(user.is_staff or user.validators.exists())
 
 
 def owed_runs_for(*, user: User) -> QuerySet[RaceRun]:

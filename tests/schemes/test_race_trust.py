@@ -11,7 +11,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from schemes_race_helpers import RACE_TASKS, challenge_for, enter, entrant, env_error, members, scoring_outcomes
 
-from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun
+from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun, Validator
 from leaderboard.services.races import race_close, race_schedule, race_start
 from submissions.api_keys import api_key_create
 from submissions.models import SubmissionChallenge
@@ -140,8 +140,6 @@ def test_a_podium_bundle_1_race_run_filed_by_an_account_not_acting_for_its_valid
 def test_a_race_run_filed_by_the_account_of_another_validator_is_refused(running, submit, make_validator, make_user):
     """A challenge needs an account acting for *a* validator; the run counts only from one acting
     for the validator whose key signed it."""
-    from leaderboard.models import Validator
-
     validator, key = make_validator("validator-a")
     other = make_user("other-filer")
     Validator.objects.create(slug="validator-b", name="B").accounts.add(other)
