@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from leaderboard.api_query import MAX_ID
 from leaderboard.models import Run
+from leaderboard.selectors.visibility import run_is_visible
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.services.paper_gap_standings import standings_update_version
 from submissions.models import RunVisibilityEvent
@@ -79,8 +80,9 @@ def _check_owner(run: Run, user: User) -> None:
     if not getattr(user, "is_authenticated", False):
         raise VisibilityError("not_authenticated", "sign in or send an API key to change a run", status=401)
     if run.submission.submitter_id != user.pk:
-        # Another account's run: 404, not 403, so run ids of private runs are not confirmed.
-        if not _is_staff(user) and run.is_private:
+        # A run this account may not see (private, withdrawn, hidden, or on a draft release): the
+        # 404 of a run that does not exist, by the one visibility rule, so its id is not confirmed.
+        if not run_is_visible(run, user=user):
             raise VisibilityError("not_found", f"run {run.pk}: no such run", status=404)
         raise VisibilityError("not_your_run", f"run {run.pk} was submitted by another account", status=403)
 

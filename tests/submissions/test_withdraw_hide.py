@@ -120,6 +120,21 @@ class TestWithdrawApi:
         run.refresh_from_db()
         assert run.withdrawn_at is not None
 
+    @pytest.mark.parametrize("path", ["withdraw", "restore"])
+    def test_another_account_gets_404_for_a_public_run_on_a_draft_release_as_for_a_run_that_does_not_exist(
+        self, run, stranger, owner, path
+    ):
+        # The run page and the API answer a run on an unpublished release with a 404 to anyone but
+        # its submitter and staff (leaderboard.selectors.visibility); a 403 here would confirm the id.
+        type(run.release).objects.filter(pk=run.release_id).update(published=False)
+        response = api_as(stranger).post(f"/api/v1/runs/{run.pk}/{path}/")
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+        assert api_as(stranger).get(f"/api/v1/runs/{run.pk}/").status_code == 404
+        run.refresh_from_db()
+        assert run.withdrawn_at is None and actions(run) == []
+        assert api_as(owner).post(f"/api/v1/runs/{run.pk}/withdraw/").status_code == 200
+
     def test_anonymous_cannot_withdraw(self, run):
         response = api_as().post(f"/api/v1/runs/{run.pk}/withdraw/")
         assert response.status_code == 401
