@@ -67,6 +67,7 @@ ERROR_CODES: dict[str, str] = {
     "duplicate_results": "the same evaluator results were already accepted from another account",
     "agent_not_yours": "the agent belongs to another account",
     "agent_invalid": "the agent name or version is empty",
+    "agent_name_ambiguous": "a new agent's name has a character its slug would drop, e.g. a lookalike letter",
     "not_entered": "the agent version is not entered (by its owner) in the race",
     "validator_daily_limit_reached": "the signing validator key has used its staff-set daily limit of race runs",
     "wrong_scheme": "the benchmark uses another scoring scheme than the bundle's kind",

@@ -10,9 +10,17 @@ The unit is the account, not a team: every other limit and credential of the
 site (API keys, daily limits, challenges) is per account, and an organisation
 that wants several people to submit as one shares that account's API keys. A
 team model would add a second owner rule to every check; see docs/security-model.md.
+
+A new agent's name must be one its slug stands for entirely (``agent_name_check``): slugify keeps
+ASCII letters and digits after compatibility decomposition, so a Cyrillic A (U+0410), a Greek
+omicron, a Unicode hyphen or a right-to-left override would vanish from the identity while still
+showing in the name, and "Alice Agent" spelled with that Cyrillic A (slug ``lice-agent``) would be
+a second agent displayed on every board as another account's ``Alice Agent``.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 from django.contrib.auth.models import User
 from django.utils.text import slugify
@@ -42,6 +50,25 @@ def _checked_slug(name: str, version: str) -> str:
     return slug
 
 
+def _dropped_by_slug(char: str) -> bool:
+    """Whether ``char`` (of a name in NFKD) would show in the name but not count in its slug:
+    anything but printable ASCII and the combining marks an accented letter decomposes into."""
+    return not (" " <= char <= "~" or unicodedata.category(char) == "Mn")
+
+
+def agent_name_check(name: str) -> None:
+    """Raise ``agent_name_ambiguous`` when ``name`` has a character its slug would drop (see
+    the module docstring). Checked when an agent is first named, never for an existing one."""
+    dropped = next((char for char in unicodedata.normalize("NFKD", name) if _dropped_by_slug(char)), None)
+    if dropped is not None:
+        raise BundleError(
+            "agent_name_ambiguous",
+            f"manifest.json: agent name {name[:100]!a} has the character {dropped!a}, which an agent's "
+            "identity (its slug) does not keep, so the name could pass for another agent's; a new agent's name "
+            "uses ASCII letters, digits, spaces and punctuation (accented letters are fine)",
+        )
+
+
 def agent_owner_check(*, name: str, account: User) -> Agent | None:
     """The agent ``name`` stands for when ``account`` may file under it (None: not yet known).
 
@@ -65,6 +92,7 @@ def agent_version_claim(*, name: str, version: str, account: User) -> AgentVersi
     slug = _checked_slug(name, version)
     agent = agent_owner_check(name=name, account=account)
     if agent is None:
+        agent_name_check(name)
         agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:AGENT_NAME_MAX], "owner": account})
         # A concurrent first use by another account may have won the get_or_create.
         agent_owner_check(name=name, account=account)

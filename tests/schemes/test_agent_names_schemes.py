@@ -1,0 +1,117 @@
+"""Agent names as identities on the race and scorecard entry points (the rule and the
+paper-gap paths: tests/submissions/test_agent_names.py). A variant of another account's agent
+name is that agent (403 agent_not_yours); a new name with a character its slug would drop is
+refused for everyone (400 agent_name_ambiguous); nothing is written either way."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from rest_framework.test import APIClient
+from schemes_race_helpers import RACE_TASKS
+
+from leaderboard.models import Agent, RaceEntry
+from leaderboard.services.races import race_schedule, race_start
+from submissions.api_keys import api_key_create
+from submissions.models import Card
+
+pytestmark = pytest.mark.django_db
+
+VARIANT = "ALICE\u00a0\uff33hopper"  # case, a no-break space and a fullwidth S: slug alice-shopper
+LOOKALIKE = "\u0410lice Shopper"  # a Cyrillic A: slug lice-shopper, shown as "Alice Shopper"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters(settings):
+    settings.CACHES = {
+        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
+    }
+
+
+@pytest.fixture
+def running(race_benchmark, race_release):
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    return race_start(race=race)
+
+
+@pytest.fixture
+def alice(make_user):
+    return make_user("alice")
+
+
+@pytest.fixture
+def bob(make_user):
+    return make_user("bob")
+
+
+@pytest.fixture
+def staff(make_user):
+    user = make_user("staffer")
+    user.is_staff = True
+    user.save()
+    return user
+
+
+def api_for(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(user=user, name='k').plaintext}")
+    return client
+
+
+def enter_race(client: APIClient, agent_name: str, version: str = "1"):
+    body = {"benchmark": "shop-race", "race": 1, "agent_name": agent_name, "agent_version": version}
+    return client.post("/api/v1/race-entries/", body, format="json")
+
+
+def open_card(client: APIClient, agent_name: str):
+    body = {"benchmark": "sokoban-play", "agent": {"name": agent_name, "version": "1"}}
+    return client.post("/api/v1/scorecards/", body, format="json")
+
+
+def error(response) -> tuple[int, str]:
+    return response.status_code, response.json()["error"]["code"]
+
+
+def test_a_race_entry_under_a_variant_of_another_accounts_agent_name_is_refused(running, alice, bob):
+    assert enter_race(api_for(alice), "Alice Shopper").status_code == 201
+    assert error(enter_race(api_for(bob), VARIANT, version="2")) == (403, "agent_not_yours")
+    assert list(RaceEntry.objects.values_list("entered_by__username", "agent_version__version")) == [("alice", "1")]
+
+
+@pytest.mark.parametrize("who", ["alice", "bob", "staff"])
+def test_a_race_entry_under_a_new_lookalike_agent_name_is_refused_for_everyone(running, alice, request, who):
+    assert enter_race(api_for(alice), "Alice Shopper").status_code == 201
+    assert error(enter_race(api_for(request.getfixturevalue(who)), LOOKALIKE)) == (400, "agent_name_ambiguous")
+    assert list(Agent.objects.values_list("slug", flat=True)) == ["alice-shopper"]
+    assert RaceEntry.objects.count() == 1
+
+
+def test_anonymous_cannot_enter_a_race(running):
+    assert error(enter_race(api_for(), LOOKALIKE)) == (401, "not_authenticated")
+    assert not Agent.objects.exists()
+
+
+def test_the_race_entry_form_refuses_a_lookalike_agent_name(running, alice, bob, client):
+    assert enter_race(api_for(alice), "Alice Shopper").status_code == 201
+    client.force_login(bob)
+    body = {"benchmark": "shop-race", "race": "1", "agent_name": LOOKALIKE, "agent_version": "1"}
+    response = client.post("/submit/race-entries/", body)
+    assert response.status_code == 400
+    assert "agent_name_ambiguous" in response.content.decode()
+    assert RaceEntry.objects.count() == 1
+
+
+def test_a_card_under_a_variant_of_another_accounts_agent_name_is_refused(play_release, alice, bob):
+    assert open_card(api_for(alice), "Alice Shopper").status_code == 201
+    assert error(open_card(api_for(bob), VARIANT)) == (403, "agent_not_yours")
+    assert list(Card.objects.values_list("owner__username", flat=True)) == ["alice"]
+
+
+@pytest.mark.parametrize("who", ["alice", "bob", "staff"])
+def test_a_card_under_a_new_lookalike_agent_name_is_refused_for_everyone(play_release, alice, request, who):
+    assert open_card(api_for(alice), "Alice Shopper").status_code == 201
+    assert error(open_card(api_for(request.getfixturevalue(who)), LOOKALIKE)) == (400, "agent_name_ambiguous")
+    assert list(Agent.objects.values_list("slug", flat=True)) == ["alice-shopper"]
+    assert Card.objects.count() == 1
