@@ -114,3 +114,23 @@ def test_a_malformed_signing_key_is_refused_with_the_reason(admin_client):
     assert "public key: not valid base64" in response.content.decode()
     assert SigningKey.objects.count() == 0
     assert Submission.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("view", ["admin:leaderboard_run_rerun", "admin:leaderboard_run_level"])
+def test_the_rerun_and_level_pages_need_the_change_run_permission_of_the_runs_own_app(client, run, view):
+    """Run lives in the leaderboard app: a check of "submissions.change_run" (a permission that
+    does not exist) let only superusers in, whatever permissions staff were given."""
+    from django.contrib.auth.models import Permission
+
+    staff = get_user_model().objects.create_user(username="staffer", password="a-long-test-password-123")
+    staff.is_staff = True
+    staff.save()
+    client.force_login(staff)
+    url = reverse(view, args=[run.pk])
+    assert client.get(url).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(content_type__app_label="leaderboard", codename="change_run"))
+    assert client.get(url).status_code == 200
+    assert client.post(url, {}).status_code == 400  # the form's refusal: nothing recorded
+    run.refresh_from_db()
+    assert run.level == "validated" and list(run.events.values_list("level", flat=True)) == ["validated"]
