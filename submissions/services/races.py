@@ -74,7 +74,7 @@ def expected_task_ids(*, release: Release, race: Race | None) -> list[str]:
     return list(release.release_tasks.order_by("position", "task__slug").values_list("task__slug", flat=True))
 
 
-def _race_for(number: int | None, release: Release, agent_version: AgentVersion | None) -> Race | None:
+def _race_for(number: int | None, release: Release, agent_version: AgentVersion | None, uploader: User) -> Race | None:
     if number is None:
         return None
     race = Race.objects.select_related("release").filter(benchmark=release.benchmark, number=number).first()
@@ -87,13 +87,17 @@ def _race_for(number: int | None, release: Release, agent_version: AgentVersion 
         )
     if race.status == Race.Status.RUNNING:
         return race
+    # The re-run of an infrastructure failure may land during the embargo, but only a re-run the
+    # uploading account's validators owe (the owed-runs rule): whether *some* validator owes one
+    # says that validator's run was an infrastructure failure, a category the embargo withholds,
+    # so any other account must get the refusal a version whose runs all counted gets.
     rerun_owed = (
         race.status == Race.Status.EMBARGOED
         and agent_version is not None
-        and RaceRun.objects.filter(race=race, agent_version=agent_version, needs_rerun=True).exists()
+        and owed_runs_for(user=uploader).filter(race=race, agent_version=agent_version).exists()
     )
     if rerun_owed:
-        return race  # the re-run of an infrastructure failure may land during the embargo
+        return race
     raise BundleError(
         "race_not_running",
         f"race run: {race} is {race.status}; results are accepted only while a race is running",
@@ -124,7 +128,7 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
     )
     submission.release = release
     agent_version = agent_version_find(name=run.agent.name, version=run.agent.version)
-    race = _race_for(run.race, release, agent_version)
+    race = _race_for(run.race, release, agent_version, submission.submitter)
     submission.race = race
     # Race entries are owned: a version runs only when its owning account entered it.
     if agent_version is None or agent_version.agent.owner_id is None:

@@ -11,6 +11,7 @@ from leaderboard.models import RaceRun
 from leaderboard.selectors.race import race_outcomes_visible
 from leaderboard.services import races as lifecycle
 from scoring.race import FAILURE_CATEGORIES, TaskOutcome
+from submissions.bundle.signatures import generate_signing_key
 
 # Every string that would name or describe a failure category.
 CATEGORY_STRINGS = [category.code for category in FAILURE_CATEGORIES] + [
@@ -379,3 +380,56 @@ def test_a_visitor_is_not_told_during_the_embargo_that_a_run_was_an_infrastructu
     assert race_page.count('<td><span class="withheld">embargoed</span></td>') == 2  # both runs alike
     client.force_login(submitter)
     assert "infrastructure failure" in client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+
+
+@pytest.mark.parametrize("uploader", ["stranger", "other-validator"])
+def test_an_upload_during_the_embargo_does_not_tell_whether_another_validators_run_was_an_infrastructure_failure(
+    race_benchmark, race_release, submitter, submit, make_validator, make_user, uploader
+):
+    """During the embargo a race run is accepted only as the re-run its validator owes. Whether a
+    re-run is owed says the earlier run was an infrastructure failure, so the answer to an upload
+    must not depend on another validator's owed runs: a fresh account (or another validator's
+    account) naming a version whose run failed gets the very refusal a version that counted gets."""
+    validator, key = make_validator("validator-a")
+    race = lifecycle.race_start(
+        race=lifecycle.race_schedule(
+            benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True, release=race_release
+        )
+    )
+    broken = [env_error(task) for task in RACE_TASKS[:4]] + [accepted(task) for task in RACE_TASKS[4:]]
+    for agent, outcomes in (("Broken", broken), ("Steady", scoring_outcomes(0.7))):
+        filed = submit(
+            submitter,
+            members(validator=validator, key=key, agent=agent, version="1", outcomes=outcomes, race=1),
+            name=f"r1-{agent}",
+        )
+        assert filed.verdict == "attested", filed.error_message
+    assert RaceRun.objects.get(agent_version__agent__name="Broken").needs_rerun
+    lifecycle.race_close(race=race)
+    account = make_user(uploader)
+    if uploader == "other-validator":
+        other, other_key = make_validator("validator-b")
+        other.accounts.set([account])
+        signer, signing_key = other, other_key
+    else:
+        signer, signing_key = validator, generate_signing_key()  # an outsider holds no registered key
+    answers = {}
+    for agent in ("Broken", "Steady"):
+        probe = submit(
+            account,
+            members(
+                validator=signer,
+                key=signing_key,
+                agent=agent,
+                version="1",
+                outcomes=scoring_outcomes(0.1),
+                race=1,
+                entered=False,
+                challenge=None,  # podium-bundle/1: no challenge, so nothing is checked before the race
+            ),
+            name=f"probe-{agent}",
+        )
+        answers[agent] = (probe.verdict, probe.error_code, probe.error_message)
+    assert answers["Broken"] == answers["Steady"]
+    assert answers["Broken"][:2] == ("rejected", "race_not_running")
+    assert RaceRun.objects.filter(race=race).count() == 2
