@@ -14,6 +14,8 @@ from typing import Any
 from django.db.models import Count, Max
 
 from leaderboard.models import RaceRun
+from leaderboard.selectors.race import race_runs_shown
+from leaderboard.users import Viewer
 
 
 @dataclass
@@ -38,13 +40,14 @@ class RaceSignals:
         return self.unsigned_runs == 0 and self.signed_runs > 0
 
 
-def race_signals(*, race: Any) -> RaceSignals | None:
-    """Who signed the validator runs of ``race`` (None without a race). Names and key ids only:
-    nothing of a run's outcome, so an embargoed race shows no more than its run list does."""
+def race_signals(*, race: Any, user: Viewer | None = None) -> RaceSignals | None:
+    """Who signed the validator runs of ``race`` that ``user`` may know of (None without a race).
+    Names and key ids only: nothing of a run's outcome, so an embargoed race shows no more than
+    its run list does (the same runs: ``race_runs_shown``)."""
     if race is None:
         return None
 
-    return _signals(RaceRun.objects.filter(race=race))
+    return _signals(race_runs_shown(RaceRun.objects.filter(race=race), race=race, user=user))
 
 
 def qualifying_signals(*, release: Any) -> RaceSignals | None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from leaderboard.models import AgentVersion, Benchmark, Race, RaceRun, RaceTaskOutcome, Release
@@ -91,6 +91,29 @@ def _filer_id(run: RaceRun) -> Any:
     return submission.submitter_id if submission is not None else None
 
 
+def race_runs_shown(runs: QuerySet[RaceRun], *, race: Race | None, user: Viewer | None = None) -> QuerySet[RaceRun]:
+    """The validator runs of ``runs`` (all of ``race``) that ``user`` may know exist.
+
+    Only an infrastructure failure is run again (seed 002: "the evaluation is run again"), so a
+    second run of a version by the same validator says the first was one: a failure category,
+    which the embargo withholds. Until the race is released anyone but staff sees, per version
+    and validator, the first run only (and every run they filed themselves); the race page's
+    list, the Overall page's live entries, the signing summary and the run pages all read the
+    runs through this. Qualifying and released races show every run."""
+    if race_values_visible(race, user):
+        return runs
+    earlier = RaceRun.objects.filter(
+        race=OuterRef("race"),
+        agent_version=OuterRef("agent_version"),
+        validator=OuterRef("validator"),
+        pk__lt=OuterRef("pk"),
+    )
+    shown = ~Q(Exists(earlier))
+    if user is not None and getattr(user, "is_authenticated", False):
+        shown |= Q(submission__submitter_id=user.pk)
+    return runs.filter(shown)
+
+
 def pick_public_anchor(races: Iterable[Race]) -> Race | None:
     """The latest released race such that every race started before it is released too:
     the newest Overall that folds in no embargoed delta."""
@@ -110,12 +133,13 @@ def race_overall_anchor(*, benchmark: Benchmark, user: Viewer | None = None) -> 
     return pick_race_anchor(races) if _is_staff(user) else pick_public_anchor(races)
 
 
-def race_live_entries(*, race: Race) -> list[tuple[AgentVersion, int]]:
+def race_live_entries(*, race: Race, user: Viewer | None = None) -> list[tuple[AgentVersion, int]]:
     """Who has validator runs in ``race`` and how many (no scores): the live part of the
-    Overall view while the race's values are embargoed."""
+    Overall view while the race's values are embargoed (the runs ``user`` may know of)."""
     counts: dict[int, int] = defaultdict(int)
     versions: dict[int, AgentVersion] = {}
-    for run in RaceRun.objects.filter(race=race).select_related("agent_version__agent").order_by("id"):
+    runs = race_runs_shown(RaceRun.objects.filter(race=race), race=race, user=user)
+    for run in runs.select_related("agent_version__agent").order_by("id"):
         counts[run.agent_version_id] += 1
         versions[run.agent_version_id] = run.agent_version
     return sorted(((versions[pk], count) for pk, count in counts.items()), key=lambda item: str(item[0]))
@@ -135,10 +159,10 @@ def race_baseline(*, race: Race) -> float | None:
     return RaceResult.objects.filter(race=race).values_list("baseline", flat=True).first()
 
 
-def race_runs_of(*, race: Race) -> list[RaceRun]:
-    """Every validator run of a race (for the run-status table), without outcomes."""
+def race_runs_of(*, race: Race, user: Viewer | None = None) -> list[RaceRun]:
+    """Every validator run of a race ``user`` may know of (for the run-status table), without outcomes."""
     return list(
-        RaceRun.objects.filter(race=race)
+        race_runs_shown(RaceRun.objects.filter(race=race), race=race, user=user)
         .select_related("agent_version__agent", "validator", "submission")
         .order_by("agent_version__agent__name", "agent_version__version", "validator__name", "id")
     )
@@ -254,7 +278,8 @@ def qualifying_board(*, release: Release) -> list[QualifyingRow]:
     return rows
 
 
-def race_run_get(*, pk: int) -> RaceRun:
+def race_run_get(*, pk: int, user: Viewer | None = None) -> RaceRun:
+    """A validator run ``user`` may know of (race_runs_shown), else the 404 of a run that does not exist."""
     run = (
         RaceRun.objects.select_related(
             "race__benchmark", "release__benchmark", "agent_version__agent", "validator", "submission"
@@ -263,7 +288,7 @@ def race_run_get(*, pk: int) -> RaceRun:
         .filter(pk=pk)
         .first()
     )
-    if run is None:
+    if run is None or not race_runs_shown(RaceRun.objects.filter(pk=run.pk), race=run.race, user=user).exists():
         raise Http404("No such run")
     return run
 

@@ -52,13 +52,15 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
             "anchor": anchor,
             "live": live,
             "pending": pending,
-            "pending_entries": race_selectors.race_live_entries(race=pending) if pending is not None else [],
+            "pending_entries": race_selectors.race_live_entries(race=pending, user=request.user)
+            if pending is not None
+            else [],
             "rows": rows,
             "status_note": STATUS_NOTES.get(anchor.status, "") if anchor else "",
             "staff_view": viewer_is_staff(request.user),
         }
     )
-    context["signals"] = race_signals(race=anchor)
+    context["signals"] = race_signals(race=anchor, user=request.user)
     return render(request, "races/overall.html", context)
 
 
@@ -77,7 +79,7 @@ def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpR
             "status_note": STATUS_NOTES[race.status],
         }
     )
-    context["signals"] = race_signals(race=race)
+    context["signals"] = race_signals(race=race, user=request.user)
     return render(request, "races/leaderboard_race.html", context)
 
 
@@ -88,7 +90,7 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
     context = _race_context(benchmark)
     race = race_selectors.race_get(benchmark=context["benchmark"], number=number)
     visible = race_selectors.race_values_visible(race, request.user)
-    runs = race_selectors.race_runs_of(race=race)
+    runs = race_selectors.race_runs_of(race=race, user=request.user)
     for run in runs:
         run.score_visible = race_selectors.race_run_values_visible(run, request.user)  # type: ignore[attr-defined]
     context.update(
@@ -103,7 +105,7 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
             "released": race.status == race.Status.RELEASED,
         }
     )
-    context["signals"] = race_signals(race=race)
+    context["signals"] = race_signals(race=race, user=request.user)
     return render(request, "races/race.html", context)
 
 
@@ -137,7 +139,7 @@ def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version
 
 @require_GET
 def race_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = race_selectors.race_run_get(pk=pk)
+    run = race_selectors.race_run_get(pk=pk, user=request.user)
     benchmark = run.release.benchmark
     context = {
         "benchmark": benchmark,

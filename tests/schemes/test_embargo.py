@@ -433,3 +433,88 @@ def test_an_upload_during_the_embargo_does_not_tell_whether_another_validators_r
     assert answers["Broken"] == answers["Steady"]
     assert answers["Broken"][:2] == ("rejected", "race_not_running")
     assert RaceRun.objects.filter(race=race).count() == 2
+
+
+# --- whether a run was re-run (only an infrastructure failure is) --------------------------------
+
+
+@pytest.fixture
+def rerun_world(race_benchmark, race_release, submitter, submit, make_validator, make_user):
+    """Race 1, closed: validator A ran Broken (an infrastructure failure, re-run during the
+    embargo, as the owed re-run may be) and Steady (counted, so never re-run)."""
+    validator, key = make_validator("validator-a")
+    race = lifecycle.race_start(
+        race=lifecycle.race_schedule(
+            benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True, release=race_release
+        )
+    )
+    broken = [env_error(task) for task in RACE_TASKS[:4]] + [accepted(task) for task in RACE_TASKS[4:]]
+    for agent, outcomes in (("Broken", broken), ("Steady", scoring_outcomes(0.7))):
+        filed = submit(
+            submitter,
+            members(validator=validator, key=key, agent=agent, version="1", outcomes=outcomes, race=1),
+            name=f"r1-{agent}",
+        )
+        assert filed.verdict == "attested", filed.error_message
+    race = lifecycle.race_close(race=race)
+    rerun = submit(
+        submitter,
+        members(validator=validator, key=key, agent="Broken", version="1", outcomes=scoring_outcomes(0.6), race=1),
+        name="r1-Broken-rerun",
+    )
+    assert rerun.verdict == "attested", rerun.error_message
+    staff = make_user("race-staff")
+    staff.is_staff = True
+    staff.save(update_fields=["is_staff"])
+    return {
+        "race": race,
+        "rerun": RaceRun.objects.get(submission=rerun),
+        "filer": submitter,
+        "stranger": make_user("stranger"),
+        "staff": staff,
+    }
+
+
+def runs_listed(body: str, agent: str) -> int:
+    return body.count(f">{agent} 1</a>")
+
+
+@pytest.mark.parametrize("who", ["anonymous", "stranger"])
+def test_a_visitor_is_not_told_during_the_embargo_that_a_run_was_re_run(client, rerun_world, who):
+    """Only an infrastructure failure is re-run, so a second run of a version by the same validator
+    says the first was one. Until the release a visitor sees each validator's first run of a
+    version only: the race page, the Overall page's live entries and the signing summary read
+    the same for the re-run version as for one whose run counted."""
+    if who == "stranger":
+        client.force_login(rerun_world["stranger"])
+    race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+    assert (runs_listed(race_page, "Broken"), runs_listed(race_page, "Steady")) == (1, 1)
+    assert "Validator A</strong> (key" in race_page and ", 2 runs." in race_page
+    overall = client.get(reverse("race_overall", args=["shop-race"])).content.decode()
+    assert overall.count("1 validator run landed") == 2
+    assert "2 validator runs landed" not in overall
+
+
+def test_a_re_run_filed_during_the_embargo_has_no_page_for_a_visitor(client, rerun_world, make_user):
+    """The re-run's page answers a visitor exactly as a run that does not exist (ids are
+    sequential: a page that appears during the embargo would say a re-run landed)."""
+    rerun = rerun_world["rerun"]
+    missing = RaceRun.objects.order_by("-pk").first().pk + 1000
+    hidden = client.get(reverse("race_run_detail", args=[rerun.pk]))
+    absent = client.get(reverse("race_run_detail", args=[missing]))
+    assert (hidden.status_code, absent.status_code) == (404, 404)
+    assert hidden.content.decode().replace(str(rerun.pk), "ID") == absent.content.decode().replace(str(missing), "ID")
+
+
+def test_the_filer_staff_and_after_the_release_everyone_see_the_re_run(client, rerun_world):
+    rerun = rerun_world["rerun"]
+    for user in (rerun_world["filer"], rerun_world["staff"]):
+        client.force_login(user)
+        assert client.get(reverse("race_run_detail", args=[rerun.pk])).status_code == 200
+        race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+        assert runs_listed(race_page, "Broken") == 2
+    client.logout()
+    lifecycle.race_release(race=rerun_world["race"])
+    assert client.get(reverse("race_run_detail", args=[rerun.pk])).status_code == 200
+    race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+    assert runs_listed(race_page, "Broken") == 2
