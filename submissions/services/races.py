@@ -87,18 +87,29 @@ def _race_for(number: int | None, release: Release, agent_version: AgentVersion 
         )
     if race.status == Race.Status.RUNNING:
         return race
-    # The re-run of an infrastructure failure may land during the embargo, but only a re-run the
-    # uploading account's validators owe (the owed-runs rule): whether *some* validator owes one
-    # says that validator's run was an infrastructure failure, a category the embargo withholds,
-    # so any other account must get the refusal a version whose runs all counted gets.
-    rerun_owed = (
-        race.status == Race.Status.EMBARGOED
-        and agent_version is not None
-        and owed_runs_for(user=uploader).filter(race=race, agent_version=agent_version).exists()
-    )
-    if rerun_owed:
+    if agent_version is not None and _lands_as_owed_rerun(race, agent_version, owed_runs_for(user=uploader)):
         return race
-    raise BundleError(
+    raise _not_running(race)
+
+
+def _lands_as_owed_rerun(race: Race, agent_version: AgentVersion, owed: QuerySet[RaceRun]) -> bool:
+    """Whether a run of ``agent_version`` may land in a race that is no longer running: only
+    during the embargo, as a re-run one of the ``owed`` runs (needs_rerun) calls for.
+
+    Checked twice with narrower ``owed`` each time: at load, the runs the uploading account's
+    validators owe (owed_runs_for), and at record, those the signing key's validator owes.
+    Whether *some* validator owes one says its run was an infrastructure failure, a category the
+    embargo withholds, so any other account must get the refusal a version whose runs all counted
+    gets; and another validator's run landing during the embargo would show a visitor a new run
+    (leaderboard.selectors.race.race_runs_shown lists a validator's first run of a version)."""
+    return (
+        race.status == Race.Status.EMBARGOED
+        and owed.filter(race=race, agent_version=agent_version, needs_rerun=True).exists()
+    )
+
+
+def _not_running(race: Race) -> BundleError:
+    return BundleError(
         "race_not_running",
         f"race run: {race} is {race.status}; results are accepted only while a race is running",
     )
@@ -164,6 +175,12 @@ def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: Ra
     key = SigningKey.objects.select_related("validator").get(key_id=outcome.key_id)
     if submission.race_run is not None:  # a null one-to-one reads no row
         return submission.race_run
+    race = context.race
+    if race is not None and race.status != Race.Status.RUNNING:
+        # Past the load's check (the account's validators owe a re-run): the signer must owe it.
+        owed_by_signer = RaceRun.objects.filter(validator=key.validator)
+        if not _lands_as_owed_rerun(race, context.agent_version, owed_by_signer):
+            raise _not_running(race)
     try:
         _charge_validator(submission=submission, key=key, benchmark=context.release.benchmark)
     except QuotaExceeded as exc:

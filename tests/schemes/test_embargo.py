@@ -518,3 +518,23 @@ def test_the_filer_staff_and_after_the_release_everyone_see_the_re_run(client, r
     assert client.get(reverse("race_run_detail", args=[rerun.pk])).status_code == 200
     race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
     assert runs_listed(race_page, "Broken") == 2
+
+
+def test_during_the_embargo_a_run_lands_only_as_the_re_run_its_own_validator_owes(rerun_world, submit, make_validator):
+    """An account acting for two validators, one of which owes a re-run of Broken, files a run
+    of Broken signed by the other: refused as if the race were simply closed, and nothing is
+    written (that validator's first run of Broken appearing during the embargo would say some
+    run of Broken was re-run)."""
+    filer = rerun_world["filer"]
+    other, other_key = make_validator("validator-b")  # make_validator lets the filer act for it too
+    assert set(filer.validators.values_list("slug", flat=True)) == {"validator-a", "validator-b"}
+    first = RaceRun.objects.filter(agent_version__agent__name="Broken").order_by("pk").first()
+    RaceRun.objects.filter(pk=first.pk).update(needs_rerun=True)  # validator A owes a re-run again
+    before = RaceRun.objects.count()
+    probe = submit(
+        filer,
+        members(validator=other, key=other_key, agent="Broken", version="1", outcomes=scoring_outcomes(0.6), race=1),
+        name="r1-Broken-by-b",
+    )
+    assert (probe.verdict, probe.error_code) == ("rejected", "race_not_running")
+    assert probe.race_run is None and RaceRun.objects.count() == before
