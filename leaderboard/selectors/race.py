@@ -288,7 +288,13 @@ def race_run_get(*, pk: int, user: Viewer | None = None) -> RaceRun:
         .filter(pk=pk)
         .first()
     )
-    if run is None or not race_runs_shown(RaceRun.objects.filter(pk=run.pk), race=run.race, user=user).exists():
+    if run is None:
+        raise Http404("No such run")
+    # One more query only while the race's values are hidden from this viewer (race_runs_shown).
+    if (
+        not race_values_visible(run.race, user)
+        and not race_runs_shown(RaceRun.objects.filter(pk=run.pk), race=run.race, user=user).exists()
+    ):
         raise Http404("No such run")
     return run
 
