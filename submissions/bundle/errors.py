@@ -69,6 +69,7 @@ ERROR_CODES: dict[str, str] = {
     "agent_invalid": "the agent name or version is empty",
     "agent_name_ambiguous": "a new agent's name has a character its slug would drop, e.g. a lookalike letter",
     "not_entered": "the agent version is not entered (by its owner) in the race",
+    "race_run_private": "a race run was uploaded as private; race runs are public (every entry is ranked by name)",
     "validator_daily_limit_reached": "the signing validator key has used its staff-set daily limit of race runs",
     "wrong_scheme": "the benchmark uses another scoring scheme than the bundle's kind",
     "release_not_scorable": "the release cannot be scored on this server yet (ours to fix)",

@@ -134,6 +134,14 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
     """Everything the pure evaluator needs, and the refusals only the database can make. Reads only."""
     run = bundle.race_run
     assert run is not None  # the dispatcher sends only race_run bundles here, and those carry their run
+    # A race is a public competition (seed 002): every run is listed and ranked by its agent's name
+    # on the race and qualifying boards, and no board honours a private flag. A private upload is
+    # refused rather than ranked in public against its submitter's choice.
+    if submission.is_private:
+        raise BundleError(
+            "race_run_private",
+            "race_run.json: a race run is public (races rank every entry by name); upload it without 'private'",
+        )
     release = scheme_release(
         benchmark_slug=bundle.manifest.benchmark, version=bundle.manifest.release, scheme=Benchmark.Scheme.RACE
     )

@@ -4,6 +4,7 @@ account's challenge, and the runs validators owe are listed until they are filed
 
 from __future__ import annotations
 
+import io
 import uuid
 
 import pytest
@@ -14,7 +15,10 @@ from schemes_race_helpers import RACE_TASKS, challenge_for, enter, entrant, env_
 from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun, Validator
 from leaderboard.services.races import race_close, race_schedule, race_start
 from submissions.api_keys import api_key_create
+from submissions.demo_loaders import scheme_bundles
 from submissions.models import SubmissionChallenge
+from submissions.services.submissions import submission_create
+from submissions.services.verification import submission_verify
 
 pytestmark = pytest.mark.django_db
 
@@ -229,3 +233,23 @@ def test_the_race_entry_page_enters_the_owners_version_and_refuses_another_accou
     assert list(RaceEntry.objects.values_list("entered_by__username", flat=True)) == ["owner-page"]
     client.logout()
     assert client.get(reverse("race_entries")).status_code == 302
+
+
+@pytest.mark.parametrize("race", [1, None], ids=["race-run", "qualifying-run"])
+def test_a_race_run_uploaded_as_private_is_refused_and_writes_nothing(
+    running, submitter, site_identity, make_validator, race
+):
+    """Races rank every entry by name in public: a private upload would be ranked anyway."""
+    validator, key = make_validator("validator-a")
+    bundle = members(
+        validator=validator, key=key, agent="Shopper", version="1", outcomes=scoring_outcomes(0.5), race=race
+    )
+    sealed = scheme_bundles.seal_members(bundle, str(site_identity.to_public()))
+    submission, _ = submission_create(
+        user=submitter, uploaded_file=io.BytesIO(sealed), original_name="private.age", is_private=True
+    )
+    submission_verify(submission_id=submission.pk)
+    submission.refresh_from_db()
+    assert (submission.verdict, submission.error_code) == ("rejected", "race_run_private")
+    assert not RaceRun.objects.exists()
+    assert SubmissionChallenge.objects.filter(used_at__isnull=False).count() == 0
