@@ -225,7 +225,11 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
             format_html_join("", "<li>{}</li>", ((line,) for line in lines)),
         )
 
-    @admin.action(description="Publish selected releases (every task signed off and calibrated)")
+    # Offered only to accounts that may change a release (Django checks has_change_permission):
+    # seeing the changelist is not enough (leaderboard.permissions).
+    @admin.action(
+        description="Publish selected releases (every task signed off and calibrated)", permissions=["change"]
+    )
     def publish(self, request: HttpRequest, queryset: QuerySet[Release]) -> None:
         for release in queryset.select_related("benchmark"):
             try:

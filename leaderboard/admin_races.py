@@ -119,14 +119,18 @@ class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
             else:
                 self.message_user(request, f"{race}: {done}", messages.SUCCESS)
 
-    @admin.action(description="Start selected races (scheduled → running)")
+    # Each action is offered only to accounts that may change a race (Django checks
+    # has_change_permission): seeing the changelist is not enough (leaderboard.permissions).
+    @admin.action(description="Start selected races (scheduled → running)", permissions=["change"])
     def start_races(self, request: HttpRequest, queryset: QuerySet[Race]) -> None:
         self._apply(request, queryset, race_start, "started")
 
-    @admin.action(description="Close selected races and begin the reveal embargo (running → embargoed)")
+    @admin.action(
+        description="Close selected races and begin the reveal embargo (running → embargoed)", permissions=["change"]
+    )
     def close_races(self, request: HttpRequest, queryset: QuerySet[Race]) -> None:
         self._apply(request, queryset, race_close, "closed; results are under the reveal embargo")
 
-    @admin.action(description="Release selected race results (embargoed → released)")
+    @admin.action(description="Release selected race results (embargoed → released)", permissions=["change"])
     def release_races(self, request: HttpRequest, queryset: QuerySet[Race]) -> None:
         self._apply(request, queryset, race_release, "released; raw results and failure categories are public")

@@ -63,7 +63,7 @@ class SubmissionAdmin(ReadOnlyAdmin):
     list_select_related = ["submitter"]
     actions = ["reverify"]
 
-    @admin.action(description="Re-verify (queue again; finished submissions are skipped)")
+    @admin.action(description="Re-verify (queue again; finished submissions are skipped)", permissions=["change"])
     def reverify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
         pending = [s.pk for s in queryset if s.status != Submission.Status.DONE]
         for submission_id in pending:
@@ -360,7 +360,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
             return
         obj.pk = key.pk
 
-    @admin.action(description="Revoke the selected keys")
+    @admin.action(description="Revoke the selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[SigningKey]) -> None:
         for key in queryset:
             signing_key_revoke(signing_key=key, user=signed_in_user(request))

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from leaderboard.permissions import CHANGE_NOTIFICATION, staff_may
 from submissions.models import NotificationDelivery, RunVisibilityEvent
 from submissions.services import notifications
 
@@ -33,7 +34,11 @@ class NotificationDeliveryAdmin(_ReadOnly):
     search_fields = ["submission__id", "target"]
     actions = ["send_again"]
 
-    @admin.action(description="Send the selected failed notifications once more")
+    def has_send_again_permission(self, request: HttpRequest) -> bool:
+        # The rows are read-only (no change permission here), so the action names its own.
+        return staff_may(request.user, CHANGE_NOTIFICATION)
+
+    @admin.action(description="Send the selected failed notifications once more", permissions=["send_again"])
     def send_again(self, request: HttpRequest, queryset: QuerySet[NotificationDelivery]) -> None:
         ids = list(queryset.filter(state=NotificationDelivery.State.FAILED).values_list("pk", flat=True))
         NotificationDelivery.objects.filter(pk__in=ids).update(state=NotificationDelivery.State.PENDING, attempts=0)

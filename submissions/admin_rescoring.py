@@ -16,13 +16,16 @@ from django.utils.html import format_html, format_html_join
 
 from leaderboard.admin import ReleaseAdmin
 from leaderboard.models import Release
+from leaderboard.permissions import ADD_RESCORE, CHANGE_RESCORE, staff_may
 from leaderboard.selectors.releases import version_key
 from leaderboard.users import signed_in_user
 from submissions.models import Rescore, RescoreItem
 from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose, rescore_summary
 
 
-@admin.action(description="Propose a rescore (dry run: recompute every stored bundle, change nothing)")
+@admin.action(
+    description="Propose a rescore (dry run: recompute every stored bundle, change nothing)", permissions=["rescore"]
+)
 def propose_rescore(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Release]) -> None:
     for release in queryset.select_related("benchmark"):
         try:
@@ -33,7 +36,10 @@ def propose_rescore(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Re
             modeladmin.message_user(request, f"{release}: rescore {rescore.pk} proposed; review its diff, then apply")
 
 
-@admin.action(description="Carry the runs onto a newer release (dry run: re-verify against it, change nothing)")
+@admin.action(
+    description="Carry the runs onto a newer release (dry run: re-verify against it, change nothing)",
+    permissions=["rescore"],
+)
 def propose_carry(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Release]) -> TemplateResponse | None:
     """Asks which newer release of the benchmark first (a form page posting back to this action)."""
     releases = list(queryset.select_related("benchmark")[:2])
@@ -84,8 +90,14 @@ def propose_carry(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Rele
     return TemplateResponse(request, "admin/leaderboard/release/carry.html", context)
 
 
+def _has_rescore_permission(modeladmin: Any, request: HttpRequest) -> bool:
+    """The two proposing actions write a Rescore: the account needs its add permission."""
+    return staff_may(request.user, ADD_RESCORE)
+
+
 # Added to the release admin from here so the rescoring feature stays in its own module.
 ReleaseAdmin.actions = [*ReleaseAdmin.actions, propose_rescore, propose_carry]
+ReleaseAdmin.has_rescore_permission = _has_rescore_permission  # type: ignore[attr-defined]
 
 
 def _shown(value: Any) -> Any:
@@ -149,7 +161,11 @@ class RescoreAdmin(admin.ModelAdmin):
     def counts(self, obj: Rescore) -> str:
         return ", ".join(f"{n} {state}" for state, n in rescore_summary(obj).items() if n)
 
-    @admin.action(description="Apply the selected proposed rescores")
+    def has_apply_permission(self, request: HttpRequest) -> bool:
+        # The rows are read-only (no change permission here), so the action names its own.
+        return staff_may(request.user, CHANGE_RESCORE)
+
+    @admin.action(description="Apply the selected proposed rescores", permissions=["apply"])
     def apply(self, request: HttpRequest, queryset: QuerySet[Rescore]) -> None:
         for rescore in queryset:
             try:

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import permissions, status
+from rest_framework import status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,10 +15,12 @@ from rest_framework.views import APIView
 
 from leaderboard.admin import UPLOAD_LIMITS
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import ManifestSyncResultSerializer, ManifestUploadSerializer, RaceStatusSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race
+from leaderboard.permissions import CHANGE_RACE, PUBLISH_RELEASE
 from leaderboard.services.races import RaceTransitionError, race_release
 from leaderboard.services.release_gates import ReleaseGateError
 from leaderboard.services.release_sync import release_sync
@@ -30,7 +32,7 @@ MANIFEST_MAX_BYTES = UPLOAD_LIMITS.max_total_bytes
 STAFF_ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid request"),
     401: OpenApiResponse(ErrorSerializer, description="Not authenticated"),
-    403: OpenApiResponse(ErrorSerializer, description="Staff only"),
+    403: OpenApiResponse(ErrorSerializer, description="Staff only, with the permission the action needs"),
     404: OpenApiResponse(ErrorSerializer, description="Not found"),
 }
 
@@ -38,7 +40,8 @@ STAFF_ERRORS = {
 class ManifestSyncView(APIView):
     """The same path as ``manage.py sync_manifest``: unpack the zip safely, load, sync."""
 
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [StaffPermission]
+    required_permission = PUBLISH_RELEASE
     parser_classes = [MultiPartParser]
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
@@ -104,7 +107,8 @@ class ManifestSyncView(APIView):
 class RaceReleaseView(APIView):
     """Mark an embargoed race's results released (the schemes engineer's lifecycle service)."""
 
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [StaffPermission]
+    required_permission = CHANGE_RACE
 
     @extend_schema(
         summary="Release an embargoed race's results (staff)",

@@ -24,8 +24,8 @@ from leaderboard.api.selectors import releases_visible
 from leaderboard.api_errors import ApiError
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice
+from leaderboard.permissions import ADD_BASELINE, DELETE_BASELINE, staff_may
 from leaderboard.selectors.declarations import agent_version_get
-from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.services.declarations import (
     agent_meta_may_declare,
     agent_version_meta_declare,
@@ -179,10 +179,14 @@ class AgentVersionBaselineView(APIView):
 
     permission_classes = [permissions.AllowAny]
 
-    def _staff_version(self, request: Request, agent: str, version: str) -> AgentVersion:
+    def _staff_version(self, request: Request, agent: str, version: str, *, perm: str) -> AgentVersion:
         _require_user(request)
-        if not viewer_is_staff(request.user):
-            raise ApiError(code="permission_denied", message="Only staff mark baselines.", status_code=403)
+        if not staff_may(request.user, perm):
+            raise ApiError(
+                code="permission_denied",
+                message=f"Only staff with the permission {perm!r} mark or unmark baselines.",
+                status_code=403,
+            )
         return _version(request, agent, version)
 
     @extend_schema(
@@ -191,7 +195,7 @@ class AgentVersionBaselineView(APIView):
         responses={200: BaselineSerializer, **ERRORS},
     )
     def put(self, request: Request, agent: str, version: str) -> Response:
-        agent_version = self._staff_version(request, agent, version)
+        agent_version = self._staff_version(request, agent, version, perm=ADD_BASELINE)
         serializer = BaselineSerializer(data=request.data if isinstance(request.data, dict) else {})
         if not serializer.is_valid():
             fields = {name: [str(e) for e in errors] for name, errors in serializer.errors.items()}
@@ -207,7 +211,7 @@ class AgentVersionBaselineView(APIView):
 
     @extend_schema(summary="Return a baseline to the ranked board (staff)", responses={204: None, **ERRORS})
     def delete(self, request: Request, agent: str, version: str) -> Response:
-        agent_version = self._staff_version(request, agent, version)
+        agent_version = self._staff_version(request, agent, version, perm=DELETE_BASELINE)
         if not baseline_unmark(actor=request.user, agent_version=agent_version):
             raise ApiError(code="not_found", message="This agent version is not a baseline.", status_code=404)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from leaderboard.manifest import ReleaseManifest
 from leaderboard.models import Release, ReleaseTask, Task
+from leaderboard.permissions import PUBLISH_RELEASE, staff_may
 
 __all__ = [
     "SCRIPTED_NOTE",
@@ -55,12 +56,14 @@ def release_label(release: Release) -> str:
 def release_actor(user: Any) -> Any:
     """The user to record, or None for a script (management command, demo loader).
 
-    A user who is not staff may not pass a human gate.
+    Only staff holding the release change permission pass a human gate (leaderboard.permissions).
     """
     if user is None:
         return None
-    if not getattr(user, "is_authenticated", False) or not (user.is_staff or user.is_superuser):
-        raise PermissionDenied("only staff members may sync, sign off or publish releases")
+    if not staff_may(user, PUBLISH_RELEASE):
+        raise PermissionDenied(
+            f"only staff members with the permission {PUBLISH_RELEASE!r} may sync, sign off or publish releases"
+        )
     return user if user.pk is not None else None
 
 

@@ -11,16 +11,18 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, permissions, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, Task, Validator
+from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_RUN
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
 from submissions.api.serializers import SigningKeyRegisterSerializer, SigningKeySerializer
@@ -31,7 +33,7 @@ from submissions.services.submissions import bundle_too_large
 STAFF_ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid key or owner"),
     401: OpenApiResponse(ErrorSerializer, description="Not authenticated"),
-    403: OpenApiResponse(ErrorSerializer, description="Staff only"),
+    403: OpenApiResponse(ErrorSerializer, description="Staff only, with the permission the action needs"),
 }
 
 
@@ -41,7 +43,8 @@ STAFF_ERRORS = {
     ),
 )
 class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [StaffPermission]
+    required_permission = ADD_SIGNING_KEY  # listing is a read: staff alone
     serializer_class = SigningKeySerializer
 
     def get_queryset(self) -> QuerySet[SigningKey]:
@@ -132,7 +135,8 @@ class RunRerunView(APIView):
     """Record an official re-run of a paper-gap run (submissions.services.reruns): a bundle of the
     submission format (multipart ``bundle``) or its values (JSON ``results``)."""
 
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [StaffPermission]
+    required_permission = CHANGE_RUN
     parser_classes = [MultiPartParser, JSONParser]
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
@@ -179,7 +183,8 @@ class RunRerunView(APIView):
 class RunLevelView(APIView):
     """Lower a run's level (attested, validated or revoked) with a reason shown on the run page."""
 
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [StaffPermission]
+    required_permission = CHANGE_RUN
 
     @extend_schema(
         summary="Lower a run's verification level (staff)",

@@ -40,6 +40,7 @@ from django.core.files import File
 from django.db import transaction
 
 from leaderboard.models import OfficialRerun, Run, VerificationEvent
+from leaderboard.permissions import CHANGE_RUN, staff_may
 from leaderboard.selectors.releases import release_spec
 from leaderboard.services.paper_gap_standings import standings_update_version
 from scoring import gap
@@ -76,8 +77,10 @@ class RerunError(Exception):
 
 
 def _staff(actor: User | None) -> Any:
-    if actor is None or not getattr(actor, "is_authenticated", False) or not actor.is_staff:
-        raise PermissionDenied("only staff members may record re-runs or change a run's level")
+    if not staff_may(actor, CHANGE_RUN):
+        raise PermissionDenied(
+            f"only staff members with the permission {CHANGE_RUN!r} may record re-runs or change a run's level"
+        )
     return actor
 
 

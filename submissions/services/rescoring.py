@@ -43,6 +43,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, ReleaseTask, Run, TaskResult, VerificationEvent
+from leaderboard.permissions import ADD_RESCORE, CHANGE_RESCORE, staff_may
 from leaderboard.selectors.releases import release_spec, version_key
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.paper_gap_standings import standings_update_version
@@ -129,8 +130,8 @@ def rescore_propose(
 ) -> Rescore:
     """Stage 1: a dry-run rescore of every paper-gap run of ``release`` (staff only), in place or,
     with ``target_release`` (a newer version of the same benchmark), onto that release."""
-    if not getattr(user, "is_staff", False):
-        raise RescoreError("staff_only", "only staff can rescore a release")
+    if not staff_may(user, ADD_RESCORE):
+        raise RescoreError("staff_only", f"only staff with the permission {ADD_RESCORE!r} can rescore a release")
     if release.benchmark.scheme != Benchmark.Scheme.PAPER_GAP:
         raise RescoreError("not_paper_gap", f"release {release}: only paper-gap releases are rescored")
     if target_release is not None and target_release.pk == release.pk:
@@ -339,8 +340,8 @@ def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list
 
 def rescore_apply(*, rescore_id: Any, user: User) -> Rescore:
     """Stage 3: write every changed item of a proposed rescore (staff only); safe to run twice."""
-    if not getattr(user, "is_staff", False):
-        raise RescoreError("staff_only", "only staff can apply a rescore")
+    if not staff_may(user, CHANGE_RESCORE):
+        raise RescoreError("staff_only", f"only staff with the permission {CHANGE_RESCORE!r} can apply a rescore")
     with transaction.atomic():
         rescore = (
             Rescore.objects.select_for_update(of=("self",))

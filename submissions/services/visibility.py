@@ -22,8 +22,8 @@ from django.utils import timezone
 
 from leaderboard.api_query import MAX_ID
 from leaderboard.models import Run
+from leaderboard.permissions import CHANGE_RUN, staff_may
 from leaderboard.selectors.visibility import run_is_visible
-from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.services.paper_gap_standings import standings_update_version
 from submissions.models import RunVisibilityEvent
 
@@ -112,8 +112,8 @@ def run_restore(*, run_id: int, user: User) -> Run:
 @transaction.atomic
 def run_hide(*, run_id: int, user: User, reason: str) -> Run:
     """Staff hide a run with a public reason (hiding again replaces the reason, logged again)."""
-    if not _is_staff(user):
-        raise VisibilityError("staff_only", "only staff can hide a run", status=403)
+    if not staff_may(user, CHANGE_RUN):
+        raise VisibilityError("staff_only", f"only staff with the permission {CHANGE_RUN!r} can hide a run", status=403)
     run = _lock(run_id)  # an unknown run is a 404 whatever the reason says
     reason = (reason or "").strip()
     if not reason:
@@ -129,8 +129,10 @@ def run_hide(*, run_id: int, user: User, reason: str) -> Run:
 
 @transaction.atomic
 def run_unhide(*, run_id: int, user: User) -> Run:
-    if not _is_staff(user):
-        raise VisibilityError("staff_only", "only staff can unhide a run", status=403)
+    if not staff_may(user, CHANGE_RUN):
+        raise VisibilityError(
+            "staff_only", f"only staff with the permission {CHANGE_RUN!r} can unhide a run", status=403
+        )
     run = _lock(run_id)
     if run.hidden_at is None:
         raise VisibilityError("not_hidden", f"run {run.pk} is not hidden", status=409)

@@ -34,6 +34,7 @@ from leaderboard.models import (
 )
 from submissions.api_keys import api_key_create
 from submissions.models import Submission
+from tests.staff import staff_grant
 
 # Anchors that must never leave the server, and an embargoed failure category.
 WITHHELD_ANCHOR = 0.4132587
@@ -164,7 +165,9 @@ def world(db: Any) -> World:
     user_model = get_user_model()
     owner = user_model.objects.create_user("owner", password="pw-owner-1234")
     other = user_model.objects.create_user("other", password="pw-other-1234")
-    staff = user_model.objects.create_user("staff", password="pw-staff-1234", is_staff=True)
+    # A maintainer: staff with every staff-write permission (tests/api/test_staff_permissions.py
+    # has the helper without them).
+    staff = staff_grant(user_model.objects.create_user("staff", password="pw-staff-1234", is_staff=True))
     evaluator = Evaluator.objects.create(simulator="robosuite+robomimic")
     validator = Validator.objects.create(slug="val-one", name="Validator One")
     benchmark = Benchmark.objects.create(

@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.models import Evaluator, Release, SigningKey
+from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +90,7 @@ def test_a_missing_field_names_the_field(world: Any, client_for: Any) -> None:
 
 @pytest.mark.skipif(not DEMO.is_dir(), reason="the registry engineer's demo manifest is not in the tree")
 def test_staff_sync_the_demo_manifest_from_a_zip_twice(db: Any, client_for: Any, django_user_model: Any) -> None:
-    staff = django_user_model.objects.create_user("admin", password="x", is_staff=True)
+    staff = staff_grant(django_user_model.objects.create_user("admin", password="x", is_staff=True))
     client = client_for(staff)
     data = _zip_dir(DEMO)
     first = client.post(

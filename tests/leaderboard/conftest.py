@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.staff import staff_grant
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "demo-release"
 DEMO_04 = REPO / "examples" / "demo-release-0.4"
@@ -44,7 +46,14 @@ def edit() -> Callable[[Path, str, str, str], None]:
 
 @pytest.fixture
 def staff(db):
-    return get_user_model().objects.create_user("maintainer", password="pw-maintainer-1", is_staff=True)
+    """A maintainer: staff with every staff-write permission (a helper without them: test_permissions)."""
+    return staff_grant(get_user_model().objects.create_user("maintainer", password="pw-maintainer-1", is_staff=True))
+
+
+@pytest.fixture
+def helper(db):
+    """A staff account given no permission: it reads as staff and may write nothing."""
+    return get_user_model().objects.create_user("helper", password="pw-helper-12345", is_staff=True)
 
 
 @pytest.fixture

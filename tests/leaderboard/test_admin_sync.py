@@ -188,8 +188,8 @@ def test_an_upload_that_is_not_a_zip_is_a_form_error(client, admin_user) -> None
     assert response.context["form"].errors == {"archive": ["expected a .zip file of the manifest directory"]}
 
 
-def test_staff_without_the_release_permission_cannot_upload(client, staff, demo_dir: Path) -> None:
-    client.force_login(staff)
+def test_staff_without_the_release_permission_cannot_upload(client, helper, demo_dir: Path) -> None:
+    client.force_login(helper)
     upload = SimpleUploadedFile("demo.zip", zipped(demo_dir))
     response = client.post(reverse(UPLOAD), {"archive": upload})
     assert response.status_code == 403

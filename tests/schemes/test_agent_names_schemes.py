@@ -15,6 +15,7 @@ from leaderboard.models import Agent, RaceEntry
 from leaderboard.services.races import race_schedule, race_start
 from submissions.api_keys import api_key_create
 from submissions.models import Card
+from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +51,7 @@ def staff(make_user):
     user = make_user("staffer")
     user.is_staff = True
     user.save()
-    return user
+    return staff_grant(user)  # a maintainer: every staff-write permission
 
 
 def api_for(user=None) -> APIClient:

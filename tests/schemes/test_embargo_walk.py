@@ -23,6 +23,7 @@ from schemes_race_helpers import RACE_TASKS, accepted, challenge_for, enter, mem
 from leaderboard.models import Agent, RaceRun, RaceTaskOutcome
 from leaderboard.models.races import OverallStanding, RaceResult
 from leaderboard.services import races as lifecycle
+from tests.staff import staff_grant
 
 MAX_PAGES = 400
 SKIP_PREFIXES = ("/admin/", "/static/", "/media/", "/accounts/logout", "/api/v1/schema", "/api/v1/docs")
@@ -250,7 +251,7 @@ def staff_user(make_user):
     user = make_user("race-staff")
     user.is_staff = True
     user.save(update_fields=["is_staff"])
-    return user
+    return staff_grant(user)  # a maintainer: every staff-write permission
 
 
 def test_an_anonymous_visitor_sees_no_raw_value_of_a_running_race(client, world, urls_exist) -> None:

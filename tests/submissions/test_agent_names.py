@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from leaderboard.models import Agent, AgentVersion, Run
 from submissions.api_keys import api_key_create
 from submissions.models import Submission, SubmissionChallenge
+from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,7 @@ def staff(make_user):
     user = make_user("staffer")
     user.is_staff = True
     user.save()
-    return user
+    return staff_grant(user)  # a maintainer: every staff-write permission
 
 
 @pytest.fixture

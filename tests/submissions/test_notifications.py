@@ -24,6 +24,7 @@ from submissions.models import NotificationDelivery, Submission, WebhookEndpoint
 from submissions.services import notifications
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
+from tests.staff import staff_grant
 
 
 class Receiver:
@@ -73,7 +74,7 @@ def staff(make_user):
     user = make_user("staffer")
     user.is_staff = True
     user.save()
-    return user
+    return staff_grant(user)  # a maintainer: every staff-write permission
 
 
 def api_as(user=None) -> APIClient:

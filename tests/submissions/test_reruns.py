@@ -22,6 +22,7 @@ from submissions.services.reruns import (
 )
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
+from tests.staff import staff_grant
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def maintainer(make_user):
     user = make_user("maintainer")
     user.is_staff = True
     user.save(update_fields=["is_staff"])
-    return user
+    return staff_grant(user)  # a maintainer: every staff-write permission
 
 
 def events(run: Run) -> list[tuple[str, str]]:

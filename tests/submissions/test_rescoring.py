@@ -12,6 +12,7 @@ from submissions.models import Rescore, RescoreItem
 from submissions.services.rescoring import RescoreError, rescore_apply, rescore_propose
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
+from tests.staff import staff_grant
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def staff(make_user):
     user = make_user("staffer")
     user.is_staff = True
     user.save()
-    return user
+    return staff_grant(user)  # a maintainer: every staff-write permission
 
 
 @pytest.fixture

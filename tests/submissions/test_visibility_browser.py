@@ -12,6 +12,7 @@ from leaderboard.models import Agent, AgentVersion, Run
 from leaderboard.services.paper_gap_standings import standings_refresh
 from submissions.models import Submission, WebhookEndpoint
 from tests.browser import shoot
+from tests.staff import staff_grant
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 PASSWORD = "a-long-test-password-123"
@@ -55,6 +56,7 @@ def test_the_owner_withdraws_and_staff_hide_from_the_run_page(live_server, brows
     staff = make_user("staffer")
     staff.is_staff = True
     staff.save()
+    staff = staff_grant(staff)  # hiding needs leaderboard.change_run
     path = f"/runs/{run.pk}/"
     context = browser.new_context(viewport=SIZES[size])
     page = context.new_page()

@@ -15,6 +15,7 @@ from leaderboard.models import Agent, AgentVersion, Run, Standing
 from leaderboard.selectors.standing_ranks import standings_ranked
 from leaderboard.services.paper_gap_standings import standings_refresh
 from submissions.models import RunVisibilityEvent, Submission
+from tests.staff import staff_grant
 
 _counter = itertools.count()
 
@@ -24,7 +25,7 @@ def staff(make_user):
     user = make_user("staffer")
     user.is_staff = True
     user.save()
-    return user
+    return staff_grant(user)  # a maintainer: every staff-write permission
 
 
 @pytest.fixture

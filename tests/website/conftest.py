@@ -27,6 +27,7 @@ from leaderboard.models import (
     TaskResult,
 )
 from submissions.models import Submission
+from tests.staff import staff_grant
 
 _counter = itertools.count(1)
 
@@ -36,8 +37,10 @@ PUBLISHED_ANCHOR = 0.62
 
 
 def make_user(username: str | None = None, **extra: Any) -> Any:
+    """A user; a staff one is a maintainer, with every staff-write permission (leaderboard.permissions)."""
     username = username or f"user{next(_counter)}"
-    return get_user_model().objects.create_user(username=username, password="a-long-test-password-1", **extra)
+    user = get_user_model().objects.create_user(username=username, password="a-long-test-password-1", **extra)
+    return staff_grant(user) if extra.get("is_staff") else user
 
 
 def make_benchmark(slug: str = "ale-robotics", name: str = "ALE Robotics") -> Benchmark:
