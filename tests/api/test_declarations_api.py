@@ -4,6 +4,7 @@ mark (staff write), each with an owner, another account, anonymous and staff."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -41,6 +42,8 @@ def world():
         "owner": owner,
         "intruder": make_user("intruder"),
         "staff": make_user("staffer", is_staff=True),
+        # Staff without the baseline permissions (make_user grants every staff-write one).
+        "helper": get_user_model().objects.create_user("helper", password="pw-helper-12345", is_staff=True),
     }
 
 
@@ -134,6 +137,7 @@ def test_nothing_declared_is_a_404(world):
         ("anonymous", 401, "not_authenticated"),
         ("intruder", 403, "permission_denied"),
         ("owner", 403, "permission_denied"),
+        ("helper", 403, "permission_denied"),
     ],
 )
 def test_only_staff_mark_baselines(world, who, status, code):

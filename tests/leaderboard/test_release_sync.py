@@ -11,6 +11,7 @@ from django.forms.models import model_to_dict
 
 from leaderboard.manifest import ManifestError, load_manifest
 from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
+from leaderboard.permissions import PUBLISH_RELEASE
 from leaderboard.selectors.release_diff import release_diff
 from leaderboard.selectors.releases import (
     release_list_for_benchmark,
@@ -28,6 +29,7 @@ from leaderboard.services.release_gates import (
 )
 from leaderboard.services.release_sync import release_sync
 from scoring.errors import ScoringError
+from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
 
@@ -315,6 +317,27 @@ def test_a_visitor_cannot_sign_off(demo_04_dir: Path, staff, visitor) -> None:
         sign_off(row, visitor)
     row.refresh_from_db()
     assert row.anchor_signed_off_at is None
+
+
+def test_staff_without_the_release_permission_cannot_sign_off(demo_04_dir: Path, staff, helper) -> None:
+    release = release_sync(manifest=demo_04_dir, user=staff).release
+    row = release.release_tasks.first()
+    with pytest.raises(PermissionDenied):
+        sign_off(row, helper)
+    row.refresh_from_db()
+    assert row.anchor_signed_off_at is None
+
+
+def test_staff_without_the_release_permission_cannot_sync_or_publish(demo_04_dir: Path, helper) -> None:
+    with pytest.raises(PermissionDenied):
+        release_sync(manifest=demo_04_dir, user=helper)
+    assert not Release.objects.exists()
+
+
+def test_staff_given_only_the_release_permission_sync_sign_off_and_publish(demo_04_dir: Path, helper) -> None:
+    maintainer = staff_grant(helper, PUBLISH_RELEASE)
+    release = release_sync(manifest=demo_04_dir, user=maintainer).release
+    assert release_sign_off_all(release=release, user=maintainer).published is True
 
 
 def test_a_script_may_sign_off_without_a_user(demo_04_dir: Path) -> None:

@@ -24,6 +24,15 @@ def staff(make_user):
 
 
 @pytest.fixture
+def helper(make_user):
+    """Staff without the rescore permissions: proposes and applies nothing."""
+    user = make_user("helper")
+    user.is_staff = True
+    user.save()
+    return user
+
+
+@pytest.fixture
 def run(owner, demo_release, seal, django_capture_on_commit_callbacks):
     submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
     with django_capture_on_commit_callbacks(execute=True):
@@ -109,7 +118,7 @@ class TestRescoring:
         assert item.state == "failed" and item.error.startswith("stale")
         assert Run.objects.get(pk=run.pk).overall == 0.123
 
-    @pytest.mark.parametrize("who", ["owner", "stranger"])
+    @pytest.mark.parametrize("who", ["owner", "stranger", "helper"])
     def test_only_staff_propose_or_apply(
         self, run, who, request, staff, demo_release, django_capture_on_commit_callbacks
     ):

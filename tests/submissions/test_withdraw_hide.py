@@ -29,6 +29,15 @@ def staff(make_user):
 
 
 @pytest.fixture
+def helper(make_user):
+    """Staff without leaderboard.change_run: may read every run, hides none."""
+    user = make_user("helper")
+    user.is_staff = True
+    user.save()
+    return user
+
+
+@pytest.fixture
 def release(make_release):
     return make_release(["pick:reproduction", "place:open"])
 
@@ -177,7 +186,7 @@ class TestHideApi:
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "reason_too_long"
 
-    @pytest.mark.parametrize("who", ["owner", "stranger"])
+    @pytest.mark.parametrize("who", ["owner", "stranger", "helper"])
     def test_only_staff_hide(self, run, who, request):
         user = request.getfixturevalue(who)
         response = api_as(user).post(f"/api/v1/runs/{run.pk}/hide/", {"reason": "mine"})
