@@ -253,6 +253,22 @@ class TestRunPage:
         run.refresh_from_db()
         assert run.withdrawn_at is None
 
+    def test_the_hide_form_is_shown_to_staff_who_may_hide_only(self, run, staff, helper, client):
+        hide = reverse("run_hide", args=[run.pk])
+        client.force_login(staff)
+        assert hide in client.get(reverse("run_detail", args=[run.pk])).content.decode()
+        client.force_login(helper)
+        assert hide not in client.get(reverse("run_detail", args=[run.pk])).content.decode()
+
+    def test_staff_without_the_run_permission_get_403_from_the_hide_form_and_nothing_is_hidden(
+        self, run, helper, client
+    ):
+        client.force_login(helper)
+        response = client.post(reverse("run_hide", args=[run.pk]), {"reason": "x"})
+        assert response.status_code == 403
+        run.refresh_from_db()
+        assert run.hidden_at is None and actions(run) == []
+
     def test_anonymous_is_sent_to_sign_in(self, run, client):
         response = client.post(reverse("run_hide", args=[run.pk]), {"reason": "x"})
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
