@@ -27,7 +27,7 @@ from leaderboard.models import Benchmark, Race, RaceEntry, Release
 from submissions.bundle.errors import BundleError
 from submissions.models import Submission, SubmissionChallenge
 from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
-from submissions.services.races import acts_for_a_validator
+from submissions.services.races import may_file_race_runs
 
 # How long a challenge stays valid: long enough for a full evaluation run (hours, and a
 # queue before it), short enough that a leaked token is soon worthless.
@@ -61,7 +61,7 @@ def _release(request: ChallengeRequest) -> Release:
 
 def _race_target(request: ChallengeRequest, release: Release, user: User) -> tuple[Race | None, Any]:
     """(race, agent version) of a race-run challenge: asked by a validator's account, for an entered version."""
-    if not acts_for_a_validator(user):
+    if not may_file_race_runs(user):
         raise BundleError(
             "not_a_validator",
             "race runs are filed by validators; this account acts for no validator (ask the site's staff)",

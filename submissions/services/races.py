@@ -26,6 +26,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from leaderboard.models import AgentVersion, Benchmark, Race, RaceEntry, RaceRun, RaceTaskOutcome, Release, SigningKey
+from leaderboard.permissions import CHANGE_RACE, staff_may
 from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.race_standings import race_standings_update
 from scoring import race as race_scoring
@@ -286,15 +287,21 @@ def race_entry_create(
 
 
 def validators_acted_for(user: User) -> frozenset[str] | None:
-    """Slugs of the validators ``user`` acts for: whose race runs it may file, and whose owed runs
-    it sees. None for staff, who act for every validator (as they get any race challenge)."""
-    if user.is_staff:
+    """Slugs of the validators whose race runs ``user`` may file. None for staff who may change
+    races (``leaderboard.change_race``), who act for every validator: filing is a write, so staff
+    status alone, which only reads, does not give it (leaderboard.permissions)."""
+    if staff_may(user, CHANGE_RACE):
         return None
     return frozenset(user.validators.values_list("slug", flat=True))
 
 
+def may_file_race_runs(user: User) -> bool:
+    """Whether ``user`` may ask for race-run challenges: it acts for some validator (``validators_acted_for``)."""
+    return validators_acted_for(user) != frozenset()
+
+
 def acts_for_a_validator(user: User) -> bool:
-    """Whether ``user`` may ask for race challenges and see owed runs at all (``validators_acted_for``)."""
+    """Whether ``user`` may see owed runs at all (a read: staff see every one, ``owed_runs_for``)."""
     return bool(user.is_staff or user.validators.exists())
 
 

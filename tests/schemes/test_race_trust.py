@@ -13,12 +13,14 @@ from rest_framework.test import APIClient
 from schemes_race_helpers import RACE_TASKS, challenge_for, enter, entrant, env_error, members, scoring_outcomes
 
 from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun, Validator
+from leaderboard.permissions import CHANGE_RACE
 from leaderboard.services.races import race_close, race_schedule, race_start
 from submissions.api_keys import api_key_create
 from submissions.demo_loaders import scheme_bundles
 from submissions.models import SubmissionChallenge
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
+from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
 
@@ -253,3 +255,20 @@ def test_a_race_run_uploaded_as_private_is_refused_and_writes_nothing(
     assert (submission.verdict, submission.error_code) == ("rejected", "race_run_private")
     assert not RaceRun.objects.exists()
     assert SubmissionChallenge.objects.filter(used_at__isnull=False).count() == 0
+
+
+def test_staff_file_race_runs_for_any_validator_only_with_the_race_permission(running, make_user):
+    """Filing a race run is a write: staff status alone (which reads) gets no race-run challenge,
+    staff with leaderboard.change_race act for every validator."""
+    enter("Shopper", "1", 1)
+    body = {"benchmark": "shop-race", "release": "q1", "race": 1, "agent_name": "Shopper", "agent_version": "1"}
+    helper = make_user("helper")
+    helper.is_staff = True
+    helper.save()
+    refused = api_for(helper).post("/api/v1/challenges/", body, format="json")
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "not_a_validator")
+    assert not SubmissionChallenge.objects.exists()
+    maintainer = staff_grant(helper, CHANGE_RACE)
+    issued = api_for(maintainer).post("/api/v1/challenges/", body, format="json")
+    assert (issued.status_code, issued.json()["race"]) == (201, 1)
+    assert SubmissionChallenge.objects.filter(user=maintainer).count() == 1
