@@ -3,7 +3,9 @@
 Python's ``json`` accepts ``NaN``, ``Infinity`` and ``1e999`` (which becomes
 infinity) and silently keeps the last of duplicate keys.  A bundle must not
 smuggle any of these past the scorer, so this parser rejects them with the
-member's name in the message.
+member's name in the message. It also rejects strings no database column can
+store (a ``\\u0000`` escape, a lone surrogate escape), naming their path, so a
+bundle never reaches a write it would fail.
 """
 
 from __future__ import annotations
@@ -49,32 +51,44 @@ def _duplicates_object(pairs: list[tuple[str, Any]]) -> JSONObject:
     return obj
 
 
-# A \uD800-\uDFFF escape in the text: only then can the parsed value hold a lone surrogate
-# (a valid pair is joined into one character by the parser), so only then is it walked.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# A \u0000 or \uD800-\uDFFF escape in the text: only then can the parsed value hold a NUL or a
+# lone surrogate (a raw control character is already a syntax error, and a valid pair is joined
+# into one character by the parser), so only then is it walked.
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
-def _lone_surrogate_path(value: Any, path: str = "") -> str | None:
-    """The path of the first string (or key) holding a lone surrogate, else None."""
+def _unstorable(text: str) -> str | None:
+    """What makes ``text`` unstorable, else None: PostgreSQL refuses NUL in text and jsonb, and a
+    lone surrogate cannot be encoded to UTF-8 (so nothing can store, hash or sign it)."""
+    if "\x00" in text:
+        return "a \\u0000 escape: the NUL character (U+0000), which no text field can hold; leave it out"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return (
+            "a \\u escape of a lone UTF-16 surrogate (U+D800..U+DFFF), which is not a character; "
+            "write the character itself or a valid surrogate pair"
+        )
+    return None
+
+
+def _unstorable_path(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(path, reason) of the first string (or key) no database column can store, else None."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "the document"
-        return None
+        reason = _unstorable(value)
+        return (path or "the document", reason) if reason else None
     if isinstance(value, dict):
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
-            try:
-                key.encode("utf-8")
-            except UnicodeEncodeError:
-                return (path or "the document") + " (a key)"
-            found = _lone_surrogate_path(item, here)
+            reason = _unstorable(key)
+            if reason:
+                return ((path or "the document") + " (a key)", reason)
+            found = _unstorable_path(item, here)
             if found:
                 return found
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found = _lone_surrogate_path(item, f"{path}[{index}]")
+            found = _unstorable_path(item, f"{path}[{index}]")
             if found:
                 return found
     return None
@@ -102,16 +116,14 @@ def _utf8_text(data: bytes, member: str) -> str:
     return text
 
 
-def _refuse_lone_surrogates(value: Any, member: str) -> None:
-    where = _lone_surrogate_path(value)
-    if where is not None:
-        # Python accepts "\ud800" and makes a string that cannot be encoded again: it would
-        # crash whatever stores or signs it. Said with the path only (the value cannot be shown).
-        raise BundleError(
-            "invalid_json",
-            f"{member}: {where} holds a \\u escape of a lone UTF-16 surrogate (U+D800..U+DFFF), "
-            "which is not a character; write the character itself or a valid surrogate pair",
-        )
+def _refuse_unstorable_text(value: Any, member: str) -> None:
+    found = _unstorable_path(value)
+    if found is not None:
+        # Python accepts "\u0000" and "\ud800"; the first makes PostgreSQL refuse the row, the
+        # second a string that cannot be encoded again: either would crash whatever stores or
+        # signs it. Said with the path only (the value cannot be shown).
+        where, reason = found
+        raise BundleError("invalid_json", f"{member}: {where} holds {reason}")
 
 
 def parse_json(data: bytes, *, member: str) -> Any:
@@ -144,8 +156,8 @@ def parse_json(data: bytes, *, member: str) -> Any:
     except (ValueError, RecursionError) as exc:
         # int() digit limit, absurd nesting: still bad JSON, never a traceback.
         raise BundleError("invalid_json", f"{member}: invalid JSON: {exc}") from None
-    if _SURROGATE_ESCAPE.search(text):
-        _refuse_lone_surrogates(value, member)
+    if _UNSTORABLE_ESCAPE.search(text):
+        _refuse_unstorable_text(value, member)
     if found and isinstance(value, dict):
         if not isinstance(value, JSONObject):
             value = JSONObject(value)

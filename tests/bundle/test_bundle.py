@@ -125,6 +125,19 @@ def test_it_rejects_json_that_is_not_utf8(demo_dir, site_identity):
     assert (err.code, err.message) == ("invalid_json", "faithfulness.json: not valid UTF-8 (byte 2)")
 
 
+def test_it_rejects_a_nul_escape_in_a_key_naming_where_it_is(demo_dir, site_identity):
+    # PostgreSQL refuses U+0000 in text and jsonb: stored, it would fail the verifier's write.
+    directory = demo_dir()
+    path = _first_result(directory)
+    path.write_text(path.read_text().replace('"rates": {}', '"rates": {"a\\u0000b": 0.0}', 1))
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert (err.code, err.message) == (
+        "invalid_json",
+        "results/act-aloha-transfer.json: episodes[0].rates (a key) holds a \\u0000 escape: the NUL character "
+        "(U+0000), which no text field can hold; leave it out",
+    )
+
+
 def test_it_rejects_a_duplicate_key(demo_dir, site_identity):
     directory = demo_dir()
     path = _first_result(directory)

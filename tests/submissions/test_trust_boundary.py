@@ -469,6 +469,32 @@ def test_a_lone_surrogate_escape_in_a_free_text_field_is_a_specific_rejection_no
     assert not Agent.objects.exists()
 
 
+def test_a_nul_escape_in_the_agent_name_is_a_specific_rejection_not_a_retried_fault(
+    api, upload, owner, demo_release, tmp_path, site_identity
+):
+    # On PostgreSQL the name reached the Agent row and the DataError left the submission
+    # "error", retried as a temporary fault; on SQLite an agent named "demo\x00agent" was stored.
+    from submissions.bundle.demo import write_paper_gap_bundle_dir
+
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    entries = [
+        (path.relative_to(directory).as_posix(), path.read_bytes())
+        for path in sorted(directory.rglob("*.json"))
+        if path.name != "manifest.json"
+    ]
+    text = (directory / "manifest.json").read_text().replace('"demo-agent"', '"demo\\u0000agent"')
+    assert "\\u0000" in text
+    sealed = _sealed_tar(site_identity, [("manifest.json", text.encode()), *entries])
+    submission = upload(api(owner), sealed)
+    assert (submission.status, submission.verdict, submission.error_code) == ("done", "rejected", "invalid_json")
+    assert submission.error_message == (
+        "manifest.json: agent.name holds a \\u0000 escape: the NUL character (U+0000), which no text field "
+        "can hold; leave it out"
+    )
+    assert not Agent.objects.exists()
+    assert nothing_recorded()
+
+
 # ------------------------------------------------------------------ the upload page's challenge form
 
 
