@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -25,6 +25,7 @@ from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, Task, Vali
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_RUN
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
+from submissions.api.parsers import StrictJSONParser
 from submissions.api.serializers import SigningKeyRegisterSerializer, SigningKeySerializer
 from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
 from submissions.services.signing_keys import SigningKeyError, signing_key_register
@@ -137,7 +138,7 @@ class RunRerunView(APIView):
 
     permission_classes = [StaffPermission]
     required_permission = CHANGE_RUN
-    parser_classes = [MultiPartParser, JSONParser]
+    parser_classes = [MultiPartParser, StrictJSONParser]
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         if request.method == "POST" and (request.content_type or "").startswith("multipart/"):

@@ -17,7 +17,7 @@ from typing import Any
 
 from submissions.bundle.errors import BundleError
 
-__all__ = ["JSONObject", "parse_json"]
+__all__ = ["JSONObject", "parse_json", "unstorable_text_path"]
 
 
 class JSONObject(dict[str, Any]):
@@ -72,7 +72,7 @@ def _unstorable(text: str) -> str | None:
     return None
 
 
-def _unstorable_path(value: Any, path: str = "") -> tuple[str, str] | None:
+def unstorable_text_path(value: Any, path: str = "") -> tuple[str, str] | None:
     """(path, reason) of the first string (or key) no database column can store, else None."""
     if isinstance(value, str):
         reason = _unstorable(value)
@@ -83,12 +83,12 @@ def _unstorable_path(value: Any, path: str = "") -> tuple[str, str] | None:
             reason = _unstorable(key)
             if reason:
                 return ((path or "the document") + " (a key)", reason)
-            found = _unstorable_path(item, here)
+            found = unstorable_text_path(item, here)
             if found:
                 return found
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found = _unstorable_path(item, f"{path}[{index}]")
+            found = unstorable_text_path(item, f"{path}[{index}]")
             if found:
                 return found
     return None
@@ -117,7 +117,7 @@ def _utf8_text(data: bytes, member: str) -> str:
 
 
 def _refuse_unstorable_text(value: Any, member: str) -> None:
-    found = _unstorable_path(value)
+    found = unstorable_text_path(value)
     if found is not None:
         # Python accepts "\u0000" and "\ud800"; the first makes PostgreSQL refuse the row, the
         # second a string that cannot be encoded again: either would crash whatever stores or
@@ -157,7 +157,10 @@ def parse_json(data: bytes, *, member: str) -> Any:
         # int() digit limit, absurd nesting: still bad JSON, never a traceback.
         raise BundleError("invalid_json", f"{member}: invalid JSON: {exc}") from None
     if _UNSTORABLE_ESCAPE.search(text):
-        _refuse_unstorable_text(value, member)
+        try:
+            _refuse_unstorable_text(value, member)
+        except RecursionError:  # the walk recurses as deep as the document nests
+            raise BundleError("invalid_json", f"{member}: invalid JSON: nested too deeply to read") from None
     if found and isinstance(value, dict):
         if not isinstance(value, JSONObject):
             value = JSONObject(value)

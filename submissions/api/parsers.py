@@ -1,0 +1,64 @@
+"""The API's JSON parser: DRF's, refusing what parses but cannot be stored or read back.
+
+Python's ``json`` reads all of these, and each failed later, as a 500:
+
+- a body nested a few thousand levels deep raises RecursionError, which DRF's parser does not
+  catch (``malformed_request`` here, like any unreadable body);
+- a ``\\u0000`` escape is a NUL, which PostgreSQL refuses in text and jsonb columns, and a lone
+  surrogate escape (``\\ud800``) is a string that cannot be encoded to UTF-8 again, so a form
+  that saved it or an error message that quoted it crashed (``invalid_text``, naming the field);
+- ``1e400`` reads as infinity, which no JSON response can carry (``non_finite_number``).
+
+Checked once here, for every JSON body of every endpoint, by the same walk the bundle's
+strict parser uses (``submissions.bundle.strict_json``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import IO, Any
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+from leaderboard.api_errors import ApiError
+from submissions.bundle.strict_json import unstorable_text_path
+
+
+def _non_finite_path(value: Any, path: str = "") -> str | None:
+    """The path of the first number that is not finite (``1e400`` reads as infinity), else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path or "the body")
+    if isinstance(value, dict):
+        items = [(f"{path}.{key}" if path else str(key), item) for key, item in value.items()]
+    elif isinstance(value, list):
+        items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+    else:
+        return None
+    return next((found for here, item in items if (found := _non_finite_path(item, here))), None)
+
+
+class StrictJSONParser(JSONParser):
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
+        try:
+            data = super().parse(stream, media_type, parser_context)
+            # The walks recurse as deep as the body nests: within the same guard as the parse.
+            found = unstorable_text_path(data)
+            overflowing = _non_finite_path(data)
+        except RecursionError:
+            raise ParseError(
+                "JSON parse error - the body is nested too deeply to read; no field of this API nests more than a "
+                "few levels"
+            ) from None
+        if found is not None:
+            where, reason = found
+            raise ApiError(code="invalid_text", message=f"{where}: holds {reason}")
+        if overflowing is not None:
+            raise ApiError(
+                code="non_finite_number",
+                message=f"{overflowing}: is not a finite number (it overflows a double); JSON numbers must be finite",
+            )
+        return data
