@@ -144,6 +144,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "leaderboard.security.ContentSecurityPolicyMiddleware",
     "leaderboard.api_query.EmptyApiQueryParameterMiddleware",
+    # A NUL in the path, a query parameter or a form field: 400 invalid_text before any view
+    # (PostgreSQL refuses NUL in text; it was a DataError from every route with a text segment).
+    "leaderboard.request_text.NulCharacterMiddleware",
 ]
 
 ROOT_URLCONF = "leaderboard.site.urls"
