@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
+from leaderboard.api_query import whole_number
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark, RaceEntry
 from leaderboard.uploads import declared_too_large
@@ -162,6 +163,15 @@ def upload(request: HttpRequest) -> HttpResponse:
     return redirect("submission_detail", submission_id=submission.pk)
 
 
+def _race_number(text: str) -> int:
+    """A form's race number, or BundleError ``unknown_race``. ASCII digits only, through the one
+    integer parser: ``str.isdigit()`` also accepts "²", which ``int()`` refuses (it was a 500)."""
+    number = whole_number(text, maximum=999_999_999)
+    if number is None:
+        raise BundleError("unknown_race", f"race: expected a race number, got {text[:20]!r}")
+    return number
+
+
 def _open_challenges(user: Any) -> list[Any]:
     """The account's unused, unexpired challenges, newest first (shown on the upload page)."""
 
@@ -189,11 +199,7 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
         context["open_challenges"] = _open_challenges(request.user)
         return render(request, "submissions/upload.html", context, status=400)
     try:
-        race = None
-        if race_text:
-            if not race_text.isdigit() or len(race_text) > 9:
-                raise BundleError("unknown_race", f"race: expected a race number, got {race_text[:20]!r}")
-            race = int(race_text)
+        race = _race_number(race_text) if race_text else None
         request_ = ChallengeRequest(
             benchmark=fields["benchmark"][:64],
             release=fields["release"][:50],
@@ -249,14 +255,13 @@ def race_entries(request: HttpRequest) -> HttpResponse:
         }
         context["form"] = fields
         try:
-            if not fields["race"].isdigit() or len(fields["race"]) > 9:
-                raise BundleError("unknown_race", f"race: expected a race number, got {fields['race'][:20]!r}")
+            race_number = _race_number(fields["race"])
             if not fields["agent_name"] or not fields["agent_version"]:
                 raise BundleError("agent_invalid", "agent name and version: both are required")
             race_entry_create(
                 user=signed_in_user(request),
                 benchmark_slug=fields["benchmark"][:64],
-                race_number=int(fields["race"]),
+                race_number=race_number,
                 agent_name=fields["agent_name"][:100],
                 agent_version=fields["agent_version"][:100],
             )

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from leaderboard.models import Agent, AgentVersion, Evaluator, ReleaseTask, Run, TaskResult
+from leaderboard.models import Agent, AgentVersion, Evaluator, RaceEntry, ReleaseTask, Run, TaskResult
 from submissions.api_keys import api_key_create
 from submissions.bundle.signatures import public_key_b64
 from submissions.models import Submission, SubmissionChallenge
@@ -533,6 +533,23 @@ def test_the_challenge_form_needs_every_field_and_a_numeric_race(client, owner, 
     bad_race = client.post("/submit/challenge/", {**_challenge_form(), "race": "9" * 40})
     assert (bad_race.status_code, "unknown_race" in bad_race.content.decode()) == (400, True)
     assert not SubmissionChallenge.objects.exists()
+
+
+@pytest.mark.parametrize("race", ["\u00b2", "1\u00b2"])
+def test_a_superscript_race_number_in_the_challenge_form_is_unknown_race_not_a_500(client, owner, demo_release, race):
+    # str.isdigit() accepts "²" and int() refuses it: the form used to 500 here.
+    client.force_login(owner)
+    response = client.post("/submit/challenge/", {**_challenge_form(), "race": race})
+    assert (response.status_code, "unknown_race" in response.content.decode()) == (400, True)
+    assert not SubmissionChallenge.objects.exists()
+
+
+def test_a_superscript_race_number_in_the_race_entry_form_is_unknown_race_not_a_500(client, owner, demo_release):
+    client.force_login(owner)
+    fields = {"benchmark": "ale-robotics", "race": "\u00b2", "agent_name": "Alice Agent", "agent_version": "1"}
+    response = client.post("/submit/race-entries/", fields)
+    assert (response.status_code, "unknown_race" in response.content.decode()) == (400, True)
+    assert not RaceEntry.objects.exists()
 
 
 def test_anonymous_visitors_are_sent_to_sign_in_and_get_no_challenge(client, demo_release):
