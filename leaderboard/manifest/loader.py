@@ -2,7 +2,10 @@
 
 Safe loading only (yaml.SafeLoader); the composed node tree is kept so every
 problem can name its line, and duplicate keys (which PyYAML silently lets the
-last one win) are reported rather than resolved.
+last one win) are reported rather than resolved. So is a string no database column can
+store: a double-quoted ``"\\0"`` (NUL, which PostgreSQL refuses in text and jsonb) or a
+lone surrogate escape (``"\\ud800"``, which cannot be encoded to UTF-8): either failed the
+sync's write or its hash, a 500 instead of a named problem.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import yaml
 
 from leaderboard.manifest.types import Problem
 
-__all__ = ["Lines", "field_path", "parse_yaml"]
+__all__ = ["Lines", "field_path", "parse_yaml", "unstorable"]
 
 
 def field_path(path: tuple[Any, ...]) -> str:
@@ -52,6 +55,34 @@ class Lines:
                 break
             node = child
         return line + 1
+
+
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored, else None: the one rule for a manifest's YAML strings and text files."""
+    if "\x00" in text:
+        return "holds a NUL character (U+0000), which no text field can hold; leave it out"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone UTF-16 surrogate (U+D800..U+DFFF), which is not a character"
+    return None
+
+
+def _unstorable_strings(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, str):
+        reason = unstorable(value)
+        if reason:
+            yield path, reason
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            reason = unstorable(key) if isinstance(key, str) else None
+            if reason:
+                yield path, f"a key {reason}"
+            else:
+                yield from _unstorable_strings(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _unstorable_strings(item, (*path, index))
 
 
 def _duplicate_keys(node: yaml.Node | None, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], int, str]]:
@@ -94,4 +125,9 @@ def parse_yaml(raw: bytes, file: str, problems: list[Problem]) -> tuple[Any, Lin
         loader.dispose()
     for path, line, key in _duplicate_keys(node):
         problems.append(Problem(file, line, field_path((*path, key)), "duplicate key; each key may appear once"))
-    return data, Lines(node)
+    lines = Lines(node)
+    bad = list(_unstorable_strings(data))
+    for path, reason in bad:
+        problems.append(Problem(file, lines.line(path), field_path(path), reason))
+    # Like a YAML error, the file is not parsed further: its fields would only repeat the problem.
+    return None if bad else (data, lines)

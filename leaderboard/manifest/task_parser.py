@@ -22,7 +22,7 @@ from leaderboard.manifest.checker import (
     cap_ok,
     positive,
 )
-from leaderboard.manifest.loader import Lines, parse_yaml
+from leaderboard.manifest.loader import Lines, parse_yaml, unstorable
 from leaderboard.manifest.types import (
     DIRECTIONS,
     GENRES,
@@ -96,6 +96,10 @@ def _read_text(files: ManifestFiles, relpath: str, problems: list[Problem], *, r
         return None
     if not text.strip():
         problems.append(Problem(relpath, None, "", f"file is empty; expected {what}"))
+        return None
+    reason = unstorable(text)
+    if reason:
+        problems.append(Problem(relpath, None, "", reason))
         return None
     return text
 

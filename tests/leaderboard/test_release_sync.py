@@ -139,6 +139,41 @@ def test_an_error_in_task_eleven_leaves_the_database_untouched(demo_dir: Path, e
     assert snapshot() == before
 
 
+def test_a_nul_escape_in_a_yaml_string_is_a_problem_naming_its_line_and_writes_nothing(
+    demo_dir: Path, edit, staff
+) -> None:
+    # PostgreSQL refuses NUL in text: the task's title reached the write, a DataError (a 500 on
+    # the sync endpoint); SQLite stored a title with a hidden NUL in it.
+    edit(demo_dir, "tasks/a1_stairs_climb/task.yaml", "(open genre)", "(open\\0genre)")
+    before = snapshot()
+    assert sync_problems(demo_dir, staff) == [
+        "tasks/a1_stairs_climb/task.yaml:2: title: holds a NUL character (U+0000), which no text field can hold; "
+        "leave it out"
+    ]
+    assert snapshot() == before
+
+
+def test_a_lone_surrogate_escape_in_a_yaml_string_is_a_problem_and_writes_nothing(demo_dir: Path, edit, staff) -> None:
+    # "\\ud800" is a string that cannot be encoded to UTF-8: the sync crashed storing or hashing it.
+    edit(demo_dir, "tasks/a1_stairs_climb/task.yaml", "(open genre)", "(open \\ud800 genre)")
+    before = snapshot()
+    assert sync_problems(demo_dir, staff) == [
+        "tasks/a1_stairs_climb/task.yaml:2: title: holds a lone UTF-16 surrogate (U+D800..U+DFFF), which is not "
+        "a character"
+    ]
+    assert snapshot() == before
+
+
+def test_a_nul_byte_in_a_markdown_file_is_a_problem_and_writes_nothing(demo_dir: Path, staff) -> None:
+    brief = demo_dir / "tasks/a1_stairs_climb/brief.md"
+    brief.write_bytes(brief.read_bytes() + b"\x00")
+    before = snapshot()
+    assert sync_problems(demo_dir, staff) == [
+        "tasks/a1_stairs_climb/brief.md: holds a NUL character (U+0000), which no text field can hold; leave it out"
+    ]
+    assert snapshot() == before
+
+
 def test_a_database_failure_midway_rolls_the_whole_sync_back(
     demo_dir: Path, staff, monkeypatch: pytest.MonkeyPatch
 ) -> None:
