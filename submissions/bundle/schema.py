@@ -62,6 +62,7 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _KEY_ID = re.compile(r"^[0-9a-f]{16}$")
 _MEMBER_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}$")
 _MAX_TEXT = 200
+_MAX_INT = 2**63 - 1  # the largest value of a database integer column (PostgreSQL bigint)
 # secrets.token_urlsafe(32) is 43 characters; leave room for other generators.
 _CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{20,64}$")
 
@@ -135,6 +136,10 @@ def _int(where: str, path: str, value: object, *, minimum: int = 0, nullable: bo
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _fail(where, path, f"an integer >= {minimum}" + (" or null" if nullable else ""), value)
+    if value > _MAX_INT:
+        # A database integer column holds 64 bits: a larger value failed the verifier's write
+        # (PostgreSQL: bigint out of range; SQLite: OverflowError), retried as a server fault.
+        raise _fail(where, path, f"an integer of at most {_MAX_INT} (64 bits)", value)
     return value
 
 

@@ -495,6 +495,31 @@ def test_a_nul_escape_in_the_agent_name_is_a_specific_rejection_not_a_retried_fa
     assert nothing_recorded()
 
 
+def test_a_token_count_beyond_64_bits_is_a_schema_error_not_a_retried_fault(
+    api, upload, owner, demo_release, tmp_path, site_identity
+):
+    # The count reached Run's integer column: PostgreSQL's bigint (or SQLite's OverflowError)
+    # refused it, and the submission was left "error", retried as a temporary fault.
+    from submissions.bundle.demo import write_paper_gap_bundle_dir
+
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=5)
+    entries = [
+        (path.relative_to(directory).as_posix(), path.read_bytes())
+        for path in sorted(directory.rglob("*.json"))
+        if path.name != "manifest.json"
+    ]
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["tokens"]["input"] = 2**70
+    sealed = _sealed_tar(site_identity, [("manifest.json", json.dumps(manifest).encode()), *entries])
+    submission = upload(api(owner), sealed)
+    assert (submission.status, submission.verdict, submission.error_code) == ("done", "rejected", "schema_error")
+    assert submission.error_message == (
+        f"manifest.json: tokens.input must be an integer of at most {2**63 - 1} (64 bits), got {2**70}"
+    )
+    assert not Agent.objects.exists()
+    assert nothing_recorded()
+
+
 # ------------------------------------------------------------------ the upload page's challenge form
 
 
