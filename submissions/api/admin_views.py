@@ -4,6 +4,7 @@ and lower a run's verification level."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -161,6 +162,8 @@ class RunRerunView(APIView):
                 code=refused.code, message=refused.message, status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
             )
         run = get_object_or_404(Run, pk=run_id)
+        if not isinstance(data, Mapping):  # a JSON list, string or number: data.get was a 500
+            raise ApiError(code="rerun_input", message="Send a JSON object (or a form) with 'bundle' or 'results'.")
         upload = request.FILES.get("bundle")
         results = data.get("results")
         note = str(data.get("note") or "")

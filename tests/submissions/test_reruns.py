@@ -351,3 +351,17 @@ def test_a_re_runs_values_follow_the_disclosure_rule_for_withheld_anchors(withhe
             assert (row["submitted_final"] is None, row["difference"] is None) == (hidden, hidden)
             checked += 1
     assert checked > 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("body", ["[]", '"results"', "0"])
+def test_a_re_run_body_that_is_not_an_object_is_rerun_input_not_a_500(run, maintainer, body):
+    api = APIClient()
+    api.force_authenticate(maintainer)
+    response = api.post(f"/api/v1/admin/runs/{run.pk}/reruns/", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "rerun_input",
+        "message": "Send a JSON object (or a form) with 'bundle' or 'results'.",
+    }
+    assert not OfficialRerun.objects.exists()
