@@ -7,9 +7,9 @@ boards, exports, badges, ``/api/v1/agents/%00/``. Refused here, before any view,
 ``400 invalid_text`` naming where it was: the path or a query parameter (before the view is
 resolved), or a form field of a view whose POST body Django's CSRF check reads anyway (after
 that check). A CSRF-exempt view reads its own body: the upload page checks the declared size
-first, and the API's views are DRF's, whose JSON bodies the API parser checks
-(``submissions.api.parsers``) and whose form fields their serializers do. Bundles are the
-bundle parser's.
+first, and the API's views are DRF's, whose multipart fields ``StrictMultiPartParser`` below
+checks once parsed (after the view's upload size limit) and whose JSON bodies the API parser
+does (``submissions.api.parsers``). Bundles are the bundle parser's.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.http.request import QueryDict
 from django.template.loader import render_to_string
+from rest_framework.exceptions import APIException
+from rest_framework.parsers import DataAndFiles, MultiPartParser
 
 from leaderboard.api.errors import error_body
 
@@ -63,10 +65,34 @@ class NulCharacterMiddleware:
         return None if where is None else refusal(request, where)
 
 
+def nul_message(where: str) -> str:
+    return f"{where}: contains a NUL character (U+0000), which no text can hold; leave it out."
+
+
 def refusal(request: HttpRequest, where: str) -> HttpResponse:
-    message = f"{where}: contains a NUL character (U+0000), which no text can hold; leave it out."
+    message = nul_message(where)
     if is_api(request):
         return JsonResponse(error_body("invalid_text", message), status=400)
     return HttpResponseBadRequest(
         render_to_string("leaderboard/invalid_text.html", {"message": message}, request=request)
     )
+
+
+class InvalidText(APIException):
+    """``400 invalid_text``: text no column can store. A DRF exception, not ``ApiError``: the
+    parsers raising it are loaded by DRF's settings while ``leaderboard.api_errors`` (which
+    imports DRF's views) may still be importing."""
+
+    status_code = 400
+    default_code = "invalid_text"
+
+
+class StrictMultiPartParser(MultiPartParser):
+    """DRF's multipart parser, refusing a NUL in a field's name or value (``400 invalid_text``)."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> DataAndFiles[Any, Any]:
+        parsed = super().parse(stream, media_type, parser_context)
+        where = _nul_in(parsed.data, "form field")
+        if where is not None:
+            raise InvalidText(nul_message(where))
+        return parsed

@@ -8,7 +8,6 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,6 +20,7 @@ from leaderboard.api_errors import ApiError
 from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race
 from leaderboard.permissions import CHANGE_RACE, PUBLISH_RELEASE
+from leaderboard.request_text import StrictMultiPartParser
 from leaderboard.services.races import RaceTransitionError, race_release
 from leaderboard.services.release_gates import ReleaseGateError
 from leaderboard.services.release_sync import release_sync
@@ -42,7 +42,7 @@ class ManifestSyncView(APIView):
 
     permission_classes = [StaffPermission]
     required_permission = PUBLISH_RELEASE
-    parser_classes = [MultiPartParser]
+    parser_classes = [StrictMultiPartParser]
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         if request.method == "POST":

@@ -381,9 +381,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # DRF's JSON parser, refusing bodies that parse but cannot be stored (NUL, lone surrogates),
+    # DRF's parsers, refusing bodies that parse but cannot be stored (NUL, lone surrogates),
     # overflow a double, or nest deeper than Python recurses: each was a 500 further in.
-    "DEFAULT_PARSER_CLASSES": ["submissions.api.parsers.StrictJSONParser", "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "submissions.api.parsers.StrictJSONParser",
+        "leaderboard.request_text.StrictMultiPartParser",
+    ],
     # Every error is {"error": {"code", "message"}}; nothing internal reaches a client.
     "EXCEPTION_HANDLER": "leaderboard.api_errors.api_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [

@@ -13,7 +13,6 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,6 +23,7 @@ from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEve
 from leaderboard.api_errors import ApiError
 from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, Task, Validator
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_RUN
+from leaderboard.request_text import StrictMultiPartParser
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
 from submissions.api.parsers import StrictJSONParser
@@ -139,7 +139,7 @@ class RunRerunView(APIView):
 
     permission_classes = [StaffPermission]
     required_permission = CHANGE_RUN
-    parser_classes = [MultiPartParser, StrictJSONParser]
+    parser_classes = [StrictMultiPartParser, StrictJSONParser]
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         if request.method == "POST" and (request.content_type or "").startswith("multipart/"):

@@ -19,11 +19,16 @@ import math
 from collections.abc import Mapping
 from typing import IO, Any
 
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
-from leaderboard.api_errors import ApiError
+from leaderboard.request_text import InvalidText
 from submissions.bundle.strict_json import unstorable_text_path
+
+
+class NonFiniteNumber(APIException):
+    status_code = 400
+    default_code = "non_finite_number"
 
 
 def _non_finite_path(value: Any, path: str = "") -> str | None:
@@ -55,10 +60,9 @@ class StrictJSONParser(JSONParser):
             ) from None
         if found is not None:
             where, reason = found
-            raise ApiError(code="invalid_text", message=f"{where}: holds {reason}")
+            raise InvalidText(f"{where}: holds {reason}")
         if overflowing is not None:
-            raise ApiError(
-                code="non_finite_number",
-                message=f"{overflowing}: is not a finite number (it overflows a double); JSON numbers must be finite",
+            raise NonFiniteNumber(
+                f"{overflowing}: is not a finite number (it overflows a double); JSON numbers must be finite"
             )
         return data

@@ -365,3 +365,21 @@ def test_a_re_run_body_that_is_not_an_object_is_rerun_input_not_a_500(run, maint
         "message": "Send a JSON object (or a form) with 'bundle' or 'results'.",
     }
     assert not OfficialRerun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_nul_in_a_multipart_field_of_the_re_run_api_is_invalid_text_and_records_nothing(run, seal, maintainer):
+    # The note went into a text column as it came: on PostgreSQL a DataError, a 500.
+    api = APIClient()
+    api.force_authenticate(maintainer)
+    response = api.post(
+        f"/api/v1/admin/runs/{run.pk}/reruns/",
+        {"bundle": SimpleUploadedFile("r.age", seal()), "note": "re-run\x00"},
+        format="multipart",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid_text",
+        "message": "form field 'note': contains a NUL character (U+0000), which no text can hold; leave it out.",
+    }
+    assert not OfficialRerun.objects.exists()
