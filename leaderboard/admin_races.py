@@ -20,6 +20,7 @@ from django.http import HttpRequest
 from leaderboard.admin_mixins import ReadOnlyFieldsMixin
 from leaderboard.models import Benchmark, Race
 from leaderboard.services.races import RaceTransitionError, race_close, race_release, race_schedule, race_start
+from leaderboard.storable_text import NAMES, unstorable_kind
 
 if TYPE_CHECKING:
     # The stub's name for what ModelAdmin.get_fields returns (names, or groups of names on one row).
@@ -64,6 +65,12 @@ class RaceScheduleForm(forms.ModelForm):
             raise forms.ValidationError("expected a non-empty list of non-empty task ids")
         if len(set(value)) != len(value):
             raise forms.ValidationError("a task id is listed twice")
+        for index, item in enumerate(value, start=1):
+            kind = unstorable_kind(item)
+            if kind is not None:
+                raise forms.ValidationError(
+                    f"task id {index} holds {NAMES[kind]}, which no text can hold; leave it out"
+                )
         return value
 
 

@@ -16,18 +16,9 @@ from typing import Any
 import yaml
 
 from leaderboard.manifest.types import Problem
+from leaderboard.storable_text import NUL, SURROGATE, field_path, unstorable_kind, unstorable_strings
 
 __all__ = ["Lines", "field_path", "parse_yaml", "unstorable"]
-
-
-def field_path(path: tuple[Any, ...]) -> str:
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
 
 
 class Lines:
@@ -57,32 +48,21 @@ class Lines:
         return line + 1
 
 
+_REASONS = {
+    NUL: "holds a NUL character (U+0000), which no text field can hold; leave it out",
+    SURROGATE: "holds a lone UTF-16 surrogate (U+D800..U+DFFF), which is not a character",
+}
+
+
 def unstorable(text: str) -> str | None:
-    """Why ``text`` cannot be stored, else None: the one rule for a manifest's YAML strings and text files."""
-    if "\x00" in text:
-        return "holds a NUL character (U+0000), which no text field can hold; leave it out"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "holds a lone UTF-16 surrogate (U+D800..U+DFFF), which is not a character"
-    return None
+    """Why ``text`` cannot be stored, in a manifest's words, else None (leaderboard.storable_text's rule)."""
+    kind = unstorable_kind(text)
+    return None if kind is None else _REASONS[kind]
 
 
-def _unstorable_strings(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
-    if isinstance(value, str):
-        reason = unstorable(value)
-        if reason:
-            yield path, reason
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            reason = unstorable(key) if isinstance(key, str) else None
-            if reason:
-                yield path, f"a key {reason}"
-            else:
-                yield from _unstorable_strings(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _unstorable_strings(item, (*path, index))
+def _unstorable_strings(value: Any) -> Iterable[tuple[tuple[Any, ...], str]]:
+    for path, kind, is_key in unstorable_strings(value):
+        yield path, f"a key {_REASONS[kind]}" if is_key else _REASONS[kind]
 
 
 def _duplicate_keys(node: yaml.Node | None, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], int, str]]:

@@ -15,6 +15,7 @@ import math
 import re
 from typing import Any
 
+from leaderboard.storable_text import NUL, SURROGATE, field_path, unstorable_strings
 from submissions.bundle.errors import BundleError
 
 __all__ = ["JSONObject", "parse_json", "unstorable_text_path"]
@@ -57,40 +58,21 @@ def _duplicates_object(pairs: list[tuple[str, Any]]) -> JSONObject:
 _UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
-def _unstorable(text: str) -> str | None:
-    """What makes ``text`` unstorable, else None: PostgreSQL refuses NUL in text and jsonb, and a
-    lone surrogate cannot be encoded to UTF-8 (so nothing can store, hash or sign it)."""
-    if "\x00" in text:
-        return "a \\u0000 escape: the NUL character (U+0000), which no text field can hold; leave it out"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return (
-            "a \\u escape of a lone UTF-16 surrogate (U+D800..U+DFFF), which is not a character; "
-            "write the character itself or a valid surrogate pair"
-        )
-    return None
+_REASONS = {
+    NUL: "a \\u0000 escape: the NUL character (U+0000), which no text field can hold; leave it out",
+    SURROGATE: (
+        "a \\u escape of a lone UTF-16 surrogate (U+D800..U+DFFF), which is not a character; "
+        "write the character itself or a valid surrogate pair"
+    ),
+}
 
 
-def unstorable_text_path(value: Any, path: str = "") -> tuple[str, str] | None:
-    """(path, reason) of the first string (or key) no database column can store, else None."""
-    if isinstance(value, str):
-        reason = _unstorable(value)
-        return (path or "the document", reason) if reason else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            here = f"{path}.{key}" if path else str(key)
-            reason = _unstorable(key)
-            if reason:
-                return ((path or "the document") + " (a key)", reason)
-            found = unstorable_text_path(item, here)
-            if found:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = unstorable_text_path(item, f"{path}[{index}]")
-            if found:
-                return found
+def unstorable_text_path(value: Any) -> tuple[str, str] | None:
+    """The first string or key of ``value`` that cannot be stored (leaderboard.storable_text's
+    rule), as (where, why), else None."""
+    for path, kind, is_key in unstorable_strings(value):
+        where = field_path(path)
+        return ((where or "the document") + " (a key)" if is_key else where, _REASONS[kind])
     return None
 
 

@@ -43,6 +43,7 @@ from leaderboard.models import OfficialRerun, Run, VerificationEvent
 from leaderboard.permissions import CHANGE_RUN, staff_may
 from leaderboard.selectors.releases import release_spec
 from leaderboard.services.paper_gap_standings import standings_update_version
+from leaderboard.storable_text import NAMES, field_path, unstorable_strings
 from scoring import gap
 from scoring.errors import ScoringError
 from scoring.rerun import DEFAULT_RERUN_TOLERANCE, compare_finals
@@ -226,6 +227,9 @@ def _entered_results(results: object, spec: gap.ReleaseSpec) -> dict[str, gap.Ta
     ``results`` is whatever staff sent; anything but a non-empty object is refused here."""
     if not isinstance(results, Mapping) or not results:
         raise RerunError("results_invalid", "results: expected an object of task slug -> {measured, rates, faithful}")
+    for path, kind, is_key in unstorable_strings(results):
+        where = ".".join(filter(None, ("results", field_path(path)))) + (" (a key)" if is_key else "")
+        raise RerunError("results_invalid", f"{where}: holds {NAMES[kind]}, which no text can hold; leave it out")
     out: dict[str, gap.TaskResult] = {}
     for slug, entry in results.items():
         where = f"results[{slug!r}]"

@@ -47,6 +47,23 @@ def test_a_repeated_hidden_task_is_refused_by_the_schedule_form(client, race_ben
     assert not Race.objects.exists()
 
 
+def test_a_task_id_holding_a_nul_escape_is_refused_by_the_schedule_form_not_a_500(client, race_benchmark):
+    # A JSON list's "\u0000" escape is no raw NUL (the middleware's rule), but PostgreSQL
+    # refuses it in the race's task list all the same.
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_add"),
+        {
+            "benchmark": race_benchmark.pk,
+            "number": 1,
+            "challenge_margin": "0.02",
+            "task_ids_text": '["t-1", "t\\u0000"]',
+        },
+    )
+    assert response.status_code == 200
+    assert "task id 2 holds a NUL character (U+0000), which no text can hold" in response.content.decode()
+    assert not Race.objects.exists()
+
+
 def test_the_release_action_releases_an_embargoed_race(client, race_benchmark):
     race = race_schedule(benchmark=race_benchmark, number=1, task_ids=["t-1"])
     race_start(race=race)

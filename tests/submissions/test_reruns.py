@@ -180,6 +180,20 @@ def test_an_entered_value_that_is_not_a_finite_number_is_refused(run, maintainer
     assert refused.value.message == f"results[{first!r}].measured: expected a finite number"
 
 
+@pytest.mark.django_db
+def test_an_entered_result_holding_a_nul_is_refused_by_its_path(run, maintainer):
+    results = entered_from(run)
+    first = next(iter(results))
+    results[first]["rates"] = {"collision\x00rate": 0.1}
+    with pytest.raises(RerunError) as refused:
+        run_rerun_record_results(run=run, actor=maintainer, results=results)
+    assert (refused.value.code, refused.value.message) == (
+        "results_invalid",
+        f"results.{first}.rates (a key): holds a NUL character (U+0000), which no text can hold; leave it out",
+    )
+    assert OfficialRerun.objects.count() == 0
+
+
 # ------------------------------------------------------------------ downgrade and revoke
 
 
