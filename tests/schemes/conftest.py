@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
+from schemes_race_helpers import RACE_TASKS
 
 from leaderboard.models import Benchmark, Release, SigningKey, Validator
+from leaderboard.services.races import race_schedule, race_start
 from submissions.bundle.signatures import generate_signing_key, key_id_for, public_key_b64
 from submissions.demo_loaders import scheme_bundles
 
@@ -131,3 +133,10 @@ def play_release(db, tmp_path) -> Release:
 
     write_play_manifest(tmp_path / "play")
     return release_sync(manifest=tmp_path / "play").release
+
+
+@pytest.fixture
+def running(race_benchmark, race_release):
+    """Race 1 of the shop race, started, over the hidden tasks RACE_TASKS."""
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
+    return race_start(race=race)

@@ -9,12 +9,10 @@ import uuid
 
 import pytest
 from rest_framework.test import APIClient
-from schemes_race_helpers import RACE_TASKS
 
 from leaderboard.models import Agent, RaceEntry
-from leaderboard.services.races import race_schedule, race_start
-from submissions.api_keys import api_key_create
 from submissions.models import Card
+from tests.api_clients import api_for
 from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
@@ -28,12 +26,6 @@ def _fresh_counters(settings):
     settings.CACHES = {
         name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
     }
-
-
-@pytest.fixture
-def running(race_benchmark, race_release):
-    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
-    return race_start(race=race)
 
 
 @pytest.fixture
@@ -52,13 +44,6 @@ def staff(make_user):
     user.is_staff = True
     user.save()
     return staff_grant(user)  # a maintainer: every staff-write permission
-
-
-def api_for(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(user=user, name='k').plaintext}")
-    return client
 
 
 def enter_race(client: APIClient, agent_name: str, version: str = "1"):

@@ -9,17 +9,16 @@ import uuid
 
 import pytest
 from django.urls import reverse
-from rest_framework.test import APIClient
 from schemes_race_helpers import RACE_TASKS, challenge_for, enter, entrant, env_error, members, scoring_outcomes
 
 from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun, Validator
 from leaderboard.permissions import CHANGE_RACE
-from leaderboard.services.races import race_close, race_schedule, race_start
-from submissions.api_keys import api_key_create
+from leaderboard.services.races import race_close, race_schedule
 from submissions.demo_loaders import scheme_bundles
 from submissions.models import SubmissionChallenge
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
+from tests.api_clients import api_for
 from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
@@ -30,18 +29,6 @@ def _fresh_counters(settings):
     settings.CACHES = {
         name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
     }
-
-
-@pytest.fixture
-def running(race_benchmark, race_release):
-    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release)
-    return race_start(race=race)
-
-
-def api_for(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(user=user, name='k').plaintext}")
-    return client
 
 
 def test_a_race_run_for_a_race_that_is_not_running_writes_no_agent_rows(

@@ -13,8 +13,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from leaderboard.models import Agent, AgentVersion, Run
-from submissions.api_keys import api_key_create
 from submissions.models import Submission, SubmissionChallenge
+from tests.api_clients import api_for
 from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
@@ -38,13 +38,6 @@ LOOKALIKE = {
     "right-to-left override": "\u202etnegA ecilA",
     "Unicode hyphen": "Alice\u2010Agent",
 }
-
-
-def api_for(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(user=user, name='k').plaintext}")
-    return client
 
 
 def ask_challenge(client: APIClient, agent_name: str, version: str = "1"):
