@@ -51,6 +51,12 @@ class BaselineAdmin(admin.ModelAdmin):
     autocomplete_fields = ["agent_version"]
     readonly_fields = ["marked_by", "marked_at"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # A baseline marks one version for good: "changing" its version saved a second baseline
+        # (the service marks by version) and left the first. To mark another version, add it.
+        fixed = ["agent_version"] if obj is not None else []
+        return [*fixed, *self.readonly_fields]
+
     def save_model(self, request: HttpRequest, obj: Baseline, form: Any, change: bool) -> None:
         # Through the service: the version's releases are re-ranked without it.
         saved = baseline_mark(actor=request.user, agent_version=obj.agent_version, kind=obj.kind, note=obj.note)

@@ -53,6 +53,13 @@ def runs_public_q(prefix: str = "") -> Q:
     )
 
 
+def runs_hidden_publicly_q() -> Q:
+    """Runs a visitor is told staff hid (the run page's 410 with the reason): those that would be
+    public but for the hide. A private, withdrawn or draft-release run that staff also hid stays
+    the 404 of a run that does not exist; a 410 would confirm its id and show the reason."""
+    return Q(hidden_at__isnull=False, withdrawn_at__isnull=True, submission__is_private=False, release__published=True)
+
+
 def runs_visible_to(runs: QuerySet[M], *, user: Any) -> QuerySet[M]:
     """``runs`` (a Run queryset) narrowed to those ``user`` may see."""
     if viewer_is_staff(user):

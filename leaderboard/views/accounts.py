@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.contrib.auth.models import User
+from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -80,11 +81,31 @@ class ThrottledLoginView(auth_views.LoginView):
         return response
 
 
+if TYPE_CHECKING:
+    _UserCreationForm = UserCreationForm[User]  # generic in django-stubs only, not at runtime
+else:
+    _UserCreationForm = UserCreationForm
+
+
+class SignUpForm(_UserCreationForm):
+    """Django's sign-up form with ASCII usernames only. A username is public (a run page's
+    "Submitted by", the actor in every log) and Django's default validator takes any Unicode
+    letter, so "\u0430lice" with a Cyrillic "\u0430" read as another account's "alice" while its
+    case-insensitive uniqueness check saw a different name (tests/audit/test_audit_identity_b.py).
+    Django already refuses a case variant of a taken name; an ASCII lookalike ("AIice") stays
+    a different, visibly spelled name, as for agent names (docs/security-model.md)."""
+
+    def clean_username(self) -> str:
+        username: str = super().clean_username()
+        ASCIIUsernameValidator()(username)
+        return username
+
+
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("home")
-    form: UserCreationForm[User] = UserCreationForm(request.POST or None)
+    form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")

@@ -27,7 +27,7 @@ from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
 from leaderboard.selectors.release_diff import release_diff_rows
 from leaderboard.selectors.releases import release_previous
 from leaderboard.selectors.task_ranking import task_ranking
-from leaderboard.selectors.visibility import viewer_is_staff
+from leaderboard.selectors.visibility import runs_hidden_publicly_q, viewer_is_staff
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
 from leaderboard.views.declarations import cost_cell, declared_line
 
@@ -489,12 +489,13 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
 
 
 def run_hidden_response(request: HttpRequest, run_id: int) -> HttpResponse | None:
-    """410 Gone with the public reason when the run exists and staff hid it; None otherwise.
+    """410 Gone with the public reason when staff hid a run that would otherwise be public
+    (``runs_hidden_publicly_q``); None otherwise.
 
     Called only after the run page refused the viewer (so owner and staff never get here):
     the visitor sees that a run was there and why it went, nothing of its scores or agent.
     """
-    run = Run.objects.filter(pk=run_id, hidden_at__isnull=False).only("pk", "hidden_at", "hidden_reason").first()
+    run = Run.objects.filter(runs_hidden_publicly_q(), pk=run_id).only("pk", "hidden_at", "hidden_reason").first()
     if run is None:
         return None
     return render(request, "leaderboard/run_hidden.html", {"run": run}, status=410)
