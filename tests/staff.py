@@ -18,3 +18,9 @@ def staff_grant(user: Any, *perms: str) -> Any:
         app_label, codename = perm.split(".")
         user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
     return get_user_model().objects.get(pk=user.pk)
+
+
+def staff_with(username: str, *perms: str) -> Any:
+    """A new active staff account holding exactly ``perms`` (none: staff status alone, which reads)."""
+    user = get_user_model().objects.create_user(username=username, password="a-long-test-password-1", is_staff=True)
+    return staff_grant(user, *perms) if perms else user

@@ -57,6 +57,9 @@ def runs_hidden_publicly_q() -> Q:
     """Runs a visitor is told staff hid (the run page's 410 with the reason): those that would be
     public but for the hide. A private, withdrawn or draft-release run that staff also hid stays
     the 404 of a run that does not exist; a 410 would confirm its id and show the reason."""
+    # Not runs_public_q(): hiding sets Run.is_private itself (the invariant every public filter
+    # relies on), so "public but for the hide" is the submission's privacy, the release's
+    # publication and no withdrawal (which sets it too).
     return Q(hidden_at__isnull=False, withdrawn_at__isnull=True, submission__is_private=False, release__published=True)
 
 

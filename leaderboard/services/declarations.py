@@ -172,7 +172,7 @@ def baseline_mark(*, actor: Viewer | None, agent_version: AgentVersion, kind: st
     """Staff mark a version as a reference baseline (or re-describe one); its releases' standings
     are rewritten without it. Needs ``leaderboard.add_baseline`` whoever calls: the admin's change
     form reached this with only ``change_baseline`` and could mark another version, taking it off
-    every ranked board (tests/audit/test_audit_identity_b.py)."""
+    every ranked board (tests/website/test_declarations_admin.py)."""
     _staff_only(actor, ADD_BASELINE)
     baseline, _ = Baseline.objects.update_or_create(
         agent_version=agent_version, defaults={"kind": kind, "note": note, "marked_by": actor}

@@ -91,7 +91,7 @@ class SignUpForm(_UserCreationForm):
     """Django's sign-up form with ASCII usernames only. A username is public (a run page's
     "Submitted by", the actor in every log) and Django's default validator takes any Unicode
     letter, so "\u0430lice" with a Cyrillic "\u0430" read as another account's "alice" while its
-    case-insensitive uniqueness check saw a different name (tests/audit/test_audit_identity_b.py).
+    case-insensitive uniqueness check saw a different name (tests/website/test_accounts.py).
     Django already refuses a case variant of a taken name; an ASCII lookalike ("AIice") stays
     a different, visibly spelled name, as for agent names (docs/security-model.md)."""
 

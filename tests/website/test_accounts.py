@@ -40,3 +40,17 @@ def test_a_wrong_password_is_refused_with_a_message(client, db):
     response = client.post(reverse("login"), {"username": "alice", "password": "wrong"})
     assert response.status_code == 200
     assert "Please enter a correct username and password." in response.content.decode()
+
+
+def test_a_username_that_passes_for_another_accounts_is_refused_at_sign_up(client, db):
+    """Usernames are public ("Submitted by" on every run page, actors in the logs): a
+    Cyrillic "a" (U+0430) in "alice" shows as "alice" while Django's case-insensitive check sees a
+    different name."""
+    make_user("alice")
+    for lookalike in ("\u0430lice", "al\u0456ce", "ALICE"):
+        response = client.post(
+            reverse("signup"),
+            {"username": lookalike, "password1": "a-long-test-password-1", "password2": "a-long-test-password-1"},
+        )
+        assert response.status_code == 400, lookalike
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["alice"]

@@ -9,7 +9,8 @@ from django.urls import reverse
 from leaderboard.models import Baseline, Release, ReleasePrice, RunCost
 from leaderboard.selectors.standing_ranks import standings_ranked
 from leaderboard.services.paper_gap_standings import standings_refresh
-from tests.website.conftest import make_run, make_user
+from tests.staff import staff_with
+from tests.website.conftest import make_benchmark, make_release, make_run, make_user
 from tests.website.declarations_factories import own
 
 pytestmark = pytest.mark.django_db
@@ -70,3 +71,62 @@ def test_a_non_staff_account_cannot_mark_a_baseline_in_the_admin(client, release
     response = client.post(reverse("admin:leaderboard_baseline_add"), {"agent_version": str(run.agent_version.pk)})
     assert response.status_code == 302 and reverse("admin:login") in response["Location"]
     assert not Baseline.objects.exists()
+
+
+def test_the_baseline_change_form_cannot_mark_another_version_without_the_add_permission(client):
+    """Staff holding only leaderboard.change_baseline must not be able to mark a new version as a
+    baseline, which takes it off every ranked board: that is leaderboard.add_baseline's write
+    (leaderboard.permissions). The admin's change form let them, by changing the version."""
+    release = make_release(make_benchmark())
+    paper = make_run(release, agent_name="Paper", score=0.95, with_standings=False)
+    victim = make_run(release, agent_name="Victim", score=0.9, with_standings=False)
+    baseline = Baseline.objects.create(agent_version=paper.agent_version, kind="paper", note="Table 2")
+    standings_refresh(release=release)
+    helper = staff_with("helper", "leaderboard.change_baseline", "leaderboard.view_baseline")
+    client.force_login(helper)
+    response = client.post(
+        reverse("admin:leaderboard_baseline_change", args=[baseline.pk]),
+        {"agent_version": str(victim.agent_version.pk), "kind": "random", "note": "moved"},
+    )
+    assert response.status_code == 403
+    assert list(Baseline.objects.values_list("agent_version_id", "kind", "note")) == [
+        (paper.agent_version_id, "paper", "Table 2")
+    ]
+    assert dict(standings_ranked().filter(tab="overall").values_list("agent_name", "rank")) == {"Victim": 1}
+
+
+def test_a_maintainer_editing_a_baseline_changes_its_note_not_its_version(client):
+    """With every permission, the change form re-describes the baseline; the version is fixed
+    (it used to save a second baseline for the posted version and keep the first)."""
+    release = make_release(make_benchmark())
+    paper = make_run(release, agent_name="Paper", score=0.95, with_standings=False)
+    other = make_run(release, agent_name="Other", score=0.9, with_standings=False)
+    standings_refresh(release=release)
+    baseline = Baseline.objects.create(agent_version=paper.agent_version, kind="paper", note="Table 2")
+    client.force_login(make_user("maintainer", is_staff=True, is_superuser=True))
+    response = client.post(
+        reverse("admin:leaderboard_baseline_change", args=[baseline.pk]),
+        {"agent_version": str(other.agent_version.pk), "kind": "paper", "note": "Table 3"},
+    )
+    assert response.status_code == 302, response.content[:500]
+    assert list(Baseline.objects.values_list("agent_version_id", "kind", "note")) == [
+        (paper.agent_version_id, "paper", "Table 3")
+    ]
+
+
+def test_the_baseline_services_refuse_staff_without_the_permission():
+    from django.core.exceptions import PermissionDenied
+
+    from leaderboard.services.declarations import baseline_mark, baseline_unmark
+
+    release = make_release(make_benchmark())
+    run = make_run(release, agent_name="Plain")
+    viewer = staff_with("viewer", "leaderboard.view_baseline")
+    with pytest.raises(PermissionDenied):
+        baseline_mark(actor=viewer, agent_version=run.agent_version, kind="random")
+    assert not Baseline.objects.exists()
+    Baseline.objects.create(agent_version=run.agent_version, kind="random")
+    adder = staff_with("adder", "leaderboard.add_baseline")
+    with pytest.raises(PermissionDenied):
+        baseline_unmark(actor=adder, agent_version=run.agent_version)
+    assert Baseline.objects.filter(agent_version=run.agent_version).exists()
