@@ -313,26 +313,50 @@ def rerun_comparison(
     * the submitted measured value as on the run itself (``disclosure.measured_hidden``);
     * the submitted final and the difference hidden where the run's scores of that task are
       (the difference would give the submitted final back);
+    * the re-run's final hidden where the run's own final of that task is, and, for a task the
+      run did not cover, wherever the task's anchor is not public (to all but staff). It is
+      ``re-run measured / anchor`` like the run's own: a confirming re-run lands within the
+      tolerance of the hidden final (it *is* it when the evaluator's values repeat), and a
+      guessable measured value (k / N) gives the anchor (docs/security-model.md, "Who may
+      learn what"). The submitter of a signed result sees it, as they see their own final;
     * the re-run's measured value only to staff while the task's anchor is not public: the
-      re-run's final is shown, and the re-run's measured value with it would give the anchor
-      (measured / gap) to anyone, the submitter included, who did not produce it.
+      re-run's final with it would give the anchor (measured / gap) to anyone, the submitter
+      included, who did not produce it.
     """
     staff = viewer_is_staff(user)
-    public_anchor = {
-        row.release_task.task.slug
+    comparison = list(rerun.comparison or [])
+    published = run.release.published
+    anchor_public = {
+        row.release_task.task.slug: anchor_is_public(
+            release_published=published, anchor_published=row.release_task.anchor_published
+        )
         for row in run.task_results.all()
-        if anchor_is_public(release_published=run.release.published, anchor_published=row.release_task.anchor_published)
     }
+    covered = set(anchor_public)  # the tasks the run has results for
+    extra = {str(row.get("task")) for row in comparison} - covered
+    if extra and not staff:
+        # Tasks the re-run covered and the run did not (one query, only when there are some).
+        for slug, flag in ReleaseTask.objects.filter(release_id=run.release_id, task__slug__in=extra).values_list(
+            "task__slug", "anchor_published"
+        ):
+            anchor_public[slug] = anchor_is_public(release_published=published, anchor_published=flag)
     rows = []
-    for row in rerun.comparison or []:
+    for row in comparison:
         shown = dict(row)
         slug = str(row.get("task"))
+        public = anchor_public.get(slug, False)
+        withheld = []
         if slug in disclosure.measured_hidden:
-            shown["submitted_measured"] = None
+            withheld.append("submitted_measured")
         if disclosure.task_scores_hidden(slug):
-            shown["submitted_final"] = shown["difference"] = None
-        if not staff and slug not in public_anchor:
-            shown["rerun_measured"] = None
+            withheld += ["submitted_final", "difference"]
+        if not staff and not public:
+            withheld.append("rerun_measured")
+            if slug not in covered or disclosure.task_scores_hidden(slug):
+                withheld.append("rerun_final")
+        # Named only where there was a value to withhold (a task one side did not cover has none).
+        shown.update(dict.fromkeys(withheld))
+        shown["withheld"] = sorted(name for name in withheld if row.get(name) is not None)
         rows.append(shown)
     return rows
 

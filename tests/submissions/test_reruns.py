@@ -319,9 +319,10 @@ def test_the_staff_api_records_entered_results_and_lowers_levels(run, maintainer
 
 
 @pytest.fixture
-def withheld_run(release_from_spec, seal, owner):
-    """A run on a release whose anchors are withheld (results on withheld tasks must be signed by a
-    registered evaluator key, so the bundle is signed)."""
+def signed_withheld(release_from_spec, seal, owner):
+    """signed_withheld(**bundle kwargs) -> a run of ``owner`` on a release whose anchors are
+    withheld (results on withheld tasks must be signed by a registered evaluator key, so the
+    bundle is signed)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from leaderboard.models import Evaluator
@@ -334,9 +335,18 @@ def withheld_run(release_from_spec, seal, owner):
     signing_key_register(
         evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
     )
-    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal(sign_with=key)))
-    submission_verify(submission_id=submission.pk)
-    return Run.objects.get(submission=submission)
+
+    def make(**kwargs) -> Run:
+        submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal(sign_with=key, **kwargs)))
+        submission_verify(submission_id=submission.pk)
+        return Run.objects.get(submission=submission)
+
+    return make
+
+
+@pytest.fixture
+def withheld_run(signed_withheld):
+    return signed_withheld()
 
 
 @pytest.mark.django_db
@@ -397,3 +407,79 @@ def test_a_nul_in_a_multipart_field_of_the_re_run_api_is_invalid_text_and_record
         "message": "form field 'note': contains a NUL character (U+0000), which no text can hold; leave it out.",
     }
     assert not OfficialRerun.objects.exists()
+
+
+def _rerun_rows(viewer, run: Run) -> tuple[dict, list[dict]]:
+    """The run's API body and its first re-run's comparison rows, as ``viewer`` reads them."""
+    api = APIClient()
+    if viewer is not None:
+        api.force_authenticate(viewer)
+    body = api.get(f"/api/v1/runs/{run.pk}/").json()
+    return body, body["reruns"][0]["comparison"]
+
+
+@pytest.mark.django_db
+def test_an_official_re_runs_final_of_a_withheld_task_reaches_only_whom_the_runs_own_final_does(
+    withheld_run, seal, owner, maintainer, make_user, client
+):
+    """On a withheld anchor the re-run's final is ``re-run measured / anchor``: a re-run that
+    confirms the run lands within 0.05 of the run's own hidden final (here the re-run repeats
+    the evaluator's values, so it *is* that final), and with a guessable measured value (k / N,
+    N the public episode count) it gives the anchor. It goes with the run's own final of that task."""
+    run = withheld_run
+    run_rerun_record_bundle(run=run, actor=maintainer, bundle_file=io.BytesIO(seal()))
+    hidden_finals = dict(run.task_results.values_list("release_task__task__slug", "final"))
+
+    _, full = _rerun_rows(maintainer, run)
+    assert full and all(row["rerun_final"] is not None for row in full)  # staff: every value
+    _, own = _rerun_rows(owner, run)
+    # The submitter of a signed run sees its finals and can divide anyway (inherent): shown.
+    assert all(row["rerun_final"] is not None for row in own)
+
+    for viewer in (None, make_user("stranger")):
+        body, rows = _rerun_rows(viewer, run)
+        assert all(task["final"] is None for task in body["tasks"])  # the run's own: withheld
+        leaked = {row["task"]: row["rerun_final"] for row in rows if row["rerun_final"] is not None}
+        same = sorted(slug for slug, value in leaked.items() if value == hidden_finals[slug])
+        assert not leaked, f"re-run finals of withheld tasks shown; equal to the hidden final: {same}"
+        assert all(row["withheld"] for row in rows)
+        if viewer is not None:
+            client.force_login(viewer)
+        page = client.get(f"/runs/{run.pk}/")
+        assert page.status_code == 200
+        assert all(row["rerun_final"] is None for item in page.context["reruns"] for row in item["rows"])
+
+
+@pytest.mark.django_db
+def test_a_re_runs_final_of_a_withheld_task_the_run_did_not_cover_is_staffs_only(
+    signed_withheld, seal, owner, maintainer, make_user
+):
+    """A re-run may cover more tasks than the run (shown, not deciding); such a task's re-run
+    final goes to staff only, the submitter included, who never ran that task."""
+    covered = ["carla-route-completion", "robomimic-lift-bc"]
+    run = signed_withheld(tasks=covered)
+    run_rerun_record_bundle(run=run, actor=maintainer, bundle_file=io.BytesIO(seal()))
+
+    _, full = _rerun_rows(maintainer, run)
+    extra = {row["task"] for row in full if not row["decides"]}
+    assert extra and all(row["rerun_final"] is not None for row in full)
+    for viewer in (None, make_user("stranger"), owner):
+        _, rows = _rerun_rows(viewer, run)
+        leaked = sorted(row["task"] for row in rows if row["task"] in extra and row["rerun_final"] is not None)
+        assert not leaked, f"re-run finals of withheld tasks the run did not cover shown: {leaked}"
+        if viewer is owner:  # the tasks the owner ran stay theirs
+            assert all(row["rerun_final"] is not None for row in rows if row["task"] in covered)
+
+
+@pytest.mark.django_db
+def test_a_re_run_on_published_anchors_still_shows_every_final(signed_withheld, seal, maintainer):
+    """The rule hides only what follows a withheld anchor: with the anchors published every
+    re-run final (and measured value) is public, covered by the run or not."""
+    from leaderboard.models import ReleaseTask
+
+    run = signed_withheld(tasks=["carla-route-completion"])
+    ReleaseTask.objects.filter(release=run.release).update(anchor_published=True)
+    run_rerun_record_bundle(run=run, actor=maintainer, bundle_file=io.BytesIO(seal()))
+    _, rows = _rerun_rows(None, run)
+    assert rows and all(row["rerun_final"] is not None and row["rerun_measured"] is not None for row in rows)
+    assert not any(row["withheld"] for row in rows)
