@@ -19,6 +19,7 @@ from django.http import HttpRequest
 
 from leaderboard.admin_mixins import ReadOnlyFieldsMixin
 from leaderboard.models import Benchmark, Race
+from leaderboard.permissions import ADD_RACE, staff_may
 from leaderboard.services.races import RaceTransitionError, race_close, race_release, race_schedule, race_start
 from leaderboard.storable_text import NAMES, unstorable_kind
 
@@ -84,7 +85,7 @@ class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     actions = ["start_races", "close_races", "release_races"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_staff and request.user.has_perm("leaderboard.add_race"))
+        return staff_may(request.user, ADD_RACE)
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         if obj is None:

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
+
 # The permission each staff write needs (Django's "<app_label>.<action>_<model>").
 PUBLISH_RELEASE = "leaderboard.change_release"  # sync a manifest, sign off a gate, publish
+ADD_RACE = "leaderboard.add_race"  # schedule a race (its hidden task set)
 CHANGE_RACE = "leaderboard.change_race"  # start, close, release a race
 CHANGE_RUN = "leaderboard.change_run"  # official re-run, level change, hide / unhide
 ADD_SIGNING_KEY = "leaderboard.add_signingkey"
@@ -40,10 +43,23 @@ def staff_may(user: Any, perm: str) -> bool:
     return bool(getattr(user, "is_staff", False) and user.has_perm(perm))
 
 
+def staff_write_actor(user: Any, perm: str, *, doing: str) -> Any:
+    """The actor a service records for a staff write that needs ``perm``: None for a script (a
+    management command, the demo loader), else ``user`` when :func:`staff_may` allows it; any
+    other account raises PermissionDenied ("only staff members with the permission ... may
+    <doing>"). Services call it whatever their caller checked, so no entry point skips the rule."""
+    if user is None:
+        return None
+    if not staff_may(user, perm):
+        raise PermissionDenied(f"only staff members with the permission {perm!r} may {doing}")
+    return user
+
+
 # Every permission a staff write above asks for: an operator who wants a full maintainer gives
 # these (or makes the account a superuser); the tests' staff fixtures are given them too.
 STAFF_WRITE_PERMISSIONS = (
     PUBLISH_RELEASE,
+    ADD_RACE,
     CHANGE_RACE,
     CHANGE_RUN,
     ADD_SIGNING_KEY,

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Race
+from leaderboard.permissions import ADD_RACE, CHANGE_RACE, staff_write_actor
 from leaderboard.services.race_standings import race_standings_update
 from leaderboard.users import Viewer
 
@@ -74,7 +75,9 @@ def race_schedule(
     challenge_margin: float = 0.02,
     release: Any = None,
 ) -> Race:
-    """Create a scheduled race with its hidden task set pinned."""
+    """Create a scheduled race with its hidden task set pinned. ``user``: staff holding
+    ``leaderboard.add_race`` (None for a script)."""
+    staff_write_actor(user, ADD_RACE, doing="schedule races")
     if benchmark.scheme != benchmark.Scheme.RACE:
         raise RaceTransitionError("not_a_race_benchmark", f"benchmark {benchmark.slug!r} is not a race benchmark")
     if not (0 <= challenge_margin <= 1):
@@ -97,6 +100,7 @@ def race_schedule(
 @transaction.atomic
 def race_start(*, race: Race, user: Viewer | None = None) -> Race:
     """scheduled -> running. From now on the pinned task set cannot change."""
+    staff_write_actor(user, CHANGE_RACE, doing="start races")
     current = _step(race, expected=Race.Status.SCHEDULED, target=Race.Status.RUNNING, verb="started")
     _check_task_ids(current.task_ids)
     current.starts_at = current.starts_at or timezone.now()
@@ -108,6 +112,7 @@ def race_start(*, race: Race, user: Viewer | None = None) -> Race:
 @transaction.atomic
 def race_close(*, race: Race, user: Viewer | None = None) -> Race:
     """running -> embargoed: results stop landing; the reveal embargo begins."""
+    staff_write_actor(user, CHANGE_RACE, doing="close races")
     current = _step(race, expected=Race.Status.RUNNING, target=Race.Status.EMBARGOED, verb="closed")
     current.ends_at = current.ends_at or timezone.now()
     current.save(update_fields=["status", "ends_at"])
@@ -118,6 +123,7 @@ def race_close(*, race: Race, user: Viewer | None = None) -> Race:
 @transaction.atomic
 def race_release(*, race: Race, user: Viewer | None = None) -> Race:
     """embargoed -> released: the raw results and the failure categories become public."""
+    staff_write_actor(user, CHANGE_RACE, doing="release races")
     current = _step(race, expected=Race.Status.EMBARGOED, target=Race.Status.RELEASED, verb="released")
     current.released_at = timezone.now()
     current.save(update_fields=["status", "released_at"])

@@ -17,14 +17,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from leaderboard.manifest import ReleaseManifest
 from leaderboard.models import Release, ReleaseTask, Task
-from leaderboard.permissions import PUBLISH_RELEASE, staff_may
+from leaderboard.permissions import PUBLISH_RELEASE, staff_write_actor
 
 __all__ = [
     "SCRIPTED_NOTE",
@@ -58,13 +57,8 @@ def release_actor(user: Any) -> Any:
 
     Only staff holding the release change permission pass a human gate (leaderboard.permissions).
     """
-    if user is None:
-        return None
-    if not staff_may(user, PUBLISH_RELEASE):
-        raise PermissionDenied(
-            f"only staff members with the permission {PUBLISH_RELEASE!r} may sync, sign off or publish releases"
-        )
-    return user if user.pk is not None else None
+    user = staff_write_actor(user, PUBLISH_RELEASE, doing="sync, sign off or publish releases")
+    return user if user is not None and user.pk is not None else None
 
 
 def published_at_of(manifest: ReleaseManifest | dict[str, Any]) -> dt.datetime:

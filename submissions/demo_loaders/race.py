@@ -119,8 +119,10 @@ def race_benchmark_ensure(*, user: Any) -> tuple[Benchmark, Release, dict[str, V
     validators = {}
     for slug, name in VALIDATORS:
         validator, _ = Validator.objects.get_or_create(slug=slug, defaults={"name": name})
+        # Registered by the loader itself (a script: user None), not the demo account, which
+        # holds no staff permission.
         signing_key_register(
-            validator=validator, benchmark=benchmark, public_key_b64=public_key_b64(validator_key(slug)), user=user
+            validator=validator, benchmark=benchmark, public_key_b64=public_key_b64(validator_key(slug)), user=None
         )
         # The demo user files the validators' runs: it acts for them (and sees the runs they owe).
         validator.accounts.add(user)
@@ -226,7 +228,7 @@ def load_race_demo(*, stdout: Any) -> None:
                 is_launch=number == 1,
                 challenge_margin=0.02,
                 release=release,
-                user=user,
+                user=None,  # scheduled by the loader (a script), not the demo account
             )
         if target == "scheduled":
             continue

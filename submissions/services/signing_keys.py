@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Evaluator, SigningKey, SigningKeyTask, Task, Validator
+from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_SIGNING_KEY, staff_write_actor
 
 ED25519_PUBLIC_KEY_BYTES = 32
 
@@ -95,6 +96,7 @@ def signing_key_register(
     owner returns the existing row (adding any new task scopes); for a different owner
     (or after it was revoked) it is refused.
     """
+    staff_write_actor(user, ADD_SIGNING_KEY, doing="register signing keys")
     judge_name = (judge_name or "").strip()
     _check_owner_and_scope(
         evaluator=evaluator, validator=validator, judge_name=judge_name, benchmark=benchmark, tasks=tasks
@@ -141,8 +143,10 @@ def signing_key_register(
 
 
 @transaction.atomic
-def signing_key_revoke(*, signing_key: SigningKey, user: User) -> SigningKey:
-    """Revoke a key (idempotent): it stops attesting new submissions."""
+def signing_key_revoke(*, signing_key: SigningKey, user: User | None) -> SigningKey:
+    """Revoke a key (idempotent): it stops attesting new submissions. ``user``: staff holding
+    ``leaderboard.change_signingkey`` (None for a script)."""
+    staff_write_actor(user, CHANGE_SIGNING_KEY, doing="revoke signing keys")
     locked = SigningKey.objects.select_for_update().get(pk=signing_key.pk)
     if locked.revoked_at is None:
         locked.revoked_at = timezone.now()

@@ -50,3 +50,27 @@ def test_an_account_that_is_not_staff_may_not_write_even_with_the_permission() -
 def test_anonymous_and_no_user_may_not_write() -> None:
     assert staff_may(AnonymousUser(), CHANGE_RUN) is False
     assert staff_may(None, CHANGE_RUN) is False
+
+
+def test_a_services_staff_write_records_a_permitted_staff_account_or_none_for_a_script() -> None:
+    from leaderboard.permissions import staff_write_actor
+
+    maintainer = staff_grant(_user("maintainer", is_staff=True), CHANGE_RUN)
+    assert staff_write_actor(maintainer, CHANGE_RUN, doing="re-run runs") == maintainer
+    assert staff_write_actor(None, CHANGE_RUN, doing="re-run runs") is None
+
+
+@pytest.mark.parametrize("who", ["staff without it", "ordinary account", "anonymous"])
+def test_a_services_staff_write_refuses_anyone_without_the_permission_by_name(who: str) -> None:
+    from django.core.exceptions import PermissionDenied
+
+    from leaderboard.permissions import staff_write_actor
+
+    user = {
+        "staff without it": lambda: _user("helper", is_staff=True),
+        "ordinary account": lambda: _user("someone"),
+        "anonymous": AnonymousUser,
+    }[who]()
+    with pytest.raises(PermissionDenied) as refused:
+        staff_write_actor(user, CHANGE_RUN, doing="re-run runs")
+    assert str(refused.value) == "only staff members with the permission 'leaderboard.change_run' may re-run runs"

@@ -418,3 +418,32 @@ def test_a_race_run_rewrites_only_its_race_and_later_ones_and_lands_where_the_re
     # ... and the incremental rows are the ones the full rebuild writes.
     race_standings_refresh(benchmark=race_benchmark)
     assert race_board(race_benchmark) == incremental
+
+
+def test_every_race_step_needs_its_permission_whoever_calls_the_service(race_benchmark, race_release):
+    """The admin actions and the API check first; the lifecycle services check again
+    (leaderboard.permissions): staff status alone, or the wrong permission, changes nothing."""
+    from django.core.exceptions import PermissionDenied
+
+    from tests.staff import staff_with
+
+    viewer = staff_with("viewer")
+    with pytest.raises(PermissionDenied):
+        race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, release=race_release, user=viewer)
+    assert not Race.objects.exists()
+    race = race_schedule(
+        benchmark=race_benchmark,
+        number=1,
+        task_ids=RACE_TASKS,
+        release=race_release,
+        user=staff_with("scheduler", "leaderboard.add_race"),
+    )
+    changer = staff_with("changer", "leaderboard.change_race")
+    for step, status in ((race_start, "running"), (race_close, "embargoed"), (lifecycle.race_release, "released")):
+        with pytest.raises(PermissionDenied):
+            step(race=race, user=viewer)
+        race.refresh_from_db()
+        assert race.status != status
+        step(race=race, user=changer)
+        race.refresh_from_db()
+        assert race.status == status

@@ -35,7 +35,7 @@ def evaluator_key(demo_release, owner):
 
     key = Ed25519PrivateKey.generate()
     signing_key_register(
-        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=None
     )
     return key
 
@@ -47,7 +47,7 @@ def judge_key(demo_release, owner):
 
     key = Ed25519PrivateKey.generate()
     tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
-    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=owner)
+    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=None)
     return key
 
 

@@ -53,7 +53,7 @@ def test_the_readme_harness_example_uploads_a_bundle_that_verifies(
     release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE)
     evaluator = Ed25519PrivateKey.generate()
     signing_key_register(
-        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(evaluator), user=owner
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(evaluator), user=None
     )
     (tmp_path / "evaluator.pem").write_bytes(private_key_pem(evaluator))
     env = {

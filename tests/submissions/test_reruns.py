@@ -333,7 +333,7 @@ def signed_withheld(release_from_spec, seal, owner):
     release_from_spec(demo_release_spec()[0], benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, anchors_published=False)
     key = Ed25519PrivateKey.generate()
     signing_key_register(
-        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=None
     )
 
     def make(**kwargs) -> Run:

@@ -34,11 +34,11 @@ def attested_run_with_forged_usage(demo_release, owner, issue_challenge, tmp_pat
     )
     evaluator = Ed25519PrivateKey.generate()
     signing_key_register(
-        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(evaluator), user=owner
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(evaluator), user=None
     )
     judge = Ed25519PrivateKey.generate()
     tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
-    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(judge), user=owner)
+    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(judge), user=None)
     directory = write_paper_gap_bundle_dir(
         tmp_path / "bundle", sign_with=evaluator, judge_with=judge, challenge=issue_challenge(owner)
     )

@@ -25,10 +25,18 @@ def evaluator(db):
 
 
 @pytest.mark.django_db
-def test_it_registers_an_evaluator_key_under_its_id(evaluator, owner):
+def test_it_registers_an_evaluator_key_under_its_id(evaluator):
+    from tests.staff import staff_with
+
+    maintainer = staff_with("maintainer", "leaderboard.add_signingkey")
     raw, b64 = new_public_key()
-    key = signing_key_register(evaluator=evaluator, public_key_b64=b64, user=owner)
-    assert (key.owner_kind, key.evaluator, key.public_key, key.registered_by) == ("evaluator", evaluator, b64, owner)
+    key = signing_key_register(evaluator=evaluator, public_key_b64=b64, user=maintainer)
+    assert (key.owner_kind, key.evaluator, key.public_key, key.registered_by) == (
+        "evaluator",
+        evaluator,
+        b64,
+        maintainer,
+    )
     assert key.key_id == hashlib.sha256(raw).hexdigest()[:16]
     assert evaluator_public_keys() == {key.key_id: raw}
 
@@ -39,7 +47,7 @@ def test_it_registers_a_validator_key(owner):
 
     benchmark = Benchmark.objects.create(slug="shop-race", name="Shop", scheme="race")
     validator = Validator.objects.create(slug="val", name="Val")
-    key = signing_key_register(validator=validator, benchmark=benchmark, public_key_b64=new_public_key()[1], user=owner)
+    key = signing_key_register(validator=validator, benchmark=benchmark, public_key_b64=new_public_key()[1], user=None)
     assert (key.owner_kind, key.benchmark_id) == ("validator", benchmark.pk)
     assert evaluator_public_keys() == {}
 
@@ -47,8 +55,8 @@ def test_it_registers_a_validator_key(owner):
 @pytest.mark.django_db
 def test_registering_the_same_key_twice_returns_the_same_row(evaluator, owner):
     b64 = new_public_key()[1]
-    first = signing_key_register(evaluator=evaluator, public_key_b64=b64, user=owner)
-    assert signing_key_register(evaluator=evaluator, public_key_b64=b64, user=owner).pk == first.pk
+    first = signing_key_register(evaluator=evaluator, public_key_b64=b64, user=None)
+    assert signing_key_register(evaluator=evaluator, public_key_b64=b64, user=None).pk == first.pk
     assert SigningKey.objects.count() == 1
 
 
@@ -66,7 +74,7 @@ def test_registering_the_same_key_twice_returns_the_same_row(evaluator, owner):
 @pytest.mark.django_db
 def test_it_refuses_a_malformed_key_saying_what_is_wrong(evaluator, owner, value, message):
     with pytest.raises(SigningKeyError) as refused:
-        signing_key_register(evaluator=evaluator, public_key_b64=value, user=owner)
+        signing_key_register(evaluator=evaluator, public_key_b64=value, user=None)
     assert str(refused.value) == message
     assert SigningKey.objects.count() == 0
 
@@ -74,14 +82,39 @@ def test_it_refuses_a_malformed_key_saying_what_is_wrong(evaluator, owner, value
 @pytest.mark.django_db
 def test_a_key_needs_exactly_one_owner(owner):
     with pytest.raises(SigningKeyError, match="exactly one evaluator, validator or judge"):
-        signing_key_register(public_key_b64=new_public_key()[1], user=owner)
+        signing_key_register(public_key_b64=new_public_key()[1], user=None)
 
 
 @pytest.mark.django_db
 def test_a_revoked_key_no_longer_attests_and_cannot_come_back(evaluator, owner):
     b64 = new_public_key()[1]
-    key = signing_key_register(evaluator=evaluator, public_key_b64=b64, user=owner)
-    signing_key_revoke(signing_key=key, user=owner)
+    key = signing_key_register(evaluator=evaluator, public_key_b64=b64, user=None)
+    signing_key_revoke(signing_key=key, user=None)
     assert evaluator_public_keys() == {}
     with pytest.raises(SigningKeyError, match="was revoked and cannot be registered again"):
-        signing_key_register(evaluator=evaluator, public_key_b64=b64, user=owner)
+        signing_key_register(evaluator=evaluator, public_key_b64=b64, user=None)
+
+
+@pytest.mark.django_db
+def test_registering_or_revoking_a_key_needs_its_permission_whoever_calls_the_service(evaluator, make_user):
+    """The admin and the API check first; the service checks again (leaderboard.permissions)."""
+    from django.core.exceptions import PermissionDenied
+
+    from tests.staff import staff_with
+
+    viewer = staff_with("viewer")
+    with pytest.raises(PermissionDenied):
+        signing_key_register(evaluator=evaluator, public_key_b64=new_public_key()[1], user=viewer)
+    with pytest.raises(PermissionDenied):
+        signing_key_register(evaluator=evaluator, public_key_b64=new_public_key()[1], user=make_user("someone"))
+    assert SigningKey.objects.count() == 0
+    key = signing_key_register(
+        evaluator=evaluator, public_key_b64=new_public_key()[1], user=staff_with("adder", "leaderboard.add_signingkey")
+    )
+    with pytest.raises(PermissionDenied):
+        signing_key_revoke(signing_key=key, user=staff_with("adder-only", "leaderboard.add_signingkey"))
+    key.refresh_from_db()
+    assert key.revoked_at is None
+    signing_key_revoke(signing_key=key, user=staff_with("revoker", "leaderboard.change_signingkey"))
+    key.refresh_from_db()
+    assert key.revoked_at is not None

@@ -65,7 +65,7 @@ def upload(django_capture_on_commit_callbacks):
 def evaluator_key(demo_release, owner):
     key = Ed25519PrivateKey.generate()
     signing_key_register(
-        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=None
     )
     return key
 
@@ -74,7 +74,7 @@ def evaluator_key(demo_release, owner):
 def judge_key(demo_release, owner):
     key = Ed25519PrivateKey.generate()
     tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
-    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=owner)
+    signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=None)
     return key
 
 
@@ -256,7 +256,7 @@ def test_an_evaluator_key_signing_a_task_outside_its_scope_is_refused(
 ):
     other = Evaluator.objects.create(simulator="another-sim")
     key = Ed25519PrivateKey.generate()
-    signing_key_register(evaluator=other, public_key_b64=public_key_b64(key), user=owner)
+    signing_key_register(evaluator=other, public_key_b64=public_key_b64(key), user=None)
     submission = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=key))
     assert (submission.verdict, submission.error_code) == ("rejected", "key_out_of_scope")
     assert "not for task" in submission.error_message
@@ -272,7 +272,7 @@ def test_an_evaluator_key_narrowed_to_some_tasks_cannot_sign_the_others(
         evaluator=Evaluator.objects.get(simulator="demo-sim"),
         tasks={first: ""},
         public_key_b64=public_key_b64(key),
-        user=owner,
+        user=None,
     )
     submission = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=key))
     assert (submission.verdict, submission.error_code) == ("rejected", "key_out_of_scope")
@@ -301,7 +301,7 @@ def test_an_evaluator_key_narrowed_to_one_benchmarks_tasks_cannot_sign_another_b
         evaluator=Evaluator.objects.get(simulator="demo-sim"),
         tasks=dict.fromkeys(Task.objects.filter(benchmark=demo_release.benchmark), ""),
         public_key_b64=public_key_b64(key),
-        user=owner,
+        user=None,
     )
     token = issue_challenge(owner, benchmark="real-bench", release="1.0")
     sealed = seal(challenge=token, sign_with=key, benchmark="real-bench", release_version="1.0")
@@ -332,7 +332,7 @@ def test_a_judge_key_signing_a_task_it_is_not_calibrated_for_is_refused(
 ):
     one = ReleaseTask.objects.filter(release=demo_release, genre="reproduction").order_by("task__slug").first().task
     key = Ed25519PrivateKey.generate()
-    signing_key_register(judge_name="narrow", tasks={one: "rubric/1"}, public_key_b64=public_key_b64(key), user=owner)
+    signing_key_register(judge_name="narrow", tasks={one: "rubric/1"}, public_key_b64=public_key_b64(key), user=None)
     submission = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=key))
     assert (submission.verdict, submission.error_code) == ("rejected", "judge_key_out_of_scope")
     assert nothing_recorded()
@@ -406,7 +406,7 @@ def test_a_withheld_anchor_task_signed_by_its_evaluator_is_scored(
     release_from_spec(spec, benchmark=DEMO_BENCHMARK, version=DEMO_RELEASE, withheld=frozenset({withheld}))
     key = Ed25519PrivateKey.generate()
     signing_key_register(
-        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=owner
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(key), user=None
     )
     submission = upload(api(owner), seal(tasks=[withheld], sign_with=key, challenge=issue_challenge(owner)))
     assert submission.verdict == "validated"

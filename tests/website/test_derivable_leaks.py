@@ -39,6 +39,7 @@ from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 from submissions.bundle.signatures import public_key_b64
 from submissions.models import Submission
 from submissions.services.signing_keys import signing_key_register
+from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
 
@@ -112,7 +113,7 @@ def _truth(directory: Path, spec: gap.ReleaseSpec, signed: bool) -> Truth:
 def leak_world(tmp_path: Path, site_identity: Any, media_root: Any, settings: Any, django_capture_on_commit_callbacks):
     settings.PODIUM_BOOTSTRAP_RESAMPLES = 50
     users = get_user_model().objects
-    staff = users.create_user("staff", password="x-staff-password-1", is_staff=True)
+    staff = staff_grant(users.create_user("staff", password="x-staff-password-1", is_staff=True))
     submitter = users.create_user("submitter", password="x-submitter-password-1")
     other = users.create_user("other", password="x-other-password-1")
     release = _rows(staff)
