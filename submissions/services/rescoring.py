@@ -42,6 +42,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard.disclosure import anchor_is_public, published_score
 from leaderboard.models import Benchmark, Release, ReleaseTask, Run, TaskResult, VerificationEvent
 from leaderboard.permissions import ADD_RESCORE, CHANGE_RESCORE, staff_may
 from leaderboard.selectors.releases import release_spec, version_key
@@ -291,6 +292,28 @@ def _compute_item(
     item.save(update_fields=["before", "after", "breakdown", "diff", "state", "error"])
 
 
+def _public_changes(diff: list[dict[str, Any]], public_tasks: set[str]) -> str:
+    """The "changed:" list of the run's public log entry: only what a visitor can see change.
+    A task whose anchor is withheld is left out (whether a withheld anchor changed is what
+    docs/security-model.md's guarantee 7 keeps), and an aggregate is named only when its
+    published two-decimal value moved (guarantee 8: that is all a visitor sees of it). Staff
+    read the whole diff on the rescore's items."""
+    paths = []
+    for row in diff:
+        path = str(row["path"])
+        if path.startswith("tasks."):
+            if path.removeprefix("tasks.") in public_tasks:
+                paths.append(path)
+        elif path in AGGREGATES:
+            if published_score(row["before"]) != published_score(row["after"]):
+                paths.append(path)
+        else:
+            paths.append(path)  # coverage: public as it is
+    if not paths:
+        return "no published value"
+    return ", ".join(paths[:10]) + (" ..." if len(paths) > 10 else "")
+
+
 def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list[dict[str, Any]]) -> None:
     aggregates = breakdown["aggregates"]
     run.overall = aggregates["overall"]
@@ -315,7 +338,13 @@ def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list
             "confidence",
         ]
     )
-    release_tasks = dict(ReleaseTask.objects.filter(release=run.release).values_list("task__slug", "pk"))
+    rows = ReleaseTask.objects.filter(release=run.release).values_list("task__slug", "pk", "anchor_published")
+    release_tasks = {slug: pk for slug, pk, _ in rows}
+    public_tasks = {
+        slug
+        for slug, _, published in rows
+        if anchor_is_public(release_published=run.release.published, anchor_published=published)
+    }
     existing = {result.release_task_id: result for result in TaskResult.objects.filter(run=run)}
     keep = []
     for slug, entry in breakdown["tasks"].items():
@@ -327,7 +356,7 @@ def _write_run(run: Run, breakdown: dict[str, Any], rescore: Rescore, diff: list
             TaskResult.objects.filter(pk=result.pk).update(**values)
         keep.append(result.pk)
     TaskResult.objects.filter(run=run).exclude(pk__in=keep).delete()
-    changed = ", ".join(row["path"] for row in diff[:10]) + (" ..." if len(diff) > 10 else "")
+    changed = _public_changes(diff, public_tasks)
     VerificationEvent.objects.create(
         run=run,
         level=run.level,

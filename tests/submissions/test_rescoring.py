@@ -94,6 +94,22 @@ class TestRescoring:
         assert standing.score == pytest.approx(item.after["overall"])
         assert RescoreItem.objects.get(pk=item.pk).state == "applied"
 
+    @pytest.mark.parametrize("anchor_published", [True, False])
+    def test_the_public_log_names_a_changed_task_only_where_its_anchor_is_public(
+        self, run, staff, demo_release, django_capture_on_commit_callbacks, anchor_published
+    ):
+        """Whether a withheld anchor changed is not for visitors (guarantee 7): the run page's
+        log entry leaves its task out; staff read the whole diff on the rescore's items."""
+        corrected = correct_an_anchor(demo_release)
+        ReleaseTask.objects.filter(pk=corrected.pk).update(anchor_published=anchor_published)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert f"tasks.{corrected.task.slug}" in [row["path"] for row in item.diff]
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+        note = VerificationEvent.objects.filter(run=run).last().note
+        assert note.startswith("anchor corrected — changed: ")
+        assert (f"tasks.{corrected.task.slug}" in note) is anchor_published
+
     def test_applying_twice_changes_nothing_more(self, run, staff, demo_release, django_capture_on_commit_callbacks):
         correct_an_anchor(demo_release)
         rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
