@@ -10,7 +10,8 @@ give the anchor, no shown number may equal the task's score or final (gap x the 
 factors), and no shown aggregate may equal a macro mean that includes such a task (the other
 tasks' finals are public, so ``mean x n - others`` would give its final, hence its gap).
 Staff see everything: the same search over staff's bodies must find the values (the check can
-fail). The measured values of the signed run are searched for as well: only its submitter and
+fail). The signed run also carries an official re-run of its own results, so the re-run table's
+values are searched too. The measured values of the signed run are searched for as well: only its submitter and
 staff may see them (with the public gap they would give the anchor to everyone).
 
 Whether the unsigned bundles are accepted or refused (the verification pipeline refuses unsigned
@@ -19,6 +20,7 @@ results for withheld anchors) does not matter here: whatever exists is searched.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ from scoring import gap
 from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 from submissions.bundle.signatures import public_key_b64
 from submissions.models import Submission
+from submissions.services.reruns import run_rerun_record_bundle
 from submissions.services.signing_keys import signing_key_register
 from tests.staff import staff_grant
 
@@ -156,6 +159,12 @@ def leak_world(tmp_path: Path, site_identity: Any, media_root: Any, settings: An
                 format="multipart",
             )
         assert response.status_code == 201, response.content
+    # Staff record an official re-run of the signed run with its own results (the evaluator's
+    # values repeat): the re-run table then holds the run's withheld finals once more, and every
+    # search below covers it (its finals once reached every visitor there).
+    signed_run = Run.objects.get(agent_version__agent__slug="signed-agent")
+    resealed = seal_dir(tmp_path / "signed", str(site_identity.to_public())).read_bytes()
+    run_rerun_record_bundle(run=signed_run, actor=staff, bundle_file=io.BytesIO(resealed))
     return {"staff": staff, "submitter": submitter, "other": other, "release": release, "truths": truths}
 
 
@@ -393,7 +402,7 @@ def _signed_aggregates(world: dict[str, Any], *, of: Any = None) -> list[tuple[s
     """(where, value) of every aggregate and interval bound of an evaluator-signed run (of one
     uploader's runs when ``of`` is given): each includes a withheld-anchor task here."""
     out = []
-    for run in Run.objects.filter(level__in=["validated", "attested"]).select_related("submission"):
+    for run in Run.objects.filter(level__in=["verified", "validated", "attested"]).select_related("submission"):
         if of is not None and run.submission.submitter_id != of.pk:
             continue
         for name in ("overall", "reproduction", "open"):
