@@ -5,7 +5,7 @@ and the precomputed standings visitors read."""
 from leaderboard.models.accounts import LoginFailureCounter
 from leaderboard.models.agents import Agent, AgentVersion
 from leaderboard.models.declarations import AgentVersionMeta, Baseline, ReleasePrice, RunCost
-from leaderboard.models.races import Race, RaceEntry, ScorecardLevel, Validator
+from leaderboard.models.races import QualifyingEntry, Race, RaceEntry, ScorecardLevel, Validator
 from leaderboard.models.registry import Benchmark, Evaluator, Release, ReleaseTask, Task
 from leaderboard.models.runs import (
     OfficialRerun,
@@ -29,6 +29,7 @@ __all__ = [
     "Evaluator",
     "LoginFailureCounter",
     "OfficialRerun",
+    "QualifyingEntry",
     "Race",
     "RaceEntry",
     "RaceRun",

@@ -153,3 +153,27 @@ class RaceEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_version} in {self.race}"
+
+
+class QualifyingEntry(models.Model):
+    """An agent version its owning account registered for the qualifying runs of one race
+    benchmark (the public frozen task set, no race). A validator's qualifying run of a version
+    counts only when the version is registered here, so a run never publishes an agent name or
+    version on the qualifying board without its owner's consent (an agent known only from a
+    private run elsewhere stays private)."""
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="qualifying_entries")
+    agent_version = models.ForeignKey(
+        "leaderboard.AgentVersion", on_delete=models.CASCADE, related_name="qualifying_entries"
+    )
+    entered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="qualifying_entries"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["benchmark", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["benchmark", "agent_version"], name="qualifying_entry_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_version} for qualifying on {self.benchmark}"

@@ -25,7 +25,17 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 
-from leaderboard.models import AgentVersion, Benchmark, Race, RaceEntry, RaceRun, RaceTaskOutcome, Release, SigningKey
+from leaderboard.models import (
+    AgentVersion,
+    Benchmark,
+    QualifyingEntry,
+    Race,
+    RaceEntry,
+    RaceRun,
+    RaceTaskOutcome,
+    Release,
+    SigningKey,
+)
 from leaderboard.permissions import CHANGE_RACE, staff_may
 from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.services.race_standings import race_standings_update
@@ -150,17 +160,17 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
     agent_version = agent_version_find(name=run.agent.name, version=run.agent.version)
     race = _race_for(run.race, release, agent_version, submission.submitter)
     submission.race = race
-    # Race entries are owned: a version runs only when its owning account entered it.
-    if agent_version is None or agent_version.agent.owner_id is None:
+    # Race entries are owned: a version runs only when its owning account entered it, in the
+    # race or (a qualifying run) for the benchmark's qualifying runs. One message whether the
+    # version exists or not: a refusal must not tell a validator that a private agent exists.
+    if not _entered(agent_version, race=race, benchmark=release.benchmark):
+        where = str(race) if race is not None else f"the qualifying runs of {release.benchmark.slug}"
         raise BundleError(
             "not_entered",
             f"race_run.json: agent {agent_slug(run.agent.name)!r} version {run.agent.version[:100]!r} is not "
-            "registered by an owning account on this server; its owner enters it first",
+            f"entered in {where} by the account that owns it; its owner enters it first",
         )
-    if race is not None and not RaceEntry.objects.filter(race=race, agent_version=agent_version).exists():
-        raise BundleError(
-            "not_entered", f"race_run.json: {agent_version} is not entered in {race}; its owner enters it"
-        )
+    assert agent_version is not None  # _entered is False for a version that does not exist
     spec = RaceSpec(
         benchmark=release.benchmark.slug,
         race=race.number if race is not None else None,
@@ -169,6 +179,16 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
         filed_for=validators_acted_for(submission.submitter),
     )
     return RaceContext(release=release, race=race, agent_version=agent_version, spec=spec)
+
+
+def _entered(agent_version: AgentVersion | None, *, race: Race | None, benchmark: Benchmark) -> bool:
+    """Whether the owner of ``agent_version`` entered it in ``race`` (a RaceEntry) or, with no
+    race, registered it for ``benchmark``'s qualifying runs (a QualifyingEntry)."""
+    if agent_version is None or agent_version.agent.owner_id is None:
+        return False
+    if race is None:
+        return QualifyingEntry.objects.filter(benchmark=benchmark, agent_version=agent_version).exists()
+    return RaceEntry.objects.filter(race=race, agent_version=agent_version).exists()
 
 
 def race_run_evaluate(bundle: Bundle, context: RaceContext) -> RaceOutcome:
@@ -264,7 +284,8 @@ def _charge_validator(*, submission: Submission, key: SigningKey, benchmark: Ben
 def race_entry_create(
     *, user: User, benchmark_slug: str, race_number: int | None, agent_name: str, agent_version: str
 ) -> tuple[AgentVersion, RaceEntry | None]:
-    """Enter ``user``'s agent version in a race (None: register it for qualifying runs only).
+    """Enter ``user``'s agent version in a race (None: register it for the benchmark's qualifying
+    runs, a QualifyingEntry).
 
     The agent becomes ``user``'s on first use; another account's agent is ``agent_not_yours``.
     Entering twice returns the existing entry. A race that has ended takes no new entries.
@@ -281,6 +302,7 @@ def race_entry_create(
             raise BundleError("race_closed", f"race: {race} is {race.status}; it takes no new entries")
     version = agent_version_claim(name=agent_name, version=agent_version, account=user)
     if race is None:
+        QualifyingEntry.objects.get_or_create(benchmark=benchmark, agent_version=version, defaults={"entered_by": user})
         return version, None
     entry, _ = RaceEntry.objects.get_or_create(race=race, agent_version=version, defaults={"entered_by": user})
     return version, entry

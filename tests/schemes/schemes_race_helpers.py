@@ -34,12 +34,20 @@ def entrant():
 
 
 def enter(agent: str, version: str, race: int | None, benchmark: str = "shop-race"):
-    """Enter ``agent`` ``version`` in race ``race`` of ``benchmark`` as its owner (any race state)."""
-    from leaderboard.models import Race, RaceEntry
+    """Enter ``agent`` ``version`` in race ``race`` of ``benchmark`` as its owner (any race state),
+    or with ``race`` None register it for the benchmark's qualifying runs."""
+    from leaderboard.models import Benchmark, QualifyingEntry, Race, RaceEntry
     from submissions.services.agents import agent_version_claim
 
     agent_version = agent_version_claim(name=agent, version=version, account=entrant())
-    race_row = Race.objects.filter(benchmark__slug=benchmark, number=race).first() if race is not None else None
+    if race is None:
+        QualifyingEntry.objects.get_or_create(
+            benchmark=Benchmark.objects.get(slug=benchmark),
+            agent_version=agent_version,
+            defaults={"entered_by": entrant()},
+        )
+        return agent_version
+    race_row = Race.objects.filter(benchmark__slug=benchmark, number=race).first()
     if race_row is not None:
         RaceEntry.objects.get_or_create(race=race_row, agent_version=agent_version, defaults={"entered_by": entrant()})
     return agent_version

@@ -11,11 +11,12 @@ import pytest
 from django.urls import reverse
 from schemes_race_helpers import RACE_TASKS, challenge_for, enter, entrant, env_error, members, scoring_outcomes
 
-from leaderboard.models import Agent, AgentVersion, Benchmark, RaceEntry, RaceRun, Validator
+from leaderboard.models import Agent, AgentVersion, Benchmark, QualifyingEntry, RaceEntry, RaceRun, Validator
 from leaderboard.permissions import CHANGE_RACE
 from leaderboard.services.races import race_close, race_schedule
 from submissions.demo_loaders import scheme_bundles
 from submissions.models import SubmissionChallenge
+from submissions.services.agents import agent_slug
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
 from tests.api_clients import api_for
@@ -69,6 +70,70 @@ def test_a_race_run_of_a_version_nobody_entered_is_refused_not_entered(running, 
     submission = submit(submitter, bundle)
     assert (submission.verdict, submission.error_code) == ("rejected", "not_entered")
     assert not RaceRun.objects.exists()
+
+
+QUALIFYING = [f"q{index:02d}" for index in range(10)]
+
+
+def test_a_qualifying_run_of_a_version_its_owner_did_not_register_is_not_entered_and_names_nothing(
+    race_benchmark, race_release, submitter, submit, make_validator
+):
+    """An agent known only from elsewhere (here owned through a private claim, as a private
+    paper-gap run leaves it) is not published on the qualifying board by a validator's run: its
+    owner registers it for qualifying first. The refusal reads the same as for an agent that does
+    not exist, so it tells the validator nothing of a private agent."""
+    from submissions.services.agents import agent_version_claim
+
+    validator, key = make_validator("validator-a")
+    agent_version_claim(name="Secret Shopper", version="1", account=entrant())
+    refusals = []
+    for agent in ("Secret Shopper", "Nobody At All"):
+        bundle = members(
+            validator=validator,
+            key=key,
+            agent=agent,
+            version="1",
+            outcomes=scoring_outcomes(0.5, QUALIFYING),
+            race=None,
+            tasks=QUALIFYING,
+            entered=False,
+            challenge=None,
+        )
+        submission = submit(submitter, bundle, name=f"{agent}.age")
+        assert (submission.verdict, submission.error_code) == ("rejected", "not_entered")
+        refusals.append(submission.error_message.replace(agent_slug(agent), "<agent>"))
+    assert refusals[0] == refusals[1]
+    assert "is not entered in the qualifying runs of shop-race by the account that owns it" in refusals[0]
+    assert not RaceRun.objects.exists()
+    assert not QualifyingEntry.objects.exists()
+
+
+def test_the_owner_registers_a_version_for_qualifying_and_then_a_validators_run_lands(
+    race_benchmark, race_release, submitter, submit, make_validator
+):
+    validator, key = make_validator("validator-a")
+    owner = api_for(entrant())
+    body = {"benchmark": "shop-race", "race": None, "agent_name": "Shopper", "agent_version": "1"}
+    response = owner.post("/api/v1/race-entries/", body, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["race"] is None
+    assert list(QualifyingEntry.objects.values_list("benchmark__slug", "agent_version__agent__slug")) == [
+        ("shop-race", "shopper")
+    ]
+    bundle = members(
+        validator=validator,
+        key=key,
+        agent="Shopper",
+        version="1",
+        outcomes=scoring_outcomes(0.5, QUALIFYING),
+        race=None,
+        tasks=QUALIFYING,
+        entered=False,
+        challenge=None,
+    )
+    submission = submit(submitter, bundle)
+    assert submission.verdict in ("validated", "attested"), submission.error_message
+    assert RaceRun.objects.filter(race=None, agent_version__agent__slug="shopper").count() == 1
 
 
 def test_a_validator_key_of_another_benchmark_cannot_sign_this_benchmarks_runs(
