@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from leaderboard.api_query import whole_number
 from leaderboard.disclosure import submission_view
-from leaderboard.models import Benchmark, RaceEntry
+from leaderboard.models import Benchmark, QualifyingEntry, RaceEntry
 from leaderboard.uploads import declared_too_large
 from leaderboard.users import signed_in_user
 from submissions.api.trust_views import owed_run_rows
@@ -255,7 +255,8 @@ def race_entries(request: HttpRequest) -> HttpResponse:
         }
         context["form"] = fields
         try:
-            race_number = _race_number(fields["race"])
+            # An empty race registers the version for the benchmark's qualifying runs (as race null does on the API).
+            race_number = _race_number(fields["race"]) if fields["race"] else None
             if not fields["agent_name"] or not fields["agent_version"]:
                 raise BundleError("agent_invalid", "agent name and version: both are required")
             race_entry_create(
@@ -273,6 +274,11 @@ def race_entries(request: HttpRequest) -> HttpResponse:
     context["entries"] = list(
         RaceEntry.objects.filter(entered_by=signed_in_user(request))
         .select_related("race__benchmark", "agent_version__agent")
+        .order_by("-created_at")[:50]
+    )
+    context["qualifying"] = list(
+        QualifyingEntry.objects.filter(entered_by=signed_in_user(request))
+        .select_related("benchmark", "agent_version__agent")
         .order_by("-created_at")[:50]
     )
     return render(request, "submissions/race_entries.html", context, status=status)

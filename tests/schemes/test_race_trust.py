@@ -289,6 +289,18 @@ def test_the_race_entry_page_enters_the_owners_version_and_refuses_another_accou
     assert client.get(reverse("race_entries")).status_code == 302
 
 
+def test_the_race_entry_page_with_no_race_registers_the_version_for_qualifying(race_benchmark, client, make_user):
+    body = {"benchmark": "shop-race", "race": "", "agent_name": "Page Qualifier", "agent_version": "1"}
+    client.force_login(make_user("owner-page"))
+    entered = client.post(reverse("race_entries"), body)
+    assert entered.status_code == 201
+    assert "Page Qualifier 1 in the qualifying runs of" in entered.content.decode()
+    assert list(QualifyingEntry.objects.values_list("agent_version__agent__slug", "entered_by__username")) == [
+        ("page-qualifier", "owner-page")
+    ]
+    assert not RaceEntry.objects.exists()
+
+
 @pytest.mark.parametrize("race", [1, None], ids=["race-run", "qualifying-run"])
 def test_a_race_run_uploaded_as_private_is_refused_and_writes_nothing(
     running, submitter, site_identity, make_validator, race
