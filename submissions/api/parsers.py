@@ -44,6 +44,25 @@ def _non_finite_path(value: Any, path: str = "") -> str | None:
     return next((found for here, item in items if (found := _non_finite_path(item, here))), None)
 
 
+def strict_body_refusal(data: Any) -> APIException | None:
+    """Why a parsed JSON body is refused (``invalid_text``, ``non_finite_number``), else None.
+
+    The one rule: :class:`StrictJSONParser` raises it, and the play API's fast lane
+    (submissions.api.scorecards), which reads its short bodies without DRF, hands any body
+    it refuses to the DRF view, so a body is refused on either path alike. May raise
+    RecursionError for a body nested deeper than Python recurses (the parser answers it)."""
+    found = unstorable_text_path(data)
+    if found is not None:
+        where, reason = found
+        return InvalidText(f"{where}: holds {reason}")
+    overflowing = _non_finite_path(data)
+    if overflowing is not None:
+        return NonFiniteNumber(
+            f"{overflowing}: is not a finite number (it overflows a double); JSON numbers must be finite"
+        )
+    return None
+
+
 class StrictJSONParser(JSONParser):
     def parse(
         self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
@@ -51,18 +70,12 @@ class StrictJSONParser(JSONParser):
         try:
             data = super().parse(stream, media_type, parser_context)
             # The walks recurse as deep as the body nests: within the same guard as the parse.
-            found = unstorable_text_path(data)
-            overflowing = _non_finite_path(data)
+            refusal = strict_body_refusal(data)
         except RecursionError:
             raise ParseError(
                 "JSON parse error - the body is nested too deeply to read; no field of this API nests more than a "
                 "few levels"
             ) from None
-        if found is not None:
-            where, reason = found
-            raise InvalidText(f"{where}: holds {reason}")
-        if overflowing is not None:
-            raise NonFiniteNumber(
-                f"{overflowing}: is not a finite number (it overflows a double); JSON numbers must be finite"
-            )
+        if refusal is not None:
+            raise refusal
         return data

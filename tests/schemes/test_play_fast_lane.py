@@ -128,6 +128,32 @@ def test_a_request_the_fast_lane_does_not_serve_gets_the_drf_views_answer(api, l
         assert steps_of(card_id) == 0
 
 
+# A body the usual one plus a field DRF's parser refuses, and the code it refuses it with.
+REFUSED_BODIES = [
+    (b'{"action": "up", "note": 1e400}', (400, "non_finite_number")),
+    (b'{"action": "up", "note": "\\u0000"}', (400, "invalid_text")),
+    (b'{"action": "up", "note": "\\ud800"}', (400, "invalid_text")),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), REFUSED_BODIES, ids=["overflow", "nul", "lone_surrogate"])
+def test_a_body_the_api_parser_refuses_is_refused_and_not_played_on_either_path(api, lane, raw, expected, monkeypatch):
+    """The fast lane read these short bodies itself and played them (200, counted); DRF's view
+    refuses them (400, not counted). One error contract: the lane hands them to the view."""
+    import submissions.api.scorecards as play_api
+
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "room")
+    path = f"/api/v1/scorecards/{card_id}/levels/room/actions"
+    assert error(api.generic("POST", path, raw, content_type="application/json")) == expected
+    assert lane == []  # never offered to the unlocked write
+    monkeypatch.setattr(play_api, "_fast_action", lambda *args: None)
+    assert error(api.generic("POST", path, raw, content_type="application/json")) == expected
+    episode = CardEpisode.objects.get(card_id=card_id)
+    assert (episode.steps, episode.done) == (0, False)
+    assert list(CardMove.objects.filter(episode=episode).values_list("action", flat=True)) == ["reset"]
+
+
 def test_a_revoked_key_is_refused_by_the_drf_view_and_nothing_is_played(api, lane, player):
     card_id = started_card(api)
     api_key_revoke(user=player, key_id=ApiKey.objects.get(user=player).pk)
