@@ -347,7 +347,10 @@ def card_episode_reset(*, card_id: int, user: User, level_id: str) -> EpisodeVie
     card = _open_card_for_play(card_id, user, now)
     level_row = _level_of(card, level_id)
     level = _parsed(level_row.xsb)
-    episode = CardEpisode.objects.filter(card=card, level=level_row).select_related("level").first()
+    # Locked after the card, as everywhere here: an action through the unlocked fast lane
+    # takes no card lock, so without this the restart could write over a state that action
+    # just changed (its log number then collided with the action's: a 500).
+    episode = _episode_locked(CardEpisode.objects.filter(card=card, level=level_row))
     if episode is not None and episode.done:
         raise CardError(409, "episode_done", f"level {level_id!r} is finished on this card; it cannot be played again.")
     _end_unfinished(card, keep=level_row.pk, now=now)
@@ -662,9 +665,18 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
     return found
 
 
+def _episode_locked(episodes: Any) -> CardEpisode | None:
+    """The one episode of ``episodes`` (a queryset of a card already locked) with its level,
+    its row locked too (card first, then episode: the lock order of every service here), so it
+    is read as the last request on it left it, the fast lane's unlocked writes included; those
+    compare-and-set on the episode and so wait for this lock and then write nothing."""
+    found: CardEpisode | None = episodes.select_related("level").select_for_update(of=("self",)).first()
+    return found
+
+
 def _episode_of(card: Card, level_id: str) -> CardEpisode:
     """The started episode on ``level_id`` of a locked card, or the reason there is none."""
-    episode = CardEpisode.objects.filter(card=card, level__level_id=level_id).select_related("level").first()
+    episode = _episode_locked(CardEpisode.objects.filter(card=card, level__level_id=level_id))
     if episode is None:
         _level_of(card, level_id)  # an unknown level answers level_unknown
         raise CardError(409, "episode_not_started", f"level {level_id!r}: reset it first to start its episode.")

@@ -91,6 +91,73 @@ def test_a_stale_read_writes_nothing_and_hands_over(api, player, key):
     assert list(episode.moves.order_by("seq").values_list("action", flat=True)) == ["reset", "up"]
 
 
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_restart_racing_a_fast_lane_action_waits_for_it_and_the_action_hands_over(make_user, tmp_path, monkeypatch):
+    """A restart read its episode without a lock while an action through the unlocked fast lane
+    wrote it: the restart then logged its reset under the action's number (IntegrityError,
+    a 500). The restart now locks the episode after the card, so the lane's compare-and-set
+    waits for it and writes nothing (its request takes the locked path)."""
+    import threading
+    import time
+
+    from leaderboard.services.release_sync import release_sync
+    from submissions.services import cards as card_services
+    from tests.schemes.conftest import write_play_manifest
+
+    write_play_manifest(tmp_path / "play")
+    release_sync(manifest=tmp_path / "play")
+    user = make_user("racer")
+    prefix = api_key_create(user=user, name="k").plaintext.split("_")[1]
+    card = card_services.card_open(
+        user=user, api_key=None, benchmark_slug="sokoban-play", agent_name="Racer", agent_version="1"
+    )
+    card_services.card_episode_reset(card_id=card.pk, user=user, level_id="room")
+    outcome: list[object] = []
+
+    def fast_action() -> None:
+        try:
+            read = card_services.card_play_read(key_prefix=prefix, card_id=card.pk, level_id="room")
+            outcome.append(card_services.card_episode_act_unlocked(read=read, action="up"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            outcome.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=fast_action)
+    real_end_unfinished = card_services._end_unfinished
+
+    def end_unfinished(card, **kwargs):
+        # The restart has read its episode: the fast lane's action lands now, or waits for
+        # the restart's lock (seen in pg_stat_activity).
+        thread.start()
+        deadline = time.monotonic() + 10
+        while thread.is_alive() and time.monotonic() < deadline:
+            with connection.cursor() as cursor:
+                # pg_stat_activity is read once per transaction unless its snapshot is cleared.
+                cursor.execute("SELECT pg_stat_clear_snapshot()")
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"
+                )
+                if cursor.fetchone()[0]:
+                    break
+            time.sleep(0.01)
+        return real_end_unfinished(card, **kwargs)
+
+    monkeypatch.setattr(card_services, "_end_unfinished", end_unfinished)
+    view = card_services.card_episode_reset(card_id=card.pk, user=user, level_id="room")
+    thread.join()
+    assert outcome == [None]  # the lane wrote nothing and would hand the request over
+    assert (view.steps, view.restarts) == (0, 1)
+    episode = CardEpisode.objects.get(card_id=card.pk)
+    assert (episode.steps, episode.restarts, episode.done) == (0, 1, False)
+    assert list(episode.moves.order_by("seq").values_list("seq", "step", "action")) == [
+        (1, 0, "reset"),
+        (2, 0, "reset"),
+    ]
+
+
 def test_a_read_names_only_the_keys_owners_started_episode(api, key, make_user, play_release):
     card_id = started_card(api)
     prefix = key.split("_")[1]
