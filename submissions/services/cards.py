@@ -33,10 +33,10 @@ unsolved (``abandoned``): one level at a time.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, wraps
+from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -74,6 +74,9 @@ __all__ = [
 # last_activity_at is written at most this often; an idle card may so expire up to this
 # much earlier than PODIUM_CARD_IDLE_SECONDS after its very last request.
 ACTIVITY_RESOLUTION_SECONDS = 5
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 # Restarts per episode: each is recorded, and a restart costs no step, so without a cap one
 # episode could grow its move log without bound.
 MAX_RESTARTS = 50
@@ -210,21 +213,63 @@ def card_for_player(*, card_id: int, user: User) -> Card:
         card = _locked_card(card_id)
         if card.owner_id != user.pk and not user.is_staff:
             raise CardError(404, "card_not_found", f"No scorecard {card_id}.")
-        if _is_expired(card, timezone.now()):
-            _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+        _close_if_idle(card, timezone.now())
     return card
 
 
-def _check_playable(card: Card, user: Any, now: dt.datetime, *, closing: bool = False) -> None:
-    """Refuse play on a locked card ``user`` may not play now (closing it first when it
-    has idled out): the one rule for reset, actions and close (``closing``: a close, which
-    a revealed release still allows)."""
-    _check_player(card, user)
+def _closed_refusal(card_id: int, closed_by: str) -> CardError:
+    how = "after its idle time" if closed_by == Card.ClosedBy.EXPIRY else "by its player"
+    return CardError(409, "card_closed", f"Scorecard {card_id} was closed {how}; open a new card to play again.")
+
+
+class _CardIdle(CardError):
+    """A play request found its open card idle past its time: :func:`_card_request` closes the
+    card in a transaction of its own, then answers ``card_closed``."""
+
+    def __init__(self, card_id: int) -> None:
+        refusal = _closed_refusal(card_id, Card.ClosedBy.EXPIRY)
+        super().__init__(refusal.status, refusal.code, refusal.message)
+        self.card_id = card_id
+
+
+def _close_if_idle(card: Card, now: dt.datetime) -> None:
+    """Close a locked card that has idled out, exactly as the sweep would (the one lazy expiry)."""
     if _is_expired(card, now):
         _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+
+
+def _card_request(service: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a play service (reset, actions, close) in one transaction; when it finds its card
+    idled out, close the card in a transaction of its own before answering ``card_closed``.
+
+    Closing inside the refused request's transaction would be rolled back with the refusal:
+    the card would stay open, off the board, until the sweep, and a player's ``/close`` on it
+    would answer ``card_closed`` for a card still open. (Called inside a caller's own
+    transaction, both are savepoints of it.)"""
+
+    @wraps(service)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            with transaction.atomic():
+                return service(*args, **kwargs)
+        except _CardIdle as idle:
+            with transaction.atomic():
+                # Re-checked under the lock: the sweep or another request may have closed it.
+                _close_if_idle(_locked_card(idle.card_id), timezone.now())
+            raise
+
+    return run
+
+
+def _check_playable(card: Card, user: Any, now: dt.datetime, *, closing: bool = False) -> None:
+    """Refuse play on a locked card ``user`` may not play now: the one rule for reset, actions
+    and close (``closing``: a close, which a revealed release still allows). A card idled out
+    is refused with :class:`_CardIdle` (its service's :func:`_card_request` closes it)."""
+    _check_player(card, user)
+    if _is_expired(card, now):
+        raise _CardIdle(card.pk)
     if card.status != Card.Status.OPEN:
-        how = "after its idle time" if card.closed_by == Card.ClosedBy.EXPIRY else "by its player"
-        raise CardError(409, "card_closed", f"Scorecard {card.pk} was closed {how}; open a new card to play again.")
+        raise _closed_refusal(card.pk, card.closed_by)
     if not closing:
         _check_levels_hidden(card.release)
 
@@ -340,7 +385,7 @@ def _end_unfinished(card: Card, *, keep: int | None, now: dt.datetime) -> None:
     others.update(done=True, abandoned=True, ended_at=now)
 
 
-@transaction.atomic
+@_card_request
 def card_episode_reset(*, card_id: int, user: User, level_id: str) -> EpisodeView:
     """Start ``level_id`` (or restart it while unfinished) and return its layout."""
     now = timezone.now()
@@ -735,7 +780,7 @@ def _record_play(card: Card, episode: CardEpisode, log: list[CardMove], now: dt.
         cursor.execute(sql, params)
 
 
-@transaction.atomic
+@_card_request
 def card_episode_play(*, card_id: int, user: User, level_id: str, actions: Sequence[Any]) -> EpisodeView:
     """Apply ``actions`` in order under one lock, stopping when the episode ends (the rest
     are not applied and not counted). The API sends one action per request; the demo
@@ -824,7 +869,7 @@ def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
     return run
 
 
-@transaction.atomic
+@_card_request
 def card_close(*, card_id: int, user: User) -> Card:
     """The player closes the card (closing a closed card again is refused: card_closed)."""
     now = timezone.now()

@@ -364,6 +364,37 @@ def test_an_idle_card_is_closed_when_next_touched(api):
     assert CardEpisode.objects.get(card_id=card_id).steps == 0
 
 
+@pytest.mark.parametrize("request_kind", ["close", "reset", "action"])
+def test_a_play_request_on_an_idle_card_closes_it_for_good(api, play_release, settings, request_kind):
+    """A reset, action or close that finds its card idled out closes it as the sweep would, for
+    good: the close used to run inside the refused request's transaction, which the refusal
+    rolled back, so the card stayed open and off the board until the sweep."""
+    card_id = open_card(api).json()["id"]
+    reset(api, card_id, "corridor")
+    play(api, card_id, "corridor", ["right", "right", "right"])
+    reset(api, card_id, "room")
+    idle_since = timezone.now() - dt.timedelta(hours=2)
+    Card.objects.filter(pk=card_id).update(last_activity_at=idle_since)
+    send = {
+        "close": lambda: api.post(f"/api/v1/scorecards/{card_id}/close"),
+        "reset": lambda: reset(api, card_id, "room"),
+        "action": lambda: act(api, card_id, "room", "up"),
+    }[request_kind]
+    assert error(send()) == (409, "card_closed")
+    card = Card.objects.get(pk=card_id)
+    assert (card.status, card.closed_by) == ("closed", "expiry")
+    assert card.closed_at == idle_since + dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
+    run = ScorecardRun.objects.get(card=card)
+    assert (run.episodes, run.solved, run.total_actions) == (5, 1, 3)
+    assert ScorecardStanding.objects.get(release=play_release).scorecard == run
+    room = CardEpisode.objects.get(card_id=card_id, level__level_id="room")
+    assert (room.steps, room.restarts, room.done, room.abandoned) == (0, 0, True, True)
+    # Closed once: the next request is refused the same way and records nothing more.
+    assert error(send()) == (409, "card_closed")
+    assert ScorecardRun.objects.filter(card__pk=card_id).count() == 1
+    assert CardMove.objects.filter(episode=room).count() == 1
+
+
 def test_a_card_open_when_its_release_is_revealed_plays_no_further(api, play_release):
     """Revealing a release's hidden levels puts every closed card's board and actions on the
     replay pages: a card still open on it (a card can be kept open indefinitely by playing
