@@ -490,10 +490,8 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
 
 def run_hidden_response(request: HttpRequest, run_id: int) -> HttpResponse | None:
     """410 Gone with the public reason when staff hid a run that would otherwise be public
-    (``runs_hidden_publicly_q``); None otherwise.
-
-    Called only after the run page refused the viewer (so owner and staff never get here):
-    the visitor sees that a run was there and why it went, nothing of its scores or agent.
+    (``runs_hidden_publicly_q``); None otherwise. Called only after the run page refused the
+    viewer (owner and staff never get here): a visitor sees that a run was there and why it went.
     """
     run = Run.objects.filter(runs_hidden_publicly_q(), pk=run_id).only("pk", "hidden_at", "hidden_reason").first()
     if run is None:
