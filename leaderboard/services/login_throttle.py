@@ -49,6 +49,19 @@ def login_locked_until(*, scope: str, now: datetime | None = None) -> datetime |
     return locked.first()
 
 
+def _counter_created(*, scope: str, now: datetime) -> LoginFailureCounter:
+    """The pair's counter row, inserted if missing, locked. An upsert (INSERT ... ON CONFLICT DO
+    NOTHING), because two first failures of one pair at once both find no row: a plain INSERT
+    made the second one an IntegrityError on the unique scope, a 500 (tests/api/test_audit_fuzz_d.py).
+    The second insert waits for the first to commit and then counts on its row."""
+    LoginFailureCounter.objects.bulk_create(
+        [LoginFailureCounter(scope=scope, failures=0, window_started_at=now)], ignore_conflicts=True
+    )
+    counter = LoginFailureCounter.objects.select_for_update().filter(scope=scope).first()
+    # None only when a successful sign-in of the pair deleted the row in between: start afresh.
+    return counter or LoginFailureCounter(scope=scope, failures=0, window_started_at=now)
+
+
 @transaction.atomic
 def login_failure_record(*, scope: str, now: datetime | None = None) -> datetime | None:
     """Count one failed sign-in; returns the lock's end when this failure locked the pair."""
@@ -60,7 +73,7 @@ def login_failure_record(*, scope: str, now: datetime | None = None) -> datetime
         LoginFailureCounter.objects.filter(window_started_at__lt=now - 2 * window).exclude(
             locked_until__gt=now
         ).delete()
-        counter = LoginFailureCounter(scope=scope, failures=0, window_started_at=now)
+        counter = _counter_created(scope=scope, now=now)
     elif counter.window_started_at <= now - window and not (counter.locked_until and counter.locked_until > now):
         counter.failures, counter.window_started_at, counter.locked_until = 0, now, None
     counter.failures += 1

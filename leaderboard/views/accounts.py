@@ -12,6 +12,7 @@ from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -100,6 +101,20 @@ class SignUpForm(_UserCreationForm):
         ASCIIUsernameValidator()(username)
         return username
 
+    def create_user(self) -> User | None:
+        """The new account, or None with the username's "already exists" error on the form when
+        another sign-up took the name after ``clean_username`` looked (a double click on the
+        button): the unique index refuses the second INSERT, which was a 500
+        (tests/api/test_audit_fuzz_d.py)."""
+        try:
+            with transaction.atomic():
+                return self.save()
+        except IntegrityError:
+            if not User.objects.filter(username__iexact=self.cleaned_data["username"]).exists():
+                raise
+            self.add_error("username", self.instance.unique_error_message(User, ("username",)))
+            return None
+
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
@@ -107,7 +122,8 @@ def signup(request: HttpRequest) -> HttpResponse:
         return redirect("home")
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("my_submissions")
+        user = form.create_user()
+        if user is not None:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("my_submissions")
     return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)

@@ -1,0 +1,129 @@
+"""Audit D: server errors found by fuzzing the site and racing its forms.
+
+Two requests at once (a double click, two CI jobs, a script retrying in parallel) that both
+create the same unique row: the second one's existence check ran before the first one
+committed, so its INSERT met the unique index and the IntegrityError was a 500. Each test
+makes that interleaving deterministic: another connection runs the first request's service
+call and holds its transaction open a moment, while the request under test reads (finds
+nothing yet) and then writes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.test import Client
+
+from leaderboard.models import LoginFailureCounter
+from leaderboard.services.login_throttle import login_failure_record, login_scope
+from submissions.models import WebhookEndpoint
+from submissions.services import notifications
+from tests.api_clients import api_for
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+        reason="two connections writing at once: PostgreSQL's row locks (SQLite locks the whole file)",
+    ),
+]
+
+PASSWORD = "a-long-test-password-1"
+
+
+@contextmanager
+def committed_meanwhile(write: Callable[[], Any], *, hold_seconds: float = 0.6) -> Iterator[None]:
+    """Run ``write`` in another connection's transaction, committed ``hold_seconds`` after the
+    body starts: the body's read does not see the row yet, its insert of the same key waits
+    for the commit and then meets the row (what two simultaneous requests do)."""
+    written = threading.Event()
+    failure: list[BaseException] = []
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                write()
+                written.set()
+                time.sleep(hold_seconds)
+        except BaseException as exc:  # pragma: no cover - reported by the assertion below
+            failure.append(exc)
+            written.set()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert written.wait(10)
+    try:
+        yield
+    finally:
+        thread.join()
+    assert not failure, failure
+
+
+def test_two_first_failed_sign_ins_of_one_pair_at_once_count_both_and_are_not_a_500() -> None:
+    get_user_model().objects.create_user("alice", password=PASSWORD)
+    scope = login_scope(username="alice", address="127.0.0.1")
+
+    def first_failure() -> None:
+        login_failure_record(scope=scope)
+
+    client = Client(raise_request_exception=False)
+    with committed_meanwhile(first_failure):
+        response = client.post("/accounts/login/", {"username": "alice", "password": "wrong"}, REMOTE_ADDR="127.0.0.1")
+    assert response.status_code == 200, response.status_code
+    assert "correct username and password" in response.content.decode()
+    assert LoginFailureCounter.objects.get(scope=scope).failures == 2
+
+
+def test_two_sign_ups_of_one_username_at_once_refuse_the_second_with_a_form_error() -> None:
+    def first_sign_up() -> None:
+        get_user_model().objects.create_user("bob", password=PASSWORD)
+
+    client = Client(raise_request_exception=False)
+    with committed_meanwhile(first_sign_up):
+        response = client.post("/accounts/signup/", {"username": "bob", "password1": PASSWORD, "password2": PASSWORD})
+    assert response.status_code == 400, response.status_code
+    assert "A user with that username already exists." in response.content.decode()
+    assert get_user_model().objects.filter(username="bob").count() == 1
+    assert "_auth_user_id" not in client.session
+
+
+def test_two_first_webhook_urls_at_once_keep_one_endpoint_and_are_not_a_500() -> None:
+    owner = get_user_model().objects.create_user("carol", password=PASSWORD)
+    api = api_for(owner)
+    api.raise_request_exception = False
+    first_secret: list[str | None] = []
+
+    def first_url() -> None:
+        first_secret.append(notifications.webhook_set(user=owner, url="https://93.184.216.34/first")[1])
+
+    with committed_meanwhile(first_url):
+        response = api.put("/api/v1/account/webhook/", {"url": "https://93.184.216.34/second"}, format="json")
+    assert response.status_code == 200, (response.status_code, response.content)
+    assert "secret" not in response.json()  # the first request's secret stands; it was shown once, to it
+    endpoint = WebhookEndpoint.objects.get(user=owner)
+    assert (endpoint.url, endpoint.secret) == ("https://93.184.216.34/second", first_secret[0])
+
+
+def test_two_first_webhook_forms_at_once_keep_one_endpoint_and_are_not_a_500() -> None:
+    owner = get_user_model().objects.create_user("dave", password=PASSWORD)
+    client = Client(raise_request_exception=False)
+    client.force_login(owner)
+    first_secret: list[str | None] = []
+
+    def first_url() -> None:
+        first_secret.append(notifications.webhook_set(user=owner, url="https://93.184.216.34/first")[1])
+
+    with committed_meanwhile(first_url):
+        response = client.post("/accounts/api-keys/webhook/", {"url": "https://93.184.216.34/second"})
+    assert response.status_code == 302, response.status_code
+    assert WebhookEndpoint.objects.get(user=owner).url == "https://93.184.216.34/second"
