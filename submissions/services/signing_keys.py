@@ -110,8 +110,23 @@ def signing_key_register(
         if validator is not None
         else SigningKey.Owner.JUDGE
     )
-    existing = SigningKey.objects.select_for_update().filter(key_id=key_id).first()
-    if existing is not None:
+    # get_or_create: two registrations of one key at once (two deploy jobs) both found no row,
+    # and the second INSERT failed the unique key_id, a 500 (tests/api/test_audit_fuzz_d.py);
+    # now the second meets the first's row and is checked against it like any re-registration.
+    key, created = SigningKey.objects.get_or_create(
+        key_id=key_id,
+        defaults={
+            "owner_kind": kind,
+            "evaluator": evaluator,
+            "validator": validator,
+            "judge_name": judge_name,
+            "benchmark": benchmark if validator is not None else None,
+            "public_key": base64.b64encode(raw).decode("ascii"),
+            "registered_by": user,
+        },
+    )
+    if not created:
+        existing = SigningKey.objects.select_for_update().get(pk=key.pk)
         same_owner = (
             existing.owner_kind == kind
             and existing.evaluator_id == getattr(evaluator, "pk", None)
@@ -124,17 +139,6 @@ def signing_key_register(
         if existing.revoked_at is not None:
             raise SigningKeyError(f"public key: key {key_id} was revoked and cannot be registered again")
         key = existing
-    else:
-        key = SigningKey.objects.create(
-            owner_kind=kind,
-            evaluator=evaluator,
-            validator=validator,
-            judge_name=judge_name,
-            benchmark=benchmark if validator is not None else None,
-            key_id=key_id,
-            public_key=base64.b64encode(raw).decode("ascii"),
-            registered_by=user,
-        )
     for task, rubric in (tasks or {}).items():
         SigningKeyTask.objects.update_or_create(
             signing_key=key, task=task, defaults={"rubric_version": (rubric or "").strip()[:100]}

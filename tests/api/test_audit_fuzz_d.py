@@ -10,6 +10,7 @@ nothing yet) and then writes.
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,16 +18,20 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.test import Client
 
-from leaderboard.models import LoginFailureCounter
+from leaderboard.models import Evaluator, LoginFailureCounter, SigningKey
 from leaderboard.services.login_throttle import login_failure_record, login_scope
 from submissions.models import WebhookEndpoint
 from submissions.services import notifications
+from submissions.services.signing_keys import signing_key_register
 from tests.api_clients import api_for
+from tests.staff import staff_grant
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -127,3 +132,24 @@ def test_two_first_webhook_forms_at_once_keep_one_endpoint_and_are_not_a_500() -
         response = client.post("/accounts/api-keys/webhook/", {"url": "https://93.184.216.34/second"})
     assert response.status_code == 302, response.status_code
     assert WebhookEndpoint.objects.get(user=owner).url == "https://93.184.216.34/second"
+
+
+def test_two_registrations_of_one_signing_key_at_once_keep_one_row_and_are_not_a_500() -> None:
+    staff = staff_grant(get_user_model().objects.create_user("erin", password=PASSWORD, is_staff=True))
+    evaluator = Evaluator.objects.create(simulator="robosuite+robomimic")
+    raw = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    public_key = base64.b64encode(raw).decode()
+    api = api_for(staff)
+    api.raise_request_exception = False
+
+    def first_registration() -> None:
+        signing_key_register(evaluator=evaluator, public_key_b64=public_key, user=None)
+
+    with committed_meanwhile(first_registration):
+        response = api.post(
+            "/api/v1/admin/signing-keys/",
+            {"owner_kind": "evaluator", "owner": "robosuite+robomimic", "public_key": public_key},
+            format="json",
+        )
+    assert response.status_code in (200, 201), (response.status_code, response.content)
+    assert SigningKey.objects.filter(public_key=public_key).count() == 1
