@@ -1,4 +1,4 @@
-"""Site-wide 404 and 500 answers.
+"""Site-wide 400, 404 and 500 answers.
 
 Under /api/ a client always gets the API's JSON error shape; elsewhere a plain
 page in the site's layout. Neither ever carries a traceback or a settings value.
@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import sys
 
-from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, HttpResponseServerError, JsonResponse
+from django.conf import settings
+from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseNotFound,
+    HttpResponseServerError,
+    JsonResponse,
+)
+from django.http.multipartparser import MultiPartParserError
 from django.template import loader
 
 from leaderboard.api.errors import error_body
@@ -25,6 +35,44 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     if _wants_json(request):
         return JsonResponse(error_body("not_found", f"Nothing at {request.path}."), status=404)
     return HttpResponseNotFound(loader.render_to_string("404.html", {"path": request.path}, request))
+
+
+def bad_request_message(exception: Exception | None) -> str:
+    """What was wrong with a request Django could not read (Django's own words name settings
+    or echo the Host, so they are not shown): a form body that is not valid multipart, has too many fields or files,
+    or is too large; a Host this site does not serve; else a generic sentence."""
+    if isinstance(exception, TooManyFieldsSent):
+        return (
+            f"the form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; "
+            "send only the fields of the page's form."
+        )
+    if isinstance(exception, TooManyFilesSent):
+        return f"the form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files; send one bundle at a time."
+    if isinstance(exception, RequestDataTooBig):
+        return (
+            f"the form's fields hold more than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes of text; "
+            "a bundle goes in the upload form's file field."
+        )
+    if isinstance(exception, MultiPartParserError):
+        return (
+            "the body is not valid multipart/form-data (a missing or malformed boundary or "
+            "Content-Type); send the form as a browser does."
+        )
+    if isinstance(exception, DisallowedHost):
+        return "the request's Host header names a host this site does not serve."
+    return "the request is malformed and could not be read."
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 400 for a request it could not read: a bare "Bad Request (400)" page before,
+    saying nothing about what was wrong (tests/api/test_audit_fuzz_d.py)."""
+    message = bad_request_message(exception)
+    if _wants_json(request):
+        return JsonResponse(error_body("malformed_request", message), status=400)
+    if isinstance(exception, DisallowedHost):
+        # The layout builds links from the request's host: rendered without the request.
+        return HttpResponseBadRequest(loader.render_to_string("400.html", {"message": message}))
+    return HttpResponseBadRequest(loader.render_to_string("400.html", {"message": message}, request))
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

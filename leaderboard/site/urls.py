@@ -19,5 +19,6 @@ urlpatterns = [
     path("", include("leaderboard.site_urls")),
 ]
 
+handler400 = "leaderboard.error_pages.bad_request"
 handler404 = "leaderboard.error_pages.page_not_found"
 handler500 = "leaderboard.error_pages.server_error"

@@ -1,5 +1,10 @@
 """Audit D: server errors found by fuzzing the site and racing its forms.
 
+A page form's body Django cannot read (multipart without a boundary, more fields than
+DATA_UPLOAD_MAX_NUMBER_FIELDS, more text than DATA_UPLOAD_MAX_MEMORY_SIZE) was Django's bare
+"Bad Request (400)" page, saying nothing of what was wrong; it is the site's 400 page (JSON
+under /api/) naming the problem.
+
 Two requests at once (a double click, two CI jobs, a script retrying in parallel) that both
 create the same unique row: the second one's existence check ran before the first one
 committed, so its INSERT met the unique index and the IntegrityError was a 500. Each test
@@ -33,13 +38,10 @@ from submissions.services.signing_keys import signing_key_register
 from tests.api_clients import api_for
 from tests.staff import staff_grant
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-        reason="two connections writing at once: PostgreSQL's row locks (SQLite locks the whole file)",
-    ),
-]
+on_postgresql_committing = pytest.mark.skipif(
+    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+    reason="two connections writing at once: PostgreSQL's row locks (SQLite locks the whole file)",
+)
 
 PASSWORD = "a-long-test-password-1"
 
@@ -74,6 +76,8 @@ def committed_meanwhile(write: Callable[[], Any], *, hold_seconds: float = 0.6) 
     assert not failure, failure
 
 
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
 def test_two_first_failed_sign_ins_of_one_pair_at_once_count_both_and_are_not_a_500() -> None:
     get_user_model().objects.create_user("alice", password=PASSWORD)
     scope = login_scope(username="alice", address="127.0.0.1")
@@ -89,6 +93,8 @@ def test_two_first_failed_sign_ins_of_one_pair_at_once_count_both_and_are_not_a_
     assert LoginFailureCounter.objects.get(scope=scope).failures == 2
 
 
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
 def test_two_sign_ups_of_one_username_at_once_refuse_the_second_with_a_form_error() -> None:
     def first_sign_up() -> None:
         get_user_model().objects.create_user("bob", password=PASSWORD)
@@ -102,6 +108,8 @@ def test_two_sign_ups_of_one_username_at_once_refuse_the_second_with_a_form_erro
     assert "_auth_user_id" not in client.session
 
 
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
 def test_two_first_webhook_urls_at_once_keep_one_endpoint_and_are_not_a_500() -> None:
     owner = get_user_model().objects.create_user("carol", password=PASSWORD)
     api = api_for(owner)
@@ -119,6 +127,8 @@ def test_two_first_webhook_urls_at_once_keep_one_endpoint_and_are_not_a_500() ->
     assert (endpoint.url, endpoint.secret) == ("https://93.184.216.34/second", first_secret[0])
 
 
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
 def test_two_first_webhook_forms_at_once_keep_one_endpoint_and_are_not_a_500() -> None:
     owner = get_user_model().objects.create_user("dave", password=PASSWORD)
     client = Client(raise_request_exception=False)
@@ -134,6 +144,8 @@ def test_two_first_webhook_forms_at_once_keep_one_endpoint_and_are_not_a_500() -
     assert WebhookEndpoint.objects.get(user=owner).url == "https://93.184.216.34/second"
 
 
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
 def test_two_registrations_of_one_signing_key_at_once_keep_one_row_and_are_not_a_500() -> None:
     staff = staff_grant(get_user_model().objects.create_user("erin", password=PASSWORD, is_staff=True))
     evaluator = Evaluator.objects.create(simulator="robosuite+robomimic")
@@ -153,3 +165,54 @@ def test_two_registrations_of_one_signing_key_at_once_keep_one_row_and_are_not_a
         )
     assert response.status_code in (200, 201), (response.status_code, response.content)
     assert SigningKey.objects.filter(public_key=public_key).count() == 1
+
+
+MULTIPART_WITHOUT_BOUNDARY = "multipart/form-data"
+
+
+@pytest.mark.django_db
+def test_a_multipart_form_without_a_boundary_is_a_400_page_saying_so_and_creates_no_key() -> None:
+    owner = get_user_model().objects.create_user("frank", password=PASSWORD)
+    client = Client()
+    client.force_login(owner)
+    response = client.post("/accounts/api-keys/", b"name=ci", content_type=MULTIPART_WITHOUT_BOUNDARY)
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "not valid multipart/form-data" in body and "<title>Bad Request (400)</title>" not in body
+    assert "Traceback" not in body and "settings." not in body
+    assert not owner.api_keys.exists()
+
+
+@pytest.mark.django_db
+def test_a_form_with_too_many_fields_is_a_400_page_naming_the_limit() -> None:
+    owner = get_user_model().objects.create_user("grace", password=PASSWORD)
+    client = Client()
+    client.force_login(owner)
+    fields = "&".join(f"f{n}=1" for n in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1))
+    response = client.post(
+        "/submit/challenge/", fields + "&benchmark=x", content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 400
+    assert f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_form_body_over_the_text_limit_is_a_400_page_saying_where_a_bundle_goes() -> None:
+    response = Client().post(
+        "/accounts/login/",
+        "username=" + "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 400
+    assert "a bundle goes in the upload form&#x27;s file field" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_unknown_host_is_a_400_that_names_the_host_header_as_json_under_the_api() -> None:
+    response = Client().get("/api/v1/", HTTP_HOST="not-this-site.example")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "malformed_request"
+    assert "Host header" in response.json()["error"]["message"]
+    page = Client().get("/", HTTP_HOST="not-this-site.example")
+    assert page.status_code == 400 and "Host header" in page.content.decode()
+    assert "not-this-site.example" not in page.content.decode()
