@@ -181,6 +181,16 @@ class TestHideApi:
         run.refresh_from_db()
         assert run.hidden_at is None and on_board(run)
 
+    @pytest.mark.parametrize("reason", [None, {}, ["duplicate"], {"text": "duplicate"}])
+    def test_a_reason_that_is_not_text_is_400_invalid_naming_it_and_hides_nothing(self, run, staff, reason):
+        # It was str()-ed: null hid the run with the public reason "None", a list with "['duplicate']".
+        response = api_as(staff).post(f"/api/v1/runs/{run.pk}/hide/", {"reason": reason}, format="json")
+        assert response.status_code == 400, response.content
+        error = response.json()["error"]
+        assert error["code"] == "invalid" and error["message"].startswith("reason: ")
+        run.refresh_from_db()
+        assert run.hidden_at is None and run.hidden_reason == "" and on_board(run) and actions(run) == []
+
     def test_a_reason_over_the_limit_is_refused(self, run, staff):
         response = api_as(staff).post(f"/api/v1/runs/{run.pk}/hide/", {"reason": "x" * 501})
         assert response.status_code == 400
