@@ -216,3 +216,16 @@ def test_an_unknown_host_is_a_400_that_names_the_host_header_as_json_under_the_a
     page = Client().get("/", HTTP_HOST="not-this-site.example")
     assert page.status_code == 400 and "Host header" in page.content.decode()
     assert "not-this-site.example" not in page.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("accept", ["*/*", "application/json", "text/html"])
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain"])
+def test_a_signed_in_post_to_the_api_docs_is_not_a_500(accept: str, content_type: str) -> None:
+    # CSRF enforced as for a browser: DRF's session check then reads the form body to find a token.
+    client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+    client.force_login(get_user_model().objects.create_user("heidi", password=PASSWORD))
+    response = client.post("/api/v1/docs/", "a=1", content_type=content_type, HTTP_ACCEPT=accept)
+    # Was a 500: the refusal is rendered through the docs template, whose context processors
+    # authenticated the session, whose CSRF check raised again while rendering.
+    assert response.status_code == (405 if accept != "application/json" else 406), response.status_code
