@@ -65,7 +65,7 @@ def bad_request_message(exception: Exception | None) -> str:
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """Django's 400 for a request it could not read: a bare "Bad Request (400)" page before,
-    saying nothing about what was wrong (tests/api/test_audit_fuzz_d.py)."""
+    saying nothing about what was wrong (tests/site/test_error_pages.py)."""
     message = bad_request_message(exception)
     if _wants_json(request):
         return JsonResponse(error_body("malformed_request", message), status=400)

@@ -52,7 +52,7 @@ def login_locked_until(*, scope: str, now: datetime | None = None) -> datetime |
 def _counter_created(*, scope: str, now: datetime) -> LoginFailureCounter:
     """The pair's counter row, inserted if missing, locked. An upsert (INSERT ... ON CONFLICT DO
     NOTHING), because two first failures of one pair at once both find no row: a plain INSERT
-    made the second one an IntegrityError on the unique scope, a 500 (tests/api/test_audit_fuzz_d.py).
+    made the second one an IntegrityError on the unique scope, a 500 (tests/website/test_login_throttle.py).
     The second insert waits for the first to commit and then counts on its row."""
     LoginFailureCounter.objects.bulk_create(
         [LoginFailureCounter(scope=scope, failures=0, window_started_at=now)], ignore_conflicts=True

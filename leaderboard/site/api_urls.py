@@ -35,7 +35,7 @@ class DocsView(SpectacularSwaggerSplitView):
     # The docs are public and read no account. Authenticating made a signed-in POST a 500: the
     # 405 (or 406) is rendered through this template, whose context processors ask for the user,
     # and the session check then parsed the body for a CSRF token, raising again while
-    # rendering (tests/api/test_audit_fuzz_d.py).
+    # rendering (tests/api/test_docs_page.py).
     authentication_classes: list[type] = []
 
 

@@ -105,7 +105,7 @@ class SignUpForm(_UserCreationForm):
         """The new account, or None with the username's "already exists" error on the form when
         another sign-up took the name after ``clean_username`` looked (a double click on the
         button): the unique index refuses the second INSERT, which was a 500
-        (tests/api/test_audit_fuzz_d.py)."""
+        (tests/website/test_accounts.py)."""
         try:
             with transaction.atomic():
                 return self.save()

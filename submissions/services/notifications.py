@@ -176,7 +176,7 @@ def webhook_set(*, user: User, url: str) -> tuple[WebhookEndpoint, str | None]:
     url = webhook_url_check(url)
     # The account's row is the lock: two first PUTs (or forms) at once both found no endpoint
     # and the second INSERT hit the one-per-account unique index, a 500
-    # (tests/api/test_audit_fuzz_d.py). Now the second waits and changes the first's URL.
+    # (tests/submissions/test_notifications.py). Now the second waits and changes the first's URL.
     get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk", flat=True).first()
     endpoint = WebhookEndpoint.objects.select_for_update().filter(user=user).first()
     if endpoint is None:

@@ -111,7 +111,7 @@ def signing_key_register(
         else SigningKey.Owner.JUDGE
     )
     # get_or_create: two registrations of one key at once (two deploy jobs) both found no row,
-    # and the second INSERT failed the unique key_id, a 500 (tests/api/test_audit_fuzz_d.py);
+    # and the second INSERT failed the unique key_id, a 500 (tests/submissions/test_signing_keys.py);
     # now the second meets the first's row and is checked against it like any re-registration.
     key, created = SigningKey.objects.get_or_create(
         key_id=key_id,

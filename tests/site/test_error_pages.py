@@ -1,4 +1,6 @@
 import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 from django.urls import path
 
@@ -47,3 +49,56 @@ def test_a_crash_outside_drf_under_the_api_answers_json_without_internals(crashi
     assert response.json() == {
         "error": {"code": "server_error", "message": "The server failed to handle this request; it has been logged."}
     }
+
+
+# Django's 400s for a body it cannot read were a bare "Bad Request (400)" saying nothing (audit D).
+MULTIPART_WITHOUT_BOUNDARY = "multipart/form-data"
+PASSWORD = "a-long-test-password-1"
+
+
+@pytest.mark.django_db
+def test_a_multipart_form_without_a_boundary_is_a_400_page_saying_so_and_creates_no_key() -> None:
+    owner = get_user_model().objects.create_user("frank", password=PASSWORD)
+    client = Client()
+    client.force_login(owner)
+    response = client.post("/accounts/api-keys/", b"name=ci", content_type=MULTIPART_WITHOUT_BOUNDARY)
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "not valid multipart/form-data" in body and "<title>Bad Request (400)</title>" not in body
+    assert "Traceback" not in body and "settings." not in body
+    assert not owner.api_keys.exists()
+
+
+@pytest.mark.django_db
+def test_a_form_with_too_many_fields_is_a_400_page_naming_the_limit() -> None:
+    owner = get_user_model().objects.create_user("grace", password=PASSWORD)
+    client = Client()
+    client.force_login(owner)
+    fields = "&".join(f"f{n}=1" for n in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1))
+    response = client.post(
+        "/submit/challenge/", fields + "&benchmark=x", content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 400
+    assert f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_form_body_over_the_text_limit_is_a_400_page_saying_where_a_bundle_goes() -> None:
+    response = Client().post(
+        "/accounts/login/",
+        "username=" + "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 400
+    assert "a bundle goes in the upload form&#x27;s file field" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_unknown_host_is_a_400_that_names_the_host_header_as_json_under_the_api() -> None:
+    response = Client().get("/api/v1/", HTTP_HOST="not-this-site.example")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "malformed_request"
+    assert "Host header" in response.json()["error"]["message"]
+    page = Client().get("/", HTTP_HOST="not-this-site.example")
+    assert page.status_code == 400 and "Host header" in page.content.decode()
+    assert "not-this-site.example" not in page.content.decode()

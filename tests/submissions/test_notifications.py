@@ -14,8 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core import mail
 from django.db import DatabaseError
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -24,6 +26,8 @@ from submissions.models import NotificationDelivery, Submission, WebhookEndpoint
 from submissions.services import notifications
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
+from tests.api_clients import api_for
+from tests.concurrency import committed_meanwhile, on_postgresql_committing
 from tests.staff import staff_grant
 
 
@@ -447,3 +451,42 @@ def test_the_api_keys_page_has_the_webhook_form_once_and_a_plain_title(owner, cl
     body = client.get(reverse("api_keys")).content.decode()
     assert body.count('id="webhook-url"') == 1
     assert "<title>API keys" in body and "<title>API keys\n<section" not in body
+
+
+PASSWORD = "a-long-test-password-1"
+
+
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
+def test_two_first_webhook_urls_at_once_keep_one_endpoint_and_are_not_a_500() -> None:
+    owner = get_user_model().objects.create_user("carol", password=PASSWORD)
+    api = api_for(owner)
+    api.raise_request_exception = False
+    first_secret: list[str | None] = []
+
+    def first_url() -> None:
+        first_secret.append(notifications.webhook_set(user=owner, url="https://93.184.216.34/first")[1])
+
+    with committed_meanwhile(first_url):
+        response = api.put("/api/v1/account/webhook/", {"url": "https://93.184.216.34/second"}, format="json")
+    assert response.status_code == 200, (response.status_code, response.content)
+    assert "secret" not in response.json()  # the first request's secret stands; it was shown once, to it
+    endpoint = WebhookEndpoint.objects.get(user=owner)
+    assert (endpoint.url, endpoint.secret) == ("https://93.184.216.34/second", first_secret[0])
+
+
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
+def test_two_first_webhook_forms_at_once_keep_one_endpoint_and_are_not_a_500() -> None:
+    owner = get_user_model().objects.create_user("dave", password=PASSWORD)
+    client = Client(raise_request_exception=False)
+    client.force_login(owner)
+    first_secret: list[str | None] = []
+
+    def first_url() -> None:
+        first_secret.append(notifications.webhook_set(user=owner, url="https://93.184.216.34/first")[1])
+
+    with committed_meanwhile(first_url):
+        response = client.post("/accounts/api-keys/webhook/", {"url": "https://93.184.216.34/second"})
+    assert response.status_code == 302, response.status_code
+    assert WebhookEndpoint.objects.get(user=owner).url == "https://93.184.216.34/second"

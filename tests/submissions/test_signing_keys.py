@@ -4,6 +4,7 @@ import hashlib
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from django.contrib.auth import get_user_model
 
 from leaderboard.models import Evaluator, SigningKey, Validator
 from submissions.services.signing_keys import (
@@ -12,6 +13,9 @@ from submissions.services.signing_keys import (
     signing_key_register,
     signing_key_revoke,
 )
+from tests.api_clients import api_for
+from tests.concurrency import committed_meanwhile, on_postgresql_committing
+from tests.staff import staff_grant
 
 
 def new_public_key() -> tuple[bytes, str]:
@@ -118,3 +122,29 @@ def test_registering_or_revoking_a_key_needs_its_permission_whoever_calls_the_se
     signing_key_revoke(signing_key=key, user=staff_with("revoker", "leaderboard.change_signingkey"))
     key.refresh_from_db()
     assert key.revoked_at is not None
+
+
+PASSWORD = "a-long-test-password-1"
+
+
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
+def test_two_registrations_of_one_signing_key_at_once_keep_one_row_and_are_not_a_500() -> None:
+    staff = staff_grant(get_user_model().objects.create_user("erin", password=PASSWORD, is_staff=True))
+    evaluator = Evaluator.objects.create(simulator="robosuite+robomimic")
+    raw = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    public_key = base64.b64encode(raw).decode()
+    api = api_for(staff)
+    api.raise_request_exception = False
+
+    def first_registration() -> None:
+        signing_key_register(evaluator=evaluator, public_key_b64=public_key, user=None)
+
+    with committed_meanwhile(first_registration):
+        response = api.post(
+            "/api/v1/admin/signing-keys/",
+            {"owner_kind": "evaluator", "owner": "robosuite+robomimic", "public_key": public_key},
+            format="json",
+        )
+    assert response.status_code in (200, 201), (response.status_code, response.content)
+    assert SigningKey.objects.filter(public_key=public_key).count() == 1

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from django.urls import reverse
 
+from tests.concurrency import committed_meanwhile, on_postgresql_committing
 from tests.website.conftest import make_user
 
 
@@ -54,3 +57,21 @@ def test_a_username_that_passes_for_another_accounts_is_refused_at_sign_up(clien
         )
         assert response.status_code == 400, lookalike
     assert list(get_user_model().objects.values_list("username", flat=True)) == ["alice"]
+
+
+PASSWORD = "a-long-test-password-1"
+
+
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
+def test_two_sign_ups_of_one_username_at_once_refuse_the_second_with_a_form_error() -> None:
+    def first_sign_up() -> None:
+        get_user_model().objects.create_user("bob", password=PASSWORD)
+
+    client = Client(raise_request_exception=False)
+    with committed_meanwhile(first_sign_up):
+        response = client.post("/accounts/signup/", {"username": "bob", "password1": PASSWORD, "password2": PASSWORD})
+    assert response.status_code == 400, response.status_code
+    assert "A user with that username already exists." in response.content.decode()
+    assert get_user_model().objects.filter(username="bob").count() == 1
+    assert "_auth_user_id" not in client.session

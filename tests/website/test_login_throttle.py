@@ -7,11 +7,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from leaderboard.models import LoginFailureCounter
-from leaderboard.services.login_throttle import login_scope
+from leaderboard.services.login_throttle import login_failure_record, login_scope
+from tests.concurrency import committed_meanwhile, on_postgresql_committing
 from tests.website.conftest import make_user
 
 PASSWORD = "a-long-test-password-1"
@@ -121,3 +124,20 @@ def test_the_admin_sign_in_is_throttled_the_same_way(client, db, limits):
     assert not _signed_in(client)
     # The site's form shares the count: the pair is locked there too.
     assert _sign_in(client, "root", PASSWORD).status_code == 429
+
+
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
+def test_two_first_failed_sign_ins_of_one_pair_at_once_count_both_and_are_not_a_500() -> None:
+    get_user_model().objects.create_user("alice", password=PASSWORD)
+    scope = login_scope(username="alice", address="127.0.0.1")
+
+    def first_failure() -> None:
+        login_failure_record(scope=scope)
+
+    client = Client(raise_request_exception=False)
+    with committed_meanwhile(first_failure):
+        response = client.post("/accounts/login/", {"username": "alice", "password": "wrong"}, REMOTE_ADDR="127.0.0.1")
+    assert response.status_code == 200, response.status_code
+    assert "correct username and password" in response.content.decode()
+    assert LoginFailureCounter.objects.get(scope=scope).failures == 2
