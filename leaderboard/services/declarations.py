@@ -19,12 +19,11 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F
 
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, Release, ReleasePrice, Run, RunCost
-from leaderboard.permissions import ADD_BASELINE, DELETE_BASELINE, staff_may
+from leaderboard.permissions import ADD_BASELINE, DELETE_BASELINE, staff_write_actor
 from leaderboard.services.paper_gap_standings import standings_update_version
 from leaderboard.users import Viewer
 
@@ -161,19 +160,13 @@ def _restand(agent_version: AgentVersion) -> None:
         standings_update_version(release=release, agent_version_id=agent_version.pk)
 
 
-def _staff_only(actor: Viewer | None, perm: str) -> None:
-    """The staff-write rule (leaderboard.permissions) in the service, so no entry point skips it."""
-    if not staff_may(actor, perm):
-        raise PermissionDenied(f"only staff members with the permission {perm!r} mark or unmark baselines")
-
-
 @transaction.atomic
 def baseline_mark(*, actor: Viewer | None, agent_version: AgentVersion, kind: str, note: str = "") -> Baseline:
     """Staff mark a version as a reference baseline (or re-describe one); its releases' standings
     are rewritten without it. Needs ``leaderboard.add_baseline`` whoever calls: the admin's change
     form reached this with only ``change_baseline`` and could mark another version, taking it off
     every ranked board (tests/website/test_declarations_admin.py)."""
-    _staff_only(actor, ADD_BASELINE)
+    staff_write_actor(actor, ADD_BASELINE, doing="mark baselines")
     baseline, _ = Baseline.objects.update_or_create(
         agent_version=agent_version, defaults={"kind": kind, "note": note, "marked_by": actor}
     )
@@ -185,7 +178,7 @@ def baseline_mark(*, actor: Viewer | None, agent_version: AgentVersion, kind: st
 def baseline_unmark(*, actor: Viewer | None, agent_version: AgentVersion) -> bool:
     """Staff return a baseline to the ranked board; False when it was not one. Needs
     ``leaderboard.delete_baseline``."""
-    _staff_only(actor, DELETE_BASELINE)
+    staff_write_actor(actor, DELETE_BASELINE, doing="unmark baselines")
     deleted, _ = Baseline.objects.filter(agent_version=agent_version).delete()
     if deleted:
         _restand(agent_version)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
-from schemes_race_helpers import RACE_TASKS
+from schemes_race_helpers import QUALIFYING, RACE_TASKS
 
 from leaderboard.models import Benchmark, Release, SigningKey, Validator
 from leaderboard.services.races import race_schedule, race_start
@@ -53,16 +53,13 @@ def race_benchmark(db) -> Benchmark:
     return benchmark
 
 
-QUALIFYING_TASKS = [f"q{index:02d}" for index in range(10)]
-
-
 @pytest.fixture
 def race_release(race_benchmark) -> Release:
     return Release.objects.create(
         benchmark=race_benchmark,
         version="q1",
         required_task_set_hash="0" * 64,
-        qualifying_task_ids=QUALIFYING_TASKS,
+        qualifying_task_ids=QUALIFYING,
         manifest_sha256="0" * 64,
         published=True,
     )

@@ -6,6 +6,8 @@ from scoring.race import TaskOutcome
 from submissions.demo_loaders.scheme_bundles import race_run_members
 
 RACE_TASKS = [f"t{index:02d}" for index in range(10)]
+# The race release's public frozen qualifying set (the race_release fixture syncs it).
+QUALIFYING = [f"q{index:02d}" for index in range(10)]
 
 
 def accepted(task_id: str, reward: float = 1.0) -> TaskOutcome:

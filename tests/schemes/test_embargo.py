@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from schemes_race_helpers import RACE_TASKS, accepted, env_error, members, scoring_outcomes
+from schemes_race_helpers import QUALIFYING, RACE_TASKS, accepted, env_error, members, scoring_outcomes
 
 from leaderboard.models import RaceRun
 from leaderboard.selectors.race import race_outcomes_visible
@@ -17,8 +17,6 @@ from submissions.bundle.signatures import generate_signing_key
 CATEGORY_STRINGS = [category.code for category in FAILURE_CATEGORIES] + [
     category.message for category in FAILURE_CATEGORIES
 ]
-
-QUALIFYING = [f"q{index:02d}" for index in range(10)]
 
 
 def every_category(tasks: list[str]) -> list[TaskOutcome]:

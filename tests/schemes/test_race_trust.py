@@ -9,7 +9,16 @@ import uuid
 
 import pytest
 from django.urls import reverse
-from schemes_race_helpers import RACE_TASKS, challenge_for, enter, entrant, env_error, members, scoring_outcomes
+from schemes_race_helpers import (
+    QUALIFYING,
+    RACE_TASKS,
+    challenge_for,
+    enter,
+    entrant,
+    env_error,
+    members,
+    scoring_outcomes,
+)
 
 from leaderboard.models import Agent, AgentVersion, Benchmark, QualifyingEntry, RaceEntry, RaceRun, Validator
 from leaderboard.permissions import CHANGE_RACE
@@ -72,7 +81,19 @@ def test_a_race_run_of_a_version_nobody_entered_is_refused_not_entered(running, 
     assert not RaceRun.objects.exists()
 
 
-QUALIFYING = [f"q{index:02d}" for index in range(10)]
+def unentered_qualifying_run(validator, key, agent: str) -> dict[str, bytes]:
+    """A signed qualifying run of ``agent`` 1 that leaves its registration to the test."""
+    return members(
+        validator=validator,
+        key=key,
+        agent=agent,
+        version="1",
+        outcomes=scoring_outcomes(0.5, QUALIFYING),
+        race=None,
+        tasks=QUALIFYING,
+        entered=False,
+        challenge=None,
+    )
 
 
 def test_a_qualifying_run_of_a_version_its_owner_did_not_register_is_not_entered_and_names_nothing(
@@ -88,17 +109,7 @@ def test_a_qualifying_run_of_a_version_its_owner_did_not_register_is_not_entered
     agent_version_claim(name="Secret Shopper", version="1", account=entrant())
     refusals = []
     for agent in ("Secret Shopper", "Nobody At All"):
-        bundle = members(
-            validator=validator,
-            key=key,
-            agent=agent,
-            version="1",
-            outcomes=scoring_outcomes(0.5, QUALIFYING),
-            race=None,
-            tasks=QUALIFYING,
-            entered=False,
-            challenge=None,
-        )
+        bundle = unentered_qualifying_run(validator, key, agent)
         submission = submit(submitter, bundle, name=f"{agent}.age")
         assert (submission.verdict, submission.error_code) == ("rejected", "not_entered")
         refusals.append(submission.error_message.replace(agent_slug(agent), "<agent>"))
@@ -120,17 +131,7 @@ def test_the_owner_registers_a_version_for_qualifying_and_then_a_validators_run_
     assert list(QualifyingEntry.objects.values_list("benchmark__slug", "agent_version__agent__slug")) == [
         ("shop-race", "shopper")
     ]
-    bundle = members(
-        validator=validator,
-        key=key,
-        agent="Shopper",
-        version="1",
-        outcomes=scoring_outcomes(0.5, QUALIFYING),
-        race=None,
-        tasks=QUALIFYING,
-        entered=False,
-        challenge=None,
-    )
+    bundle = unentered_qualifying_run(validator, key, "Shopper")
     submission = submit(submitter, bundle)
     assert submission.verdict in ("validated", "attested"), submission.error_message
     assert RaceRun.objects.filter(race=None, agent_version__agent__slug="shopper").count() == 1

@@ -3,13 +3,11 @@ account's per-benchmark allowance (issue 11 item 8)."""
 
 from __future__ import annotations
 
-from schemes_race_helpers import members, scoring_outcomes
+from schemes_race_helpers import QUALIFYING, members, scoring_outcomes
 
 from leaderboard.models import RaceRun, SigningKey
 from submissions.models import DailyCount
 from submissions.quotas import quota_consume, quota_peek, quota_scope
-
-QUALIFYING = [f"q{index:02d}" for index in range(10)]
 
 
 def test_a_validator_run_is_charged_to_its_key_and_not_to_the_uploading_account(
