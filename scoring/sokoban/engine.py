@@ -12,6 +12,7 @@ sorted tuple of crate cells; it is hashable, so the solver can keep a visited se
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = [
     "ACTIONS",
@@ -242,22 +243,26 @@ def is_deadlocked(level: Level, state: State) -> bool:
     return any(is_dead_corner(level, crate) for crate in state.crates)
 
 
+@lru_cache(maxsize=512)
+def _board(level: Level) -> tuple[str, ...]:
+    """Each cell's character with nothing on it (wall, goal or floor), row by row: a level's
+    fixed part, drawn once per level instead of once per move (the play API renders the
+    state in every answer)."""
+    walls, goals = level.walls, level.goals
+    return tuple(
+        WALL if cell in walls else GOAL if cell in goals else FLOOR for cell in range(level.width * level.height)
+    )
+
+
 def render_xsb(level: Level, state: State) -> str:
     """The state as XSB text, one line per row, trailing floor trimmed."""
-    crates = set(state.crates)
-    rows = []
-    for row in range(level.height):
-        chars = []
-        for col in range(level.width):
-            cell = row * level.width + col
-            goal = cell in level.goals
-            if cell in level.walls:
-                chars.append(WALL)
-            elif cell == state.player:
-                chars.append(PLAYER_ON_GOAL if goal else PLAYER)
-            elif cell in crates:
-                chars.append(CRATE_ON_GOAL if goal else CRATE)
-            else:
-                chars.append(GOAL if goal else FLOOR)
-        rows.append("".join(chars).rstrip())
-    return "\n".join(rows)
+    chars = list(_board(level))
+    walls, goals = level.walls, level.goals
+    # A wall is drawn whatever a (malformed) state puts on it; the player is drawn over a crate.
+    for cell in state.crates:
+        if cell not in walls:
+            chars[cell] = CRATE_ON_GOAL if cell in goals else CRATE
+    if state.player not in walls:
+        chars[state.player] = PLAYER_ON_GOAL if state.player in goals else PLAYER
+    width = level.width
+    return "\n".join("".join(chars[start : start + width]).rstrip() for start in range(0, len(chars), width))

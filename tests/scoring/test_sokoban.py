@@ -197,6 +197,28 @@ def test_no_move_sequence_changes_the_number_of_crates_or_walks_into_a_wall(text
 
 @PROPERTY
 @given(small_levels(), st.lists(st.sampled_from(list(ACTIONS)), max_size=40))
+def test_a_rendered_state_parses_back_to_the_same_board_and_state(text: str, moves: list[str]) -> None:
+    level = parse_xsb(text)
+    state = level.start
+    for action in [None, *moves]:
+        if action is not None:
+            state = apply(level, state, action).state
+        if is_solved(level, state):  # the parser refuses a level with nothing left to do
+            break
+        rendered = render_xsb(level, state)
+        assert all(line == line.rstrip() for line in rendered.split("\n")), "trailing floor is trimmed"
+        parsed = parse_xsb(rendered)
+        assert (parsed.width, parsed.height, parsed.walls, parsed.goals) == (
+            level.width,
+            level.height,
+            level.walls,
+            level.goals,
+        )
+        assert parsed.start == state
+
+
+@PROPERTY
+@given(small_levels(), st.lists(st.sampled_from(list(ACTIONS)), max_size=40))
 def test_a_detected_deadlock_is_never_solvable(text: str, moves: list[str]) -> None:
     level = parse_xsb(text)
     state = level.start
