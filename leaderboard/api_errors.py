@@ -15,8 +15,10 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import set_rollback
+from rest_framework.views import APIView, set_rollback
 
 from leaderboard import unavailable
 from leaderboard.api.errors import error_body
@@ -138,6 +140,22 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         error_body("server_error", "The server failed to handle this request; it has been logged."),
         status=status.HTTP_500_INTERNAL_SERVER_ERROR,
     )
+
+
+class JsonErrorsView(APIView):
+    """Base for an API view whose own renderers are not JSON (the docs page's HTML and script,
+    the schema's YAML). DRF renders an error with the view's renderer, so a POST to the docs
+    page was a plain-text "405 Method Not Allowed" and the schema's 405/406 was YAML; here every
+    error answer (405, 406, 404, ...) is the API's JSON error shape, as on every other endpoint,
+    while a successful answer keeps the negotiated renderer."""
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        # handle_exception marks the answers it built from an exception; a 406 sets no renderer
+        # at all (negotiation failed), which DRF would fill with the view's first one.
+        if getattr(response, "exception", False):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
 
 
 @csrf_exempt  # nothing to protect, and a CSRF failure here would answer HTML instead of JSON

@@ -8,7 +8,7 @@ from leaderboard.api import admin_views as registry_admin
 from leaderboard.api import declarations
 from leaderboard.api import scheme_views as scheme_boards
 from leaderboard.api import views as public
-from leaderboard.api_errors import api_not_found
+from leaderboard.api_errors import JsonErrorsView, api_not_found
 from submissions.api import account_views
 from submissions.api import admin_views as keys_admin
 from submissions.api import schema as _schema  # noqa: F401 - registers the Api-Key scheme
@@ -26,17 +26,24 @@ router.register("submissions", submitter.SubmissionViewSet, basename="api-submis
 router.register("admin/signing-keys", keys_admin.SigningKeyViewSet, basename="api-signing-key")
 
 
-class DocsView(SpectacularSwaggerSplitView):
+class DocsView(JsonErrorsView, SpectacularSwaggerSplitView):
     """Swagger UI from drf-spectacular-sidecar's local assets. The split view serves its
     init script from a URL (no inline script) and our template drops the inline style,
-    so the site's strict CSP applies unchanged."""
+    so the site's strict CSP applies unchanged. Its errors are the API's JSON (JsonErrorsView)."""
 
     template_name = "api/swagger_ui.html"
     # The docs are public and read no account. Authenticating made a signed-in POST a 500: the
-    # 405 (or 406) is rendered through this template, whose context processors ask for the user,
+    # 405 (or 406) was rendered through this template, whose context processors ask for the user,
     # and the session check then parsed the body for a CSRF token, raising again while
-    # rendering (tests/api/test_docs_page.py).
+    # rendering (tests/api/test_docs_page.py). Errors are JSON now; the page still needs no one.
     authentication_classes: list[type] = []
+
+
+# The OpenAPI schema (YAML, or JSON by negotiation); its errors are the API's JSON, not YAML.
+# No docstring of its own: drf-spectacular publishes the view's docstring as the description of
+# /api/v1/schema/, which stays SpectacularAPIView's (a class does not inherit __doc__).
+class SchemaView(JsonErrorsView, SpectacularAPIView):
+    __doc__ = SpectacularAPIView.__doc__  # type: ignore[assignment]  # a lazy translation, typed as such
 
 
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -48,7 +55,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="api-scorecard-action",
     ),
     path("", public.ApiRootView.as_view(), name="api-root"),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("schema/", SchemaView.as_view(), name="api-schema"),
     path("docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("site-key/", submitter.SiteKeyView.as_view(), name="api-site-key"),
     path("limits/", submitter.LimitsView.as_view(), name="api-limits"),

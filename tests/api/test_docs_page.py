@@ -1,4 +1,5 @@
-"""The API docs page works under the site's strict CSP (no inline script or style)."""
+"""The API docs page works under the site's strict CSP (no inline script or style), and it and
+the schema it reads answer errors in the API's JSON shape, not in their own HTML or YAML."""
 
 from __future__ import annotations
 
@@ -66,3 +67,43 @@ def test_a_signed_in_post_to_the_api_docs_is_not_a_500(accept: str, content_type
     # Was a 500: the refusal is rendered through the docs template, whose context processors
     # authenticated the session, whose CSRF check raised again while rendering.
     assert response.status_code == (405 if accept != "application/json" else 406), response.status_code
+
+
+# What every other endpoint answers (tests/api/test_errors.py): the API's one error shape.
+NOT_ACCEPTABLE = {"error": {"code": "not_acceptable", "message": "Could not satisfy the request Accept header."}}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/docs/", "/api/v1/docs/?script=", "/api/v1/schema/"])
+def test_a_post_to_the_api_docs_or_schema_is_the_apis_json_405_with_allow(path: str) -> None:
+    # Was a plain-text "405 Method Not Allowed" (docs) or the error in YAML (schema).
+    response = Client().post(path, "a=1", content_type="application/x-www-form-urlencoded", HTTP_ACCEPT="*/*")
+    assert response.status_code == 405
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"error": {"code": "method_not_allowed", "message": 'Method "POST" not allowed.'}}
+    assert response["Allow"] == "GET, HEAD, OPTIONS"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/docs/", "/api/v1/docs/?script=", "/api/v1/schema/"])
+def test_an_accept_the_api_docs_or_schema_cannot_render_is_the_apis_json_406(path: str) -> None:
+    response = Client().get(path, HTTP_ACCEPT="application/xml")
+    assert response.status_code == 406
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == NOT_ACCEPTABLE
+
+
+@pytest.mark.django_db
+def test_an_unknown_format_of_the_schema_is_the_apis_json_404() -> None:
+    response = Client().get("/api/v1/schema/", {"format": "xml"})
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": "Not found."}}
+
+
+@pytest.mark.django_db
+def test_a_browser_get_of_the_api_docs_still_renders_the_swagger_page() -> None:
+    accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    response = Client().get("/api/v1/docs/", HTTP_ACCEPT=accept)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    assert b'id="swagger-ui"' in response.content
