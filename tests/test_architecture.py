@@ -10,7 +10,10 @@ see function-level imports too and hold for code paths no test happens to run:
 - ``scoring`` is pure: it imports neither app nor Django;
 - no import cycle between project modules (module-level imports; migrations left out);
 - an import inside a function says why on its line or the line above (Celery
-  autodiscovery, an optional dependency, a command that loads Django first, ...).
+  autodiscovery, an optional dependency, a command that loads Django first, ...);
+- the API's string fields are the strict ones (``leaderboard.api.fields``): no module names
+  DRF's plain CharField, SlugField, URLField, ChoiceField or ModelSerializer, which turn a
+  number into text.
 
 Each check is a function over a source tree, so the meta-tests at the bottom can feed it a
 tiny synthetic tree and see it fail.
@@ -197,6 +200,28 @@ def long_modules_without_a_reason(root: Path, packages: tuple[str, ...] = PACKAG
     return found
 
 
+# The one module that may name DRF's lenient string fields: it subclasses them.
+STRICT_FIELDS_MODULE = "leaderboard.api.fields"
+LENIENT_FIELDS = frozenset({"CharField", "SlugField", "URLField", "ChoiceField", "ModelSerializer"})
+_DRF_FIELD_MODULES = frozenset({"rest_framework.serializers", "rest_framework.fields"})
+
+
+def lenient_string_fields(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """Uses of DRF's string fields that str() a number (``serializers.CharField``, or the name
+    imported from rest_framework) outside the strict fields' module."""
+    found = []
+    for module, path in module_files(root, packages).items():
+        if module == STRICT_FIELDS_MODULE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id == "serializers" and node.attr in LENIENT_FIELDS:
+                    found.append(f"{module}:{node.lineno} uses serializers.{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and node.module in _DRF_FIELD_MODULES:
+                found += [f"{module}:{node.lineno} imports {a.name}" for a in node.names if a.name in LENIENT_FIELDS]
+    return sorted(found)
+
+
 # ---------------------------------------------------------------- the project
 
 
@@ -230,6 +255,10 @@ def test_every_function_level_import_says_why_in_a_comment() -> None:
 
 def test_every_module_over_500_lines_says_at_its_top_why() -> None:
     assert long_modules_without_a_reason(ROOT) == []
+
+
+def test_every_api_string_field_refuses_a_number() -> None:
+    assert lenient_string_fields(ROOT) == []
 
 
 def test_the_checks_see_every_package_of_the_project() -> None:
@@ -336,3 +365,25 @@ def test_the_checker_reports_a_long_module_without_a_reason(synthetic: Path) -> 
         },
     )
     assert [line.split(":")[0] for line in long_modules_without_a_reason(synthetic)] == ["leaderboard.long"]
+
+
+def test_the_checker_reports_a_plain_drf_string_field_outside_the_strict_fields_module(synthetic: Path) -> None:
+    _tree(
+        synthetic,
+        {
+            "leaderboard/api/__init__.py": "",
+            "leaderboard/api/fields.py": "from rest_framework import serializers\nF = serializers.CharField\n",
+            "submissions/views.py": (
+                "from rest_framework import serializers\n"
+                "from rest_framework.serializers import SlugField\n"
+                "from leaderboard.api.fields import StrictCharField\n"
+                "name = serializers.CharField()\n"
+                "ok = StrictCharField()\n"
+                "count = serializers.IntegerField()\n"
+            ),
+        },
+    )
+    assert lenient_string_fields(synthetic) == [
+        "submissions.views:2 imports SlugField",
+        "submissions.views:4 uses serializers.CharField",
+    ]

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.fields import StrictCharField, StrictModelSerializer
 from leaderboard.api.selectors import releases_visible
 from leaderboard.api_errors import ApiError
 from leaderboard.declaration_forms import AgentVersionMetaForm
@@ -41,12 +42,12 @@ ERRORS = {
 }
 
 
-class DeclarationSerializer(serializers.ModelSerializer):
+class DeclarationSerializer(StrictModelSerializer):
     """An agent version's declared metadata, as the owner stated it (nothing is checked)."""
 
-    agent = serializers.CharField(source="agent_version.agent.slug", read_only=True)
-    version = serializers.CharField(source="agent_version.version", read_only=True)
-    base_models = serializers.ListField(child=serializers.CharField(max_length=100), max_length=8, required=False)
+    agent = StrictCharField(source="agent_version.agent.slug", read_only=True)
+    version = StrictCharField(source="agent_version.version", read_only=True)
+    base_models = serializers.ListField(child=StrictCharField(max_length=100), max_length=8, required=False)
     declared_cost_usd = serializers.DecimalField(
         max_digits=12, decimal_places=4, allow_null=True, required=False, coerce_to_string=False
     )
@@ -77,7 +78,7 @@ class DeclarationSerializer(serializers.ModelSerializer):
         return True
 
 
-class BaselineSerializer(serializers.ModelSerializer):
+class BaselineSerializer(StrictModelSerializer):
     class Meta:
         model = Baseline
         fields = ["kind", "note", "marked_at"]
@@ -217,7 +218,7 @@ class AgentVersionBaselineView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ReleasePriceSerializer(serializers.ModelSerializer):
+class ReleasePriceSerializer(StrictModelSerializer):
     input_usd_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, coerce_to_string=False)
     output_usd_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, coerce_to_string=False)
 

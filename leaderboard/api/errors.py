@@ -8,14 +8,16 @@ from typing import Any
 
 from rest_framework import serializers
 
+from leaderboard.api.fields import StrictCharField
+
 
 def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **extra}}
 
 
 class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
+    code = StrictCharField()
+    message = StrictCharField()
     # DRF's serializer metaclass pops declared fields off the class, so this names the
     # output key "fields" without replacing Serializer.fields at run time.
     fields = serializers.DictField(required=False)  # type: ignore[assignment]

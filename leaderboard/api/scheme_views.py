@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.fields import StrictCharField, StrictChoiceField
 from leaderboard.api_errors import ApiError
 from leaderboard.api_query import MAX_ID
 from leaderboard.selectors import race as race_selectors
@@ -29,10 +30,10 @@ NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="No such benchmar
 
 class ScorecardRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
-    agent = serializers.CharField()
-    agent_slug = serializers.CharField()
-    version = serializers.CharField()
-    verification = serializers.CharField()
+    agent = StrictCharField()
+    agent_slug = StrictCharField()
+    version = StrictCharField()
+    verification = StrictCharField()
     episodes = serializers.IntegerField()
     solved = serializers.IntegerField()
     success_rate = serializers.FloatField()
@@ -46,24 +47,24 @@ class ScorecardRowSerializer(serializers.Serializer):
 
 
 class ScorecardBoardSerializer(serializers.Serializer):
-    benchmark = serializers.CharField()
-    release = serializers.CharField()
+    benchmark = StrictCharField()
+    release = StrictCharField()
     episode_set_size = serializers.IntegerField(allow_null=True)
     rows = ScorecardRowSerializer(many=True)
 
 
 class RaceRefSerializer(serializers.Serializer):
     number = serializers.IntegerField()
-    name = serializers.CharField(allow_blank=True)
-    status = serializers.ChoiceField(choices=["scheduled", "running", "embargoed", "released"])
+    name = StrictCharField(allow_blank=True)
+    status = StrictChoiceField(choices=["scheduled", "running", "embargoed", "released"])
     released_at = serializers.DateTimeField(allow_null=True)
 
 
 class OverallRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
-    agent = serializers.CharField()
-    agent_slug = serializers.CharField()
-    version = serializers.CharField()
+    agent = StrictCharField()
+    agent_slug = StrictCharField()
+    version = StrictCharField()
     overall = serializers.FloatField()
     races_counted = serializers.IntegerField()
     window = serializers.IntegerField()
@@ -71,16 +72,16 @@ class OverallRowSerializer(serializers.Serializer):
 
 
 class RaceOverallSerializer(serializers.Serializer):
-    benchmark = serializers.CharField()
+    benchmark = StrictCharField()
     anchor_race = RaceRefSerializer(allow_null=True)
     rows = OverallRowSerializer(many=True)
 
 
 class RaceResultRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
-    agent = serializers.CharField()
-    agent_slug = serializers.CharField()
-    version = serializers.CharField()
+    agent = StrictCharField()
+    agent_slug = StrictCharField()
+    version = StrictCharField()
     raw_score = serializers.FloatField()
     baseline = serializers.FloatField()
     vs_field = serializers.FloatField()
@@ -89,23 +90,23 @@ class RaceResultRowSerializer(serializers.Serializer):
 
 
 class RaceResultsSerializer(serializers.Serializer):
-    benchmark = serializers.CharField()
+    benchmark = StrictCharField()
     race = RaceRefSerializer()
     rows = RaceResultRowSerializer(many=True)
 
 
 class QualifyingRowSerializer(serializers.Serializer):
-    agent = serializers.CharField()
-    agent_slug = serializers.CharField()
-    version = serializers.CharField()
+    agent = StrictCharField()
+    agent_slug = StrictCharField()
+    version = StrictCharField()
     score = serializers.FloatField(allow_null=True)
     runs_included = serializers.IntegerField()
     runs_excluded = serializers.IntegerField()
 
 
 class QualifyingSerializer(serializers.Serializer):
-    benchmark = serializers.CharField()
-    release = serializers.CharField(allow_null=True)
+    benchmark = StrictCharField()
+    release = StrictCharField(allow_null=True)
     rows = QualifyingRowSerializer(many=True)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictModelSerializer
 from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, anchor_is_public, run_disclosure
 from leaderboard.models import (
     Agent,
@@ -55,7 +56,7 @@ def contract_without_anchor(value: Any) -> Any:
     return value
 
 
-class ReleaseRefSerializer(serializers.ModelSerializer):
+class ReleaseRefSerializer(StrictModelSerializer):
     benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
 
     class Meta:
@@ -63,7 +64,7 @@ class ReleaseRefSerializer(serializers.ModelSerializer):
         fields = ["id", "benchmark", "version", "published"]
 
 
-class BenchmarkSerializer(serializers.ModelSerializer):
+class BenchmarkSerializer(StrictModelSerializer):
     releases = serializers.SerializerMethodField()
 
     class Meta:
@@ -75,11 +76,11 @@ class BenchmarkSerializer(serializers.ModelSerializer):
         return ReleaseRefSerializer(getattr(obj, "visible", []), many=True).data  # type: ignore[return-value]  # many=True builds a ListSerializer: its data is a list
 
 
-class ReleaseTaskSerializer(serializers.ModelSerializer):
-    slug = serializers.CharField(source="task.slug")
+class ReleaseTaskSerializer(StrictModelSerializer):
+    slug = StrictCharField(source="task.slug")
     # The release's own text snapshot, not the shared Task row.
-    title = serializers.CharField()
-    metric_name = serializers.CharField()
+    title = StrictCharField()
+    metric_name = StrictCharField()
     paper_value = serializers.FloatField(source="public_paper_value", allow_null=True)
 
     class Meta:
@@ -98,7 +99,7 @@ class ReleaseTaskSerializer(serializers.ModelSerializer):
         ]
 
 
-class ReleaseSerializer(serializers.ModelSerializer):
+class ReleaseSerializer(StrictModelSerializer):
     benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     required_tasks = serializers.SerializerMethodField()
     tasks = ReleaseTaskSerializer(source="release_tasks", many=True, read_only=True)
@@ -127,7 +128,7 @@ class ReleaseSerializer(serializers.ModelSerializer):
         return sorted(rt.task.slug for rt in obj.release_tasks.all())
 
 
-class TaskSerializer(serializers.ModelSerializer):
+class TaskSerializer(StrictModelSerializer):
     benchmark: serializers.SlugRelatedField[Benchmark] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     simulator: serializers.SlugRelatedField[Evaluator] = serializers.SlugRelatedField(
         slug_field="simulator", read_only=True
@@ -162,13 +163,13 @@ class TaskDetailSerializer(TaskSerializer):
         fields = [*TaskSerializer.Meta.fields, "paper_md", "brief_md", "sandbox_dockerfile"]
 
 
-class AgentVersionSerializer(serializers.ModelSerializer):
+class AgentVersionSerializer(StrictModelSerializer):
     class Meta:
         model = AgentVersion
         fields = ["version", "created_at"]
 
 
-class AgentSerializer(serializers.ModelSerializer):
+class AgentSerializer(StrictModelSerializer):
     versions = AgentVersionSerializer(many=True, read_only=True)
 
     class Meta:
@@ -176,20 +177,20 @@ class AgentSerializer(serializers.ModelSerializer):
         fields = ["slug", "name", "created_at", "versions"]
 
 
-class StandingSerializer(serializers.ModelSerializer):
+class StandingSerializer(StrictModelSerializer):
     # Computed when read (leaderboard.selectors.standing_ranks), not a column.
     rank = serializers.IntegerField(read_only=True)
     run = serializers.IntegerField(source="run_id")
     # The precomputed cost and the owner's declaration (leaderboard.selectors.declarations).
     cost_usd = serializers.FloatField(read_only=True, allow_null=True, default=None)
-    cost_basis = serializers.CharField(
+    cost_basis = StrictCharField(
         read_only=True,
         allow_null=True,
         default=None,
         help_text="recorded (the submitter-reported tokens x the release's price table) or declared",
     )
-    organisation_declared = serializers.CharField(source="declared_org", read_only=True, allow_null=True, default=None)
-    weights_declared = serializers.CharField(source="declared_weights", read_only=True, allow_null=True, default=None)
+    organisation_declared = StrictCharField(source="declared_org", read_only=True, allow_null=True, default=None)
+    weights_declared = StrictCharField(source="declared_weights", read_only=True, allow_null=True, default=None)
 
     class Meta:
         model = Standing
@@ -218,11 +219,11 @@ class StandingSerializer(serializers.ModelSerializer):
         ]
 
 
-class TaskResultSerializer(serializers.ModelSerializer):
+class TaskResultSerializer(StrictModelSerializer):
     """One task of a run; ``context["disclosure"]`` (leaderboard.disclosure) says what to withhold."""
 
-    task = serializers.CharField(source="release_task.task.slug")
-    genre = serializers.CharField(source="release_task.genre")
+    task = StrictCharField(source="release_task.task.slug")
+    genre = StrictCharField(source="release_task.genre")
     anchor_published = serializers.BooleanField(source="release_task.anchor_published")
     paper_value = serializers.SerializerMethodField()
     measured = serializers.SerializerMethodField()
@@ -295,7 +296,7 @@ class TaskResultSerializer(serializers.ModelSerializer):
         return self._hidden(obj)
 
 
-class VerificationEventSerializer(serializers.ModelSerializer):
+class VerificationEventSerializer(StrictModelSerializer):
     rerun: serializers.PrimaryKeyRelatedField[OfficialRerun] = serializers.PrimaryKeyRelatedField(
         read_only=True, allow_null=True
     )
@@ -361,7 +362,7 @@ def rerun_comparison(
     return rows
 
 
-class OfficialRerunSerializer(serializers.ModelSerializer):
+class OfficialRerunSerializer(StrictModelSerializer):
     comparison = serializers.SerializerMethodField()
 
     class Meta:
@@ -376,11 +377,11 @@ class OfficialRerunSerializer(serializers.ModelSerializer):
         return rerun_comparison(obj, disclosure=self.context["disclosure"], run=run, user=self.context.get("user"))
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(StrictModelSerializer):
     release = ReleaseRefSerializer(read_only=True)
-    agent = serializers.CharField(source="agent_version.agent.slug")
-    agent_name = serializers.CharField(source="agent_version.agent.name")
-    version = serializers.CharField(source="agent_version.version")
+    agent = StrictCharField(source="agent_version.agent.slug")
+    agent_name = StrictCharField(source="agent_version.agent.name")
+    version = StrictCharField(source="agent_version.version")
     overall = serializers.SerializerMethodField()
     reproduction = serializers.SerializerMethodField()
     open = serializers.SerializerMethodField()
@@ -475,15 +476,15 @@ class ManifestUploadSerializer(serializers.Serializer):
 
 
 class ManifestSyncResultSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["created", "updated", "unchanged"])
+    status = StrictChoiceField(choices=["created", "updated", "unchanged"])
     release = serializers.DictField()
-    changes = serializers.ListField(child=serializers.CharField())
-    notes = serializers.ListField(child=serializers.CharField())
+    changes = serializers.ListField(child=StrictCharField())
+    notes = serializers.ListField(child=StrictCharField())
 
 
 class RaceStatusSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    benchmark = serializers.CharField()
+    benchmark = StrictCharField()
     number = serializers.IntegerField()
-    status = serializers.CharField()
+    status = StrictCharField()
     released_at = serializers.DateTimeField(allow_null=True)

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.fields import StrictCharField, StrictURLField
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
 from submissions.models import WebhookEndpoint
@@ -40,7 +41,7 @@ RUN_STATE = inline_serializer(
         "withdrawn_at": serializers.DateTimeField(allow_null=True),
         "hidden": serializers.BooleanField(),
         "hidden_at": serializers.DateTimeField(allow_null=True),
-        "hidden_reason": serializers.CharField(),
+        "hidden_reason": StrictCharField(),
         "on_public_boards": serializers.BooleanField(),
     },
 )
@@ -82,7 +83,7 @@ class RunHideSerializer(serializers.Serializer):
     rule (reason_missing, reason_too_long). It was str()-ed, so null hid a run with the public
     reason "None" (tests/submissions/test_withdraw_hide.py)."""
 
-    reason = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False)
+    reason = StrictCharField(required=False, default="", allow_blank=True, trim_whitespace=False)
 
 
 @extend_schema(summary="Staff: hide a run with a public reason", request=RunHideSerializer, responses={200: RUN_STATE})
@@ -102,8 +103,8 @@ class RunUnhideView(_RunActionView):
 WEBHOOK = inline_serializer(
     "Webhook",
     {
-        "url": serializers.URLField(),
-        "secret": serializers.CharField(required=False, help_text="Only in the answer that created it"),
+        "url": StrictURLField(),
+        "secret": StrictCharField(required=False, help_text="Only in the answer that created it"),
         "created_at": serializers.DateTimeField(),
     },
 )
@@ -130,7 +131,7 @@ class WebhookView(APIView):
 
     @extend_schema(
         summary="Set your verdict webhook URL",
-        request=inline_serializer("WebhookSet", {"url": serializers.CharField()}),
+        request=inline_serializer("WebhookSet", {"url": StrictCharField()}),
         responses={200: WEBHOOK, 201: WEBHOOK},
     )
     def put(self, request: Request) -> Response:

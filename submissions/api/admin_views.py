@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.fields import StrictCharField
 from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
@@ -114,14 +115,14 @@ class RerunRequestSerializer(serializers.Serializer):
         required=False,
         help_text='Or the re-run\'s values: {"task_slug": {"measured": 0.61, "rates": {...}, "faithful": true}}',
     )
-    note = serializers.CharField(required=False, allow_blank=True)
+    note = StrictCharField(required=False, allow_blank=True)
 
 
 class RunLevelRequestSerializer(serializers.Serializer):
     # A plain string (the service names the allowed values): a second "level" enum in the schema
     # would collide with Run.level's.
-    level = serializers.CharField(help_text="attested, validated or revoked; lower than the run's current level")
-    reason = serializers.CharField()
+    level = StrictCharField(help_text="attested, validated or revoked; lower than the run's current level")
+    reason = StrictCharField()
 
 
 def _rerun_error(exc: RerunError) -> ApiError:

@@ -34,6 +34,7 @@ from rest_framework.utils import json as drf_json
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictSlugField
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
@@ -55,17 +56,17 @@ METRICS = (
 
 
 class CardAgentSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    version = serializers.CharField(max_length=100)
+    name = StrictCharField(max_length=200)
+    version = StrictCharField(max_length=100)
 
 
 class CardOpenSerializer(serializers.Serializer):
-    benchmark = serializers.SlugField(max_length=64)
+    benchmark = StrictSlugField(max_length=64)
     agent = CardAgentSerializer()
 
 
 class ActionSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=list(ACTIONS))
+    action = StrictChoiceField(choices=list(ACTIONS))
 
 
 _ANY = OpenApiResponse(OpenApiTypes.OBJECT)

@@ -8,12 +8,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictModelSerializer, StrictSlugField
 from leaderboard.disclosure import SubmissionView, submission_view
 from leaderboard.models import SigningKey
 from submissions.models import Submission
 
 
-class SubmissionSerializer(serializers.ModelSerializer):
+class SubmissionSerializer(StrictModelSerializer):
     """A submission as its submitter (or staff) sees it. The diff and message pass through
     leaderboard.disclosure: a value that would reveal a withheld anchor is named, never shown."""
 
@@ -109,31 +110,31 @@ class SubmissionUploadSerializer(serializers.Serializer):
     """Multipart form of ``POST /api/v1/submissions/`` (documents the schema; the view validates)."""
 
     bundle = serializers.FileField(help_text="The sealed bundle (.age). Its name and content type are not trusted.")
-    benchmark = serializers.SlugField(
+    benchmark = StrictSlugField(
         help_text="Slug of the benchmark the bundle is for: the daily limit is counted per key per benchmark."
     )
 
 
 class SiteKeySerializer(serializers.Serializer):
-    key_id = serializers.CharField()
-    public_key = serializers.CharField(help_text="age X25519 recipient (age1...) bundles are encrypted to.")
+    key_id = StrictCharField()
+    public_key = StrictCharField(help_text="age X25519 recipient (age1...) bundles are encrypted to.")
 
 
 class SigningKeyRegisterSerializer(serializers.Serializer):
-    owner_kind = serializers.ChoiceField(choices=SigningKey.Owner.choices)
-    owner = serializers.CharField(
+    owner_kind = StrictChoiceField(choices=SigningKey.Owner.choices)
+    owner = StrictCharField(
         max_length=100,
         help_text="Evaluator simulator (e.g. robosuite+robomimic), validator slug, or the judge's name.",
     )
-    public_key = serializers.CharField(max_length=64, help_text="Raw 32-byte Ed25519 public key, base64.")
-    benchmark = serializers.SlugField(
+    public_key = StrictCharField(max_length=64, help_text="Raw 32-byte Ed25519 public key, base64.")
+    benchmark = StrictSlugField(
         max_length=64,
         required=False,
         help_text="Validator keys: the benchmark whose race runs the key signs. Judge/evaluator keys: "
         "the benchmark of the listed tasks.",
     )
     tasks = serializers.ListField(
-        child=serializers.CharField(max_length=201),
+        child=StrictCharField(max_length=201),
         required=False,
         default=list,
         # Under Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1000) with room for the other fields:
@@ -144,7 +145,7 @@ class SigningKeyRegisterSerializer(serializers.Serializer):
     )
 
 
-class SigningKeySerializer(serializers.ModelSerializer):
+class SigningKeySerializer(StrictModelSerializer):
     owner = serializers.SerializerMethodField()
     benchmark = serializers.SerializerMethodField()
     tasks = serializers.SerializerMethodField()

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
+from leaderboard.api.fields import StrictCharField, StrictSlugField
 from leaderboard.api_errors import ApiError
 from leaderboard.users import signed_in_user
 from submissions.bundle.errors import BundleError
@@ -46,21 +47,21 @@ def _valid(serializer: serializers.Serializer) -> dict[str, Any]:
 
 
 class ChallengeRequestSerializer(serializers.Serializer):
-    benchmark = serializers.SlugField(max_length=64)
-    release = serializers.CharField(max_length=50)
-    agent_name = serializers.CharField(max_length=100)
-    agent_version = serializers.CharField(max_length=100)
+    benchmark = StrictSlugField(max_length=64)
+    release = StrictCharField(max_length=50)
+    agent_name = StrictCharField(max_length=100)
+    agent_version = StrictCharField(max_length=100)
     race = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False, allow_null=True, default=None)
 
 
 class ChallengeSerializer(serializers.Serializer):
-    token = serializers.CharField()
-    format = serializers.CharField()
-    benchmark = serializers.CharField()
-    release = serializers.CharField()
+    token = StrictCharField()
+    format = StrictCharField()
+    benchmark = StrictCharField()
+    release = StrictCharField()
     race = serializers.IntegerField(allow_null=True)
-    agent_name = serializers.CharField()
-    agent_version = serializers.CharField()
+    agent_name = StrictCharField()
+    agent_version = StrictCharField()
     expires_at = serializers.DateTimeField()
 
 
@@ -95,18 +96,18 @@ class ChallengeView(APIView):
 
 
 class RaceEntryRequestSerializer(serializers.Serializer):
-    benchmark = serializers.SlugField(max_length=64)
+    benchmark = StrictSlugField(max_length=64)
     race = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False, allow_null=True, default=None)
-    agent_name = serializers.CharField(max_length=100)
-    agent_version = serializers.CharField(max_length=100)
+    agent_name = StrictCharField(max_length=100)
+    agent_version = StrictCharField(max_length=100)
 
 
 class RaceEntrySerializer(serializers.Serializer):
-    benchmark = serializers.CharField()
+    benchmark = StrictCharField()
     race = serializers.IntegerField(allow_null=True)
-    agent = serializers.CharField()
-    agent_name = serializers.CharField()
-    agent_version = serializers.CharField()
+    agent = StrictCharField()
+    agent_name = StrictCharField()
+    agent_version = StrictCharField()
 
 
 class RaceEntryView(APIView):
@@ -142,12 +143,12 @@ class RaceEntryView(APIView):
 
 
 class OwedRunSerializer(serializers.Serializer):
-    benchmark = serializers.CharField()
-    release = serializers.CharField()
+    benchmark = StrictCharField()
+    release = StrictCharField()
     race = serializers.IntegerField(allow_null=True)
-    validator = serializers.CharField()
-    agent = serializers.CharField()
-    agent_version = serializers.CharField()
+    validator = StrictCharField()
+    agent = StrictCharField()
+    agent_version = StrictCharField()
     failed_run_submitted_at = serializers.DateTimeField()
     infrastructure_errors = serializers.IntegerField()
     expected_tasks = serializers.IntegerField()

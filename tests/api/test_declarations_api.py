@@ -173,6 +173,28 @@ def test_a_bad_baseline_kind_is_refused(world):
     assert not Baseline.objects.exists()
 
 
+def test_a_baseline_note_sent_as_a_number_is_refused_naming_it_and_marks_nothing(world):
+    # DRF's CharField stored the number 0 as the note "0".
+    response = client_for(world["staff"]).put(baseline_url("alpha"), {"kind": "paper", "note": 0}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {
+            "code": "invalid",
+            "message": "note: Expected a string, got number.",
+            "fields": {"note": ["Expected a string, got number."]},
+        }
+    }
+    assert not Baseline.objects.exists()
+
+
+def test_a_baseline_kind_sent_as_a_boolean_is_refused_naming_it_and_marks_nothing(world):
+    response = client_for(world["staff"]).put(baseline_url("alpha"), {"kind": True}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert response.json()["error"]["fields"] == {"kind": ["Expected a string, got boolean."]}
+    assert not Baseline.objects.exists()
+
+
 # --- the leaderboard endpoint ------------------------------------------------------------------
 
 

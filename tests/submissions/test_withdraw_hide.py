@@ -181,9 +181,10 @@ class TestHideApi:
         run.refresh_from_db()
         assert run.hidden_at is None and on_board(run)
 
-    @pytest.mark.parametrize("reason", [None, {}, ["duplicate"], {"text": "duplicate"}])
+    @pytest.mark.parametrize("reason", [None, {}, ["duplicate"], {"text": "duplicate"}, 0, 1.5, True])
     def test_a_reason_that_is_not_text_is_400_invalid_naming_it_and_hides_nothing(self, run, staff, reason):
-        # It was str()-ed: null hid the run with the public reason "None", a list with "['duplicate']".
+        # It was str()-ed: null hid the run with the public reason "None", a list with "['duplicate']";
+        # then DRF's CharField still turned the number 0 into the reason "0" (leaderboard.api.fields).
         response = api_as(staff).post(f"/api/v1/runs/{run.pk}/hide/", {"reason": reason}, format="json")
         assert response.status_code == 400, response.content
         error = response.json()["error"]
