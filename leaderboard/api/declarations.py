@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
@@ -20,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
-from leaderboard.api.fields import StrictCharField, StrictModelSerializer
+from leaderboard.api.fields import StrictCharField, StrictModelSerializer, json_type
 from leaderboard.api.selectors import releases_visible
 from leaderboard.api_errors import ApiError
 from leaderboard.declaration_forms import AgentVersionMetaForm
@@ -97,6 +98,19 @@ def _version(request: Request, slug: str, version: str) -> AgentVersion:
         raise ApiError(code="not_found", message="No such agent version.", status_code=404) from None
 
 
+# The declaration's fields the form parses as numbers: a JSON number is accepted there (as text, the
+# form's own parsing), and only there.
+_NUMBER_FIELDS = frozenset(
+    name
+    for name, field in AgentVersionMetaForm.base_fields.items()
+    if isinstance(field, forms.DecimalField | forms.FloatField | forms.IntegerField)
+)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _form_data(payload: Any) -> dict[str, Any]:
     """The JSON body as the declaration form's fields (base_models: a list of names)."""
     if not isinstance(payload, dict):
@@ -122,12 +136,12 @@ def _form_data(payload: Any) -> dict[str, Any]:
             value = ", ".join(value)
         elif value is None:
             value = ""
-        elif not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ApiError(
-                code="invalid",
-                message=f"{name}: expected a string.",
-                extra={"fields": {name: ["Expected a string."]}},
-            )
+        elif not isinstance(value, str) and not (name in _NUMBER_FIELDS and _is_number(value)):
+            # A number only where the form reads one (declared_cost_usd): elsewhere str() made
+            # the number 2 the scaffold version "2", as DRF's CharField did (leaderboard.api.fields).
+            expected = "a number or a string" if name in _NUMBER_FIELDS else "a string"
+            message = f"Expected {expected}, got {json_type(value)}."
+            raise ApiError(code="invalid", message=f"{name}: {message}", extra={"fields": {name: [message]}})
         data[name] = str(value)
     unknown = sorted(set(payload) - set(AgentVersionMetaForm.Meta.fields))
     if unknown:

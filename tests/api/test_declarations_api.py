@@ -123,6 +123,24 @@ def test_a_bad_declaration_is_refused_with_its_field_named(world, change, field)
     assert not AgentVersionMeta.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"scaffold_version": 2}, "scaffold_version: Expected a string, got number."),
+        ({"organisation": True}, "organisation: Expected a string, got boolean."),
+        ({"declared_cost_usd": True}, "declared_cost_usd: Expected a number or a string, got boolean."),
+    ],
+)
+def test_a_declaration_field_of_the_wrong_json_type_is_refused_naming_it_and_stores_nothing(world, change, message):
+    # The number 2 was stored as the scaffold version "2".
+    response = client_for(world["owner"]).put(meta_url(), {**BODY, **change}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["message"]) == ("invalid", message)
+    assert list(error["fields"]) == list(change)
+    assert not AgentVersionMeta.objects.exists()
+
+
 def test_nothing_declared_is_a_404(world):
     response = client_for().get(meta_url())
     assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")
