@@ -73,10 +73,30 @@ def check_challenge(found: str | None, expected: str | None, *, where: str) -> N
 _BINDING_FIELDS = frozenset({"signature", "challenge"})
 
 
+# JCS (what a signature covers) prints an integral double as an integer: 1.0 and 1, 0.0 and -0.0
+# and 0 are the same signed bytes. Up to 2**53 (beyond, JCS refuses an integer) the digest reads
+# them the same way, so rewriting a signed result's numbers keeps its signature *and* its digest.
+_MAX_SAFE_INTEGER = 2**53
+
+
+def _as_signed(value: Any) -> Any:
+    """``value`` with every number JCS prints as an integer written as that integer."""
+    kind = type(value)
+    if kind is float:
+        return int(value) if value.is_integer() and abs(value) <= _MAX_SAFE_INTEGER else value
+    if kind is dict:
+        return {key: _as_signed(item) for key, item in value.items()}
+    if kind is list:
+        return [_as_signed(item) for item in value]
+    return value
+
+
 def results_digest(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
-    """SHA-256 over the measured content of (name, document) pairs, order-independent."""
+    """SHA-256 over the measured content of (name, document) pairs, order-independent; two
+    documents with the same signed bytes (JCS) have the same digest."""
     canonical = {
-        name: {key: value for key, value in doc.items() if key not in _BINDING_FIELDS} for name, doc in documents
+        name: {key: _as_signed(value) for key, value in doc.items() if key not in _BINDING_FIELDS}
+        for name, doc in documents
     }
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -655,3 +655,46 @@ def test_two_accounts_recording_the_same_results_at_once_are_serialized_and_the_
     one.join(10)
     two.join(10)
     assert outcome["second"] == "duplicate_results"
+
+
+def _integral_floats_as_ints(value):
+    """The same JSON numbers written another way: 1.0 as 1 (JCS prints both as 1)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(item) for item in value]
+    return value
+
+
+def test_signed_results_rewritten_with_the_same_numbers_spelled_otherwise_are_still_duplicate_results(
+    api, upload, owner, stranger, demo_release, tmp_path, site_identity, evaluator_key
+):
+    """Bob copies Alice's signed podium-bundle/1 results and writes 1.0 as 1: JCS prints both as
+    ``1``, so every signature still verifies; the results digest must see the same results too."""
+    import shutil
+
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+    from submissions.bundle.seal import write_members
+
+    recipient = str(site_identity.to_public())
+    alice = write_paper_gap_bundle_dir(tmp_path / "a", agent_name="alice", sign_with=evaluator_key)
+    first = upload(api(owner), seal_dir(alice, recipient).read_bytes())
+    bob = tmp_path / "b"
+    shutil.copytree(alice, bob)
+    rewritten = 0
+    for path in sorted((bob / "results").glob("*.json")):
+        text = path.read_text()
+        new = json.dumps(_integral_floats_as_ints(json.loads(text)))
+        rewritten += new != json.dumps(json.loads(text))
+        path.write_text(new)
+    manifest = json.loads((bob / "manifest.json").read_text())
+    manifest["agent"]["name"] = "bob"
+    (bob / "manifest.json").write_text(json.dumps(manifest))
+    write_members(bob)
+    assert rewritten
+    second = upload(api(stranger), seal_dir(bob, recipient).read_bytes())
+    assert first.verdict == "validated"
+    assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
+    assert Run.objects.filter(submission=second).count() == 0
