@@ -3,8 +3,10 @@
 evaluator key signs results of its simulator's tasks (narrowed by ``tasks``),
 a judge key the verdicts of the tasks it is calibrated for (``tasks`` with
 their rubric versions), a validator key race runs of one ``benchmark``. Admins register them; nothing is ever deleted, a
-compromised key is revoked (it then stops attesting, and a result it signed
-counts as signed by an unregistered key)."""
+compromised key is revoked. Revocation looks forward: a result it signs counts from then on as
+signed by an unregistered key, while a run it attested before keeps its level and its page
+marks the key "since revoked" (docs/security-model.md); staff lower such runs by hand
+(``submissions.services.reruns.run_level_change``)."""
 
 from __future__ import annotations
 

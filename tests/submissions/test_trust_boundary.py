@@ -698,3 +698,34 @@ def test_signed_results_rewritten_with_the_same_numbers_spelled_otherwise_are_st
     assert first.verdict == "validated"
     assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
     assert Run.objects.filter(submission=second).count() == 0
+
+
+def test_revoking_a_key_stops_it_attesting_later_uploads_and_marks_the_runs_it_attested_before(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key, client
+):
+    """Revocation looks forward: a run attested before keeps its level (a key is revoked on rotation as
+    often as on compromise) and its page says the key was since revoked; staff lower it by hand."""
+    from leaderboard.models import SigningKey
+    from submissions.bundle.signatures import key_id_for
+    from submissions.services.signing_keys import signing_key_revoke
+
+    before = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key))
+    assert before.verdict == "attested"
+    signing_key_revoke(signing_key=SigningKey.objects.get(key_id=key_id_for(public_key_b64(evaluator_key))), user=None)
+    after = upload(
+        api(owner),
+        seal(
+            challenge=issue_challenge(owner, agent_version="2"),
+            agent_version="2",
+            seed=1,
+            sign_with=evaluator_key,
+            judge_with=judge_key,
+        ),
+    )
+    assert after.verdict == "validated"
+    assert "not every evaluator result is signed by a registered key" in after.error_message
+    run = Run.objects.get(submission=before)
+    assert run.level == "attested"
+    page = client.get(f"/runs/{run.pk}/")
+    assert page.status_code == 200
+    assert "key since revoked" in page.content.decode()
