@@ -64,7 +64,10 @@ ERROR_CODES: dict[str, str] = {
     "challenge_not_yours": "the manifest's challenge was issued to another account",
     "challenge_used": "the manifest's challenge was already used by an earlier submission",
     "challenge_expired": "the manifest's challenge has expired",
-    "duplicate_results": "the same evaluator results were already accepted from another account",
+    "duplicate_results": (
+        "the same evaluator results were already accepted from another account "
+        "(or, signed in a `podium-bundle/1` bundle, from this one)"
+    ),
     "agent_not_yours": "the agent belongs to another account",
     "agent_invalid": "the agent name or version is empty",
     "agent_name_ambiguous": "a new agent's name has a character its slug would drop, e.g. a lookalike letter",

@@ -136,6 +136,12 @@ class Outcome:
         """True for the verdicts that may enter a leaderboard."""
         return self.verdict in (VALIDATED, ATTESTED)
 
+    @property
+    def signed_unbound(self) -> bool:
+        """Some result is signed by a registered evaluator key, and no challenge binds the
+        signatures to this run (podium-bundle/1): they could be filed again for another one."""
+        return self.challenge is None and any(task.signature == VALID for task in self.tasks)
+
     @classmethod
     def rejected(cls, error: BundleError, bundle: Bundle | None = None) -> Outcome:
         """A rejection, keeping whatever the readable manifest tells (for display)."""

@@ -65,6 +65,11 @@ class RaceOutcome:
     def accepted(self) -> bool:
         return self.verdict in (VALIDATED, ATTESTED)
 
+    @property
+    def signed_unbound(self) -> bool:
+        """Signed by a validator key, and no challenge binds the signature to this run (podium-bundle/1)."""
+        return self.challenge is None and self.key_id is not None
+
 
 def _claimed_and_recomputed(run: Any, score: race_scoring.RunScore) -> tuple[dict[str, Any], dict[str, Any]]:
     """(claimed, recomputed) in the same shape, for the fields the bundle claims."""

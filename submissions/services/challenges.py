@@ -174,20 +174,37 @@ def challenge_consume(*, challenge: SubmissionChallenge, submission: Submission)
         )
 
 
-def results_duplicate_check(*, digest: str, user: User) -> None:
-    """``duplicate_results`` when another account already had these results accepted.
+def results_duplicate_check(*, digest: str, submission: Submission, signed_unbound: bool) -> None:
+    """``duplicate_results`` when these results were already accepted for another submission:
+    from another account, always; from the same account, when the bundle's signatures bind no
+    run (``signed_unbound``: a podium-bundle/1 bundle with evaluator- or validator-signed results).
+    Such a signature names no agent, release or benchmark, so the same signed results filed again
+    under a second agent would rank it on results measured for the first (and a race receipt
+    filed twice would count twice). A v2 signature covers its own challenge, so results the
+    evaluator signed again for another run are that run's; unsigned results establish nothing.
+    (A carried submission of a rescore shares its source's digest; the rescore writes it, this
+    check never sees it.)
 
     Called inside the transaction that records the verdict. On PostgreSQL it first takes a
-    transaction-scoped advisory lock on the digest, so two accounts' uploads of the same
-    results verified at the same moment serialize here: the second one's check runs after the
-    first committed its digest and sees it (READ COMMITTED). SQLite serializes writers anyway.
+    transaction-scoped advisory lock on the digest, so two uploads of the same results verified
+    at the same moment serialize here: the second one's check runs after the first committed
+    its digest and sees it (READ COMMITTED). SQLite serializes writers anyway.
     """
-    if digest and connection.vendor == "postgresql":
+    if not digest:
+        return
+    if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"results:{digest}"])
-    if digest and Submission.objects.filter(results_digest=digest).exclude(submitter_id=user.pk).exists():
+    earlier = Submission.objects.filter(results_digest=digest).exclude(pk=submission.pk)
+    if earlier.exclude(submitter_id=submission.submitter_id).exists():
         raise BundleError(
             "duplicate_results",
             "these evaluator results were already submitted by another account; results are accepted once, "
             "from the account that ran them",
+        )
+    if signed_unbound and earlier.exists():
+        raise BundleError(
+            "duplicate_results",
+            "these signed results were already accepted for an earlier submission of yours; a podium-bundle/1 "
+            "signature binds no run, so signed results are accepted once (a new run needs its own results)",
         )

@@ -174,6 +174,28 @@ def test_a_podium_bundle_1_race_run_is_recorded_but_only_validated(running, subm
     assert RaceRun.objects.filter(submission=submission).count() == 1
 
 
+def test_a_podium_bundle_1_race_receipt_filed_twice_by_its_validators_account_counts_once(
+    running, submitter, submit, make_validator
+):
+    """A v1 receipt carries no challenge, so re-sealed it is a new upload with a valid signature: a
+    second run of the agent on the one receipt would weight the agent's mean. Signed v1 results are
+    accepted once, from their own account too."""
+    validator, key = make_validator("validator-a")
+    receipt = members(
+        validator=validator,
+        key=key,
+        agent="Shopper",
+        version="1",
+        outcomes=scoring_outcomes(0.5),
+        race=1,
+        challenge=None,
+    )
+    first = submit(submitter, receipt, name="a.age")
+    again = submit(submitter, receipt, name="b.age")
+    assert [(s.verdict, s.error_code) for s in (first, again)] == [("validated", ""), ("rejected", "duplicate_results")]
+    assert RaceRun.objects.count() == 1
+
+
 def test_a_podium_bundle_1_race_run_filed_by_an_account_not_acting_for_its_validator_is_refused(
     running, submit, make_validator
 ):

@@ -625,7 +625,7 @@ def test_two_accounts_recording_the_same_results_at_once_are_serialized_and_the_
     def first() -> None:
         try:
             with transaction.atomic():
-                results_duplicate_check(digest=digest, user=owner)
+                results_duplicate_check(digest=digest, submission=Submission(submitter=owner), signed_unbound=False)
                 Submission.objects.create(
                     submitter=owner, sha256="1" * 64, size=1, file="b/1.age", status="done", results_digest=digest
                 )
@@ -637,7 +637,7 @@ def test_two_accounts_recording_the_same_results_at_once_are_serialized_and_the_
     def second() -> None:
         try:
             with transaction.atomic():
-                results_duplicate_check(digest=digest, user=stranger)
+                results_duplicate_check(digest=digest, submission=Submission(submitter=stranger), signed_unbound=False)
             outcome["second"] = "accepted"
         except BundleError as exc:
             outcome["second"] = exc.code
@@ -729,3 +729,28 @@ def test_revoking_a_key_stops_it_attesting_later_uploads_and_marks_the_runs_it_a
     page = client.get(f"/runs/{run.pk}/")
     assert page.status_code == 200
     assert "key since revoked" in page.content.decode()
+
+
+def test_the_same_signed_results_filed_again_by_their_account_under_another_agent_are_duplicate_results(
+    api, upload, owner, demo_release, tmp_path, site_identity, evaluator_key
+):
+    """A podium-bundle/1 signature binds no agent: Alice's evaluator-signed results for one agent,
+    filed again under her second agent, would rank that agent on results nobody measured for it."""
+    import shutil
+
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+    from submissions.bundle.seal import write_members
+
+    recipient = str(site_identity.to_public())
+    first_dir = write_paper_gap_bundle_dir(tmp_path / "a", agent_name="alice", sign_with=evaluator_key)
+    first = upload(api(owner), seal_dir(first_dir, recipient).read_bytes())
+    second_dir = tmp_path / "b"
+    shutil.copytree(first_dir, second_dir)
+    manifest = json.loads((second_dir / "manifest.json").read_text())
+    manifest["agent"] = {"name": "alice-other", "version": "7"}
+    (second_dir / "manifest.json").write_text(json.dumps(manifest))
+    write_members(second_dir)
+    second = upload(api(owner), seal_dir(second_dir, recipient).read_bytes())
+    assert first.verdict == "validated"
+    assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
+    assert Run.objects.filter(submission=second).count() == 0
