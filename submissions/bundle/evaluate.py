@@ -127,6 +127,8 @@ class Outcome:
     results_digest: str = ""
     # podium-bundle/2: the challenge the manifest names (None for v1).
     challenge: str | None = None
+    # podium-bundle/1: the digest of each evaluator-signed result alone (duplicate_results per file).
+    signed_digests: tuple[str, ...] = ()
     # Accepted outcomes: the tasks' episodes as scoring.uncertainty.pack_run_columns bytes, stored
     # with the Run (RunEpisodes) so the interval follow-up never re-opens the bundle. Not in to_dict().
     episode_columns: bytes = field(default=b"", repr=False)
@@ -396,6 +398,11 @@ def evaluate_paper_gap(
         tasks=tuple(checks),
         confidence=confidence,
         results_digest=results_digest((slug, bundle.results[slug].raw) for slug in bundle.results),
+        signed_digests=tuple(
+            results_digest([(check.slug, bundle.results[check.slug].raw)])
+            for check in checks
+            if check.signature == VALID and not bundle.manifest.bound
+        ),
         episode_columns=episode_columns,
         **_manifest_fields(bundle),
     )

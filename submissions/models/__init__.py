@@ -7,7 +7,7 @@ from submissions.models.notifications import NotificationDelivery, WebhookEndpoi
 from submissions.models.quotas import DailyCount
 from submissions.models.rescoring import Rescore, RescoreItem
 from submissions.models.scorecards import Card, CardEpisode, CardMove
-from submissions.models.submission import Submission, SubmissionChallenge
+from submissions.models.submission import SignedResultDigest, Submission, SubmissionChallenge
 from submissions.models.visibility import RunVisibilityEvent
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Rescore",
     "RescoreItem",
     "RunVisibilityEvent",
+    "SignedResultDigest",
     "Submission",
     "SubmissionChallenge",
     "WebhookEndpoint",

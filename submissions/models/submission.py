@@ -109,6 +109,20 @@ class Submission(models.Model):
         return f"submission {self.id} ({self.status} {self.verdict})"
 
 
+class SignedResultDigest(models.Model):
+    """The digest of one evaluator-signed result document of an accepted podium-bundle/1
+    submission (``contract.results_digest`` of that document alone). A v1 signature binds no run,
+    so one signed file taken out of a run and filed on its own (a partial run) would pass the
+    whole bundle's ``results_digest``; each such document is accepted once
+    (``submissions.services.challenges.results_duplicate_check``)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="signed_result_digests")
+    digest = models.CharField(max_length=64, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.digest[:12]} of {self.submission_id}"
+
+
 class SubmissionChallenge(models.Model):
     """A single-use nonce a harness asks for before a run.
 

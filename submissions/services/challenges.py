@@ -15,6 +15,7 @@ account's challenge: ``challenge_unknown``, ``challenge_not_yours``,
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -25,7 +26,7 @@ from django.utils import timezone
 
 from leaderboard.models import Benchmark, Race, RaceEntry, Release
 from submissions.bundle.errors import BundleError
-from submissions.models import Submission, SubmissionChallenge
+from submissions.models import SignedResultDigest, Submission, SubmissionChallenge
 from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
 from submissions.services.races import may_file_race_runs
 
@@ -174,7 +175,9 @@ def challenge_consume(*, challenge: SubmissionChallenge, submission: Submission)
         )
 
 
-def results_duplicate_check(*, digest: str, submission: Submission, signed_unbound: bool) -> None:
+def results_duplicate_check(
+    *, digest: str, submission: Submission, signed_unbound: bool, signed_digests: Sequence[str] = ()
+) -> None:
     """``duplicate_results`` when these results were already accepted for another submission:
     from another account, always; from the same account, when the bundle's signatures bind no
     run (``signed_unbound``: a podium-bundle/1 bundle with evaluator- or validator-signed results).
@@ -183,7 +186,9 @@ def results_duplicate_check(*, digest: str, submission: Submission, signed_unbou
     filed twice would count twice). A v2 signature covers its own challenge, so results the
     evaluator signed again for another run are that run's; unsigned results establish nothing.
     (A carried submission of a rescore shares its source's digest; the rescore writes it, this
-    check never sees it.)
+    check never sees it.) ``signed_digests`` are a v1 bundle's signed result documents one by one:
+    each is accepted once, whoever files it, so one signed file taken out of another run and
+    filed as a partial run is refused too; they are stored here once the check passes.
 
     Called inside the transaction that records the verdict. On PostgreSQL it first takes a
     transaction-scoped advisory lock on the digest, so two uploads of the same results verified
@@ -194,7 +199,15 @@ def results_duplicate_check(*, digest: str, submission: Submission, signed_unbou
         return
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"results:{digest}"])
+            for key in sorted({digest, *signed_digests}):
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"results:{key}"])
+    taken = SignedResultDigest.objects.filter(digest__in=signed_digests).exclude(submission_id=submission.pk)
+    if signed_digests and taken.exists():
+        raise BundleError(
+            "duplicate_results",
+            "a signed result of this bundle was already accepted for another submission; a podium-bundle/1 "
+            "signature binds no run, so each signed result is accepted once (a new run needs its own results)",
+        )
     earlier = Submission.objects.filter(results_digest=digest).exclude(pk=submission.pk)
     if earlier.exclude(submitter_id=submission.submitter_id).exists():
         raise BundleError(
@@ -208,3 +221,6 @@ def results_duplicate_check(*, digest: str, submission: Submission, signed_unbou
             "these signed results were already accepted for an earlier submission of yours; a podium-bundle/1 "
             "signature binds no run, so signed results are accepted once (a new run needs its own results)",
         )
+    SignedResultDigest.objects.bulk_create(
+        SignedResultDigest(submission=submission, digest=signed) for signed in sorted(set(signed_digests))
+    )

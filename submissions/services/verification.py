@@ -401,7 +401,12 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
     def write(locked: Submission) -> Verdict:
         # In the verdict's transaction (serialized per digest), so two simultaneous uploads of
         # the same results cannot both pass; a refusal here rolls everything back.
-        results_duplicate_check(digest=outcome.results_digest, submission=locked, signed_unbound=outcome.signed_unbound)
+        results_duplicate_check(
+            digest=outcome.results_digest,
+            submission=locked,
+            signed_unbound=outcome.signed_unbound,
+            signed_digests=getattr(outcome, "signed_digests", ()),
+        )
         if challenge is not None:
             challenge_consume(challenge=challenge, submission=locked)
         locked.results_digest = outcome.results_digest

@@ -754,3 +754,22 @@ def test_the_same_signed_results_filed_again_by_their_account_under_another_agen
     assert first.verdict == "validated"
     assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
     assert Run.objects.filter(submission=second).count() == 0
+
+
+def test_one_signed_result_taken_from_another_accounts_run_is_duplicate_results(
+    api, upload, owner, stranger, demo_release, tmp_path, site_identity, evaluator_key
+):
+    """Bob files one task of Alice's evaluator-signed podium-bundle/1 results on its own (a partial run
+    is allowed): the signature still verifies, and the result is Alice's all the same."""
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+
+    recipient = str(site_identity.to_public())
+    alice = write_paper_gap_bundle_dir(tmp_path / "a", agent_name="alice", sign_with=evaluator_key)
+    taken = min(path.stem for path in (alice / "results").glob("*.json"))
+    bob = write_paper_gap_bundle_dir(tmp_path / "b", agent_name="bob", sign_with=evaluator_key, tasks=[taken])
+    assert (bob / "results" / f"{taken}.json").read_bytes() == (alice / "results" / f"{taken}.json").read_bytes()
+    first = upload(api(owner), seal_dir(alice, recipient).read_bytes())
+    second = upload(api(stranger), seal_dir(bob, recipient).read_bytes())
+    assert first.verdict == "validated"
+    assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
+    assert Run.objects.filter(submission=second).count() == 0
