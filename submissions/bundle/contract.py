@@ -91,12 +91,13 @@ def _as_signed(value: Any) -> Any:
     return value
 
 
-def results_digest(documents: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+def results_digest(documents: Iterable[tuple[str, Mapping[str, Any]]], *, as_signed: bool = True) -> str:
     """SHA-256 over the measured content of (name, document) pairs, order-independent; two
-    documents with the same signed bytes (JCS) have the same digest."""
+    documents with the same signed bytes (JCS) have the same digest. ``as_signed=False`` is the
+    digest stored before numbers were read as JCS reads them: matched against older rows only."""
+    read = _as_signed if as_signed else (lambda value: value)
     canonical = {
-        name: {key: _as_signed(value) for key, value in doc.items() if key not in _BINDING_FIELDS}
-        for name, doc in documents
+        name: {key: read(value) for key, value in doc.items() if key not in _BINDING_FIELDS} for name, doc in documents
     }
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -125,6 +125,8 @@ class Outcome:
     confidence: dict[str, Any] = field(default_factory=dict)
     # SHA-256 of the measured results (signatures and challenge left out): duplicate_results.
     results_digest: str = ""
+    # The digest as stored before it read numbers as JCS does (matched against older rows only).
+    legacy_results_digest: str = ""
     # podium-bundle/2: the challenge the manifest names (None for v1).
     challenge: str | None = None
     # podium-bundle/1: the digest of each evaluator-signed result alone (duplicate_results per file).
@@ -398,6 +400,9 @@ def evaluate_paper_gap(
         tasks=tuple(checks),
         confidence=confidence,
         results_digest=results_digest((slug, bundle.results[slug].raw) for slug in bundle.results),
+        legacy_results_digest=results_digest(
+            ((slug, bundle.results[slug].raw) for slug in bundle.results), as_signed=False
+        ),
         signed_digests=tuple(
             results_digest([(check.slug, bundle.results[check.slug].raw)])
             for check in checks

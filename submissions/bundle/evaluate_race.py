@@ -59,6 +59,7 @@ class RaceOutcome:
     outcomes: tuple[race_scoring.TaskOutcome, ...] = ()
     diff: list[dict[str, Any]] = field(default_factory=list)
     results_digest: str = ""
+    legacy_results_digest: str = ""
     challenge: str | None = None
 
     @property
@@ -171,6 +172,7 @@ def evaluate_race_run(bundle: Bundle, spec: RaceSpec) -> RaceOutcome:
         outcomes=outcomes,
         # The validator, race and agent stay in: two validators' identical receipts are two runs.
         results_digest=results_digest([("race_run.json", run.raw)]),
+        legacy_results_digest=results_digest([("race_run.json", run.raw)], as_signed=False),
     )
     if compare_scoring.has_mismatch(diffs):
         wrong = ", ".join(diff.path for diff in diffs if diff.status != compare_scoring.MATCH)

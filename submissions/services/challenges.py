@@ -176,7 +176,12 @@ def challenge_consume(*, challenge: SubmissionChallenge, submission: Submission)
 
 
 def results_duplicate_check(
-    *, digest: str, submission: Submission, signed_unbound: bool, signed_digests: Sequence[str] = ()
+    *,
+    digest: str,
+    submission: Submission,
+    signed_unbound: bool,
+    signed_digests: Sequence[str] = (),
+    legacy_digest: str = "",
 ) -> None:
     """``duplicate_results`` when these results were already accepted for another submission:
     from another account, always; from the same account, when the bundle's signatures bind no
@@ -208,7 +213,9 @@ def results_duplicate_check(
             "a signed result of this bundle was already accepted for another submission; a podium-bundle/1 "
             "signature binds no run, so each signed result is accepted once (a new run needs its own results)",
         )
-    earlier = Submission.objects.filter(results_digest=digest).exclude(pk=submission.pk)
+    # ``legacy_digest``: the same results as digested before numbers were read as JCS reads them,
+    # so a row stored then still matches a verbatim copy.
+    earlier = Submission.objects.filter(results_digest__in={digest, legacy_digest} - {""}).exclude(pk=submission.pk)
     if earlier.exclude(submitter_id=submission.submitter_id).exists():
         raise BundleError(
             "duplicate_results",

@@ -406,6 +406,7 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
             submission=locked,
             signed_unbound=outcome.signed_unbound,
             signed_digests=getattr(outcome, "signed_digests", ()),
+            legacy_digest=outcome.legacy_results_digest,
         )
         if challenge is not None:
             challenge_consume(challenge=challenge, submission=locked)

@@ -773,3 +773,32 @@ def test_one_signed_result_taken_from_another_accounts_run_is_duplicate_results(
     assert first.verdict == "validated"
     assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
     assert Run.objects.filter(submission=second).count() == 0
+
+
+def test_a_copy_of_results_whose_digest_was_stored_by_the_earlier_rule_is_still_duplicate_results(
+    api, upload, owner, stranger, demo_release, tmp_path, site_identity, evaluator_key
+):
+    """Reading numbers as JCS does changed the digest of results holding 1.0 or 0.0; a row stored
+    before keeps its old digest, and a verbatim copy must still meet it."""
+    import shutil
+
+    from submissions.bundle.contract import results_digest
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+    from submissions.bundle.seal import write_members
+
+    recipient = str(site_identity.to_public())
+    alice = write_paper_gap_bundle_dir(tmp_path / "a", agent_name="alice", sign_with=evaluator_key)
+    first = upload(api(owner), seal_dir(alice, recipient).read_bytes())
+    documents = [(p.stem, json.loads(p.read_text())) for p in sorted((alice / "results").glob("*.json"))]
+    legacy = results_digest(documents, as_signed=False)
+    assert legacy != first.results_digest
+    Submission.objects.filter(pk=first.pk).update(results_digest=legacy)
+    first.signed_result_digests.all().delete()  # a row stored before signed results were kept one by one
+    bob = tmp_path / "b"
+    shutil.copytree(alice, bob)
+    manifest = json.loads((bob / "manifest.json").read_text())
+    manifest["agent"]["name"] = "bob"
+    (bob / "manifest.json").write_text(json.dumps(manifest))
+    write_members(bob)
+    second = upload(api(stranger), seal_dir(bob, recipient).read_bytes())
+    assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
