@@ -287,3 +287,18 @@ def make_user(db: Any) -> Any:
         return get_user_model().objects.create_user(username=username, password="a-long-test-password-123")
 
     return make
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """The test database is built from the models (``--no-migrations``), so SQL that a
+    migration runs and no model declares is run here too: the unique index on
+    lower(auth_user.username) (leaderboard/migrations/0004; tests/leaderboard/test_migrations.py
+    proves the migration itself)."""
+    import importlib  # the migration's module name starts with a digit: no import statement names it
+
+    from django.db import connection
+
+    migration = importlib.import_module("leaderboard.migrations.0004_username_lower_unique")
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(migration.CREATE_INDEX_SQL)

@@ -103,9 +103,10 @@ class SignUpForm(_UserCreationForm):
 
     def create_user(self) -> User | None:
         """The new account, or None with the username's "already exists" error on the form when
-        another sign-up took the name after ``clean_username`` looked (a double click on the
-        button): the unique index refuses the second INSERT, which was a 500
-        (tests/website/test_accounts.py)."""
+        another sign-up took the name, in any case, after ``clean_username`` looked (a double
+        click on the button; "Bob" and "bob" at once): the unique index on username, or the one
+        on lower(username) (leaderboard/migrations/0004), refuses the second INSERT, which was a
+        500 (tests/website/test_accounts.py)."""
         try:
             with transaction.atomic():
                 return self.save()

@@ -75,3 +75,22 @@ def test_two_sign_ups_of_one_username_at_once_refuse_the_second_with_a_form_erro
     assert "A user with that username already exists." in response.content.decode()
     assert get_user_model().objects.filter(username="bob").count() == 1
     assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
+def test_two_sign_ups_of_one_username_in_different_case_at_once_refuse_the_second_with_a_form_error() -> None:
+    """Both read before either wrote, so Django's case-insensitive check passed twice; the unique
+    index on lower(username) (leaderboard/migrations/0004) refuses the second insert, and the
+    form answers as for a taken name, not a 500."""
+
+    def first_sign_up() -> None:
+        get_user_model().objects.create_user("Bob", password=PASSWORD)
+
+    client = Client(raise_request_exception=False)
+    with committed_meanwhile(first_sign_up):
+        response = client.post("/accounts/signup/", {"username": "bob", "password1": PASSWORD, "password2": PASSWORD})
+    assert response.status_code == 400, response.status_code
+    assert "A user with that username already exists." in response.content.decode()
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["Bob"]
+    assert "_auth_user_id" not in client.session
