@@ -22,8 +22,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-# The race and declaration admins live in their own modules; importing them registers them.
-from leaderboard import admin_declarations, admin_races  # noqa: F401
+# The race, declaration and user admins live in their own modules; importing them registers them.
+from leaderboard import admin_declarations, admin_races, admin_users  # noqa: F401
 from leaderboard.admin_mixins import ReadOnlyFieldsMixin
 from leaderboard.manifest import ManifestError, ZipLimits, read_manifest_zip
 from leaderboard.models import (

@@ -140,6 +140,17 @@ def test_ensure_admin_uses_the_password_from_the_environment(monkeypatch) -> Non
     assert get_user_model().objects.get(username="admin").check_password("correct-horse-battery")
 
 
+def test_ensure_admin_names_an_account_holding_admin_in_another_case_and_creates_nothing(capsys) -> None:
+    get_user_model().objects.create_user("Admin", password="a-long-test-password-1")
+    code, out, err = run_command(capsys, "ensure_admin")
+    assert (code, out) == (1, "")
+    assert err == (
+        "CommandError: the account 'Admin' holds the username 'admin' in another case (usernames are unique "
+        "whatever their case); rename it in the admin, then run ensure_admin again.\n"
+    )
+    assert list(get_user_model().objects.values_list("username", "is_superuser")) == [("Admin", False)]
+
+
 # -------------------------------------------------------------------- upload
 
 

@@ -1,5 +1,7 @@
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from leaderboard.models import Release, Run, SigningKey, Standing
 from submissions.models import Submission, SubmissionChallenge
@@ -76,3 +78,16 @@ def test_the_demo_evaluator_keys_sign_only_the_demo_tasks_of_their_simulator(sit
         scoped = set(SigningKeyTask.objects.filter(signing_key=key).values_list("task", flat=True))
         expected = set(Task.objects.filter(pk__in=demo_tasks, simulator=key.evaluator_id).values_list("pk", flat=True))
         assert scoped == expected and scoped
+
+
+@pytest.mark.django_db
+def test_load_demo_names_an_account_holding_the_demo_username_in_another_case_and_loads_nothing(site_identity):
+    get_user_model().objects.create_user("Demo-Submitter")
+    with pytest.raises(CommandError) as refused:
+        call_command("load_demo")
+    assert str(refused.value) == (
+        "the account 'Demo-Submitter' holds the demo's username 'demo-submitter' in another case (usernames are "
+        "unique whatever their case); rename it in the admin, then run load_demo again."
+    )
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["Demo-Submitter"]
+    assert not Release.objects.exists() and not Submission.objects.exists()

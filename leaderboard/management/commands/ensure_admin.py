@@ -12,7 +12,7 @@ import secrets
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 USERNAME = "admin"
@@ -27,6 +27,14 @@ class Command(BaseCommand):
             if users.objects.filter(username=USERNAME).exists():
                 self.stdout.write(f"Superuser '{USERNAME}' already exists; its password is unchanged.")
                 return
+            # Usernames are unique whatever their case (leaderboard/migrations/0004): the
+            # insert below would fail with an IntegrityError, a traceback naming no account.
+            variant = users.objects.filter(username__iexact=USERNAME).values_list("username", flat=True).first()
+            if variant is not None:
+                raise CommandError(
+                    f"the account {variant!r} holds the username {USERNAME!r} in another case (usernames are "
+                    "unique whatever their case); rename it in the admin, then run ensure_admin again."
+                )
             from_env = os.environ.get("PODIUM_ADMIN_PASSWORD", "")
             password = from_env or secrets.token_urlsafe(18)
             users.objects.create_superuser(username=USERNAME, email="", password=password)

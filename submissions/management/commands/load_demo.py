@@ -126,8 +126,8 @@ class Command(BaseCommand):
             current_app.conf.task_always_eager = saved
 
     def _handle(self) -> None:
+        user = self._demo_user()  # first: a refused user leaves no site key generated
         recipient = self._site_recipient()
-        user = self._demo_user()
         manifests = []
         for relative in DEMO_MANIFESTS:
             path = Path(settings.BASE_DIR) / relative
@@ -195,7 +195,18 @@ class Command(BaseCommand):
             return key.public_key
 
     def _demo_user(self) -> Any:
-        user, created = get_user_model().objects.get_or_create(username=DEMO_USERNAME)
+        users = get_user_model()
+        # Usernames are unique whatever their case (leaderboard/migrations/0004): creating the
+        # demo user beside such an account failed with an IntegrityError, a traceback naming
+        # no account; submitting as that account would put the demo in someone else's name.
+        variant = users.objects.filter(username__iexact=DEMO_USERNAME).exclude(username=DEMO_USERNAME)
+        taken_by = variant.values_list("username", flat=True).first()
+        if taken_by is not None:
+            raise CommandError(
+                f"the account {taken_by!r} holds the demo's username {DEMO_USERNAME!r} in another case "
+                "(usernames are unique whatever their case); rename it in the admin, then run load_demo again."
+            )
+        user, created = users.objects.get_or_create(username=DEMO_USERNAME)
         if created:
             user.set_unusable_password()
             user.save(update_fields=["password"])

@@ -1,0 +1,52 @@
+"""The admin's user pages (leaderboard/admin_users.py): a username is unique whatever its case."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+PASSWORD = "a-long-test-password-1"
+TAKEN = "A user with that username already exists."
+
+
+def usernames() -> list[str]:
+    return sorted(get_user_model().objects.values_list("username", flat=True))
+
+
+def test_adding_a_username_another_account_holds_in_another_case_is_a_form_error(client, db) -> None:
+    users = get_user_model()
+    client.force_login(users.objects.create_superuser("root", password=PASSWORD))
+    users.objects.create_user("bob", password=PASSWORD)
+    response = client.post(
+        reverse("admin:auth_user_add"),
+        {"username": "BOB", "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
+    )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"username": [TAKEN]}
+    assert usernames() == ["bob", "root"]
+
+
+def test_renaming_an_account_to_another_accounts_username_in_another_case_is_a_form_error(client, db) -> None:
+    users = get_user_model()
+    client.force_login(users.objects.create_superuser("root", password=PASSWORD))
+    users.objects.create_user("bob", password=PASSWORD)
+    carol = users.objects.create_user("carol", password=PASSWORD)
+    response = client.post(
+        reverse("admin:auth_user_change", args=[carol.pk]),
+        {"username": "BOB", "is_active": "on", "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00"},
+    )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"username": [TAKEN]}
+    assert usernames() == ["bob", "carol", "root"]
+
+
+def test_renaming_an_account_to_its_own_username_in_another_case_is_saved(client, db) -> None:
+    users = get_user_model()
+    client.force_login(users.objects.create_superuser("root", password=PASSWORD))
+    carol = users.objects.create_user("carol", password=PASSWORD)
+    response = client.post(
+        reverse("admin:auth_user_change", args=[carol.pk]),
+        {"username": "Carol", "is_active": "on", "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00"},
+    )
+    assert response.status_code == 302
+    assert usernames() == ["Carol", "root"]
