@@ -17,6 +17,10 @@ Invariants:
 * every service that touches a card's play locks the Card row first
   (``select_for_update``), so one card's requests are serialised and two cards
   never wait for each other; nothing here takes a global lock;
+* an account's request locks a card row only if the card is its own (the owner is in the
+  locking statement's WHERE clause), so no other account can hold up a card's play: another
+  account's request locks nothing and gets the 404 of a card that does not exist (staff
+  reading a card, and the idle sweep, lock any card);
 * a finished episode (solved, deadlocked, out of budget, abandoned) never changes;
 * the only way a card is closed is :func:`card_close` (the player, or the idle
   sweep and lazy expiry with ``closed_by=expiry``), so both close alike;
@@ -190,29 +194,47 @@ def card_open(*, user: User, api_key: ApiKey | None, benchmark_slug: str, agent_
 # ------------------------------------------------------------------ access
 
 
+def _not_found(card_id: int) -> CardError:
+    """The one answer for a card that does not exist and for another account's card: the same
+    code and message, so a refusal never tells whether the card exists."""
+    return CardError(404, "card_not_found", f"No scorecard {card_id}.")
+
+
 def _locked_card(card_id: int) -> Card:
+    """Any account's card, its row locked: only for staff reading a card, and for closing a
+    card its owner's request found idle (never for an arbitrary account's request)."""
     card = Card.objects.select_for_update().filter(pk=card_id).first()
     if card is None:
-        raise CardError(404, "card_not_found", f"No scorecard {card_id}.")
+        raise _not_found(card_id)
     return card
 
 
-def _check_player(card: Card, user: User) -> None:
-    """Only the owner plays or closes a card. Another account learns nothing (404, like a
-    card that does not exist); staff may look (GET) but not play someone else's card."""
-    if card.owner_id == user.pk:
-        return
-    if user.is_staff:
-        raise CardError(403, "card_not_yours", f"Scorecard {card.pk} belongs to another account; only it may play.")
-    raise CardError(404, "card_not_found", f"No scorecard {card.pk}.")
+def _owned_card_locked(card_id: int, user: User) -> Card:
+    """``user``'s own card, its row locked; the refusal of anyone else's.
+
+    The owner is in the locking statement's WHERE: PostgreSQL filters another account's row
+    out before locking it, so a request for someone else's card locks nothing. Locking by id
+    and checking the owner afterwards let any signed-in account hold a lock on a victim's card,
+    delaying their play, with requests that all ended in a 404."""
+    card = Card.objects.select_for_update().filter(pk=card_id, owner=user).first()
+    if card is None:
+        raise _not_yours_refusal(card_id, user)
+    return card
+
+
+def _not_yours_refusal(card_id: int, user: User) -> CardError:
+    """Why ``user`` may not play card ``card_id``, which is not theirs (or does not exist):
+    another account learns nothing (404, like a card that does not exist); staff, who may read
+    every card, are told it is another account's (403), from a read that takes no lock."""
+    if user.is_staff and Card.objects.filter(pk=card_id).exists():
+        return CardError(403, "card_not_yours", f"Scorecard {card_id} belongs to another account; only it may play.")
+    return _not_found(card_id)
 
 
 def card_for_player(*, card_id: int, user: User) -> Card:
     """The card for GET: its owner, or staff. Closes it first when it has idled out."""
     with transaction.atomic():
-        card = _locked_card(card_id)
-        if card.owner_id != user.pk and not user.is_staff:
-            raise CardError(404, "card_not_found", f"No scorecard {card_id}.")
+        card = _locked_card(card_id) if user.is_staff else _owned_card_locked(card_id, user)
         _close_if_idle(card, timezone.now())
     return card
 
@@ -261,11 +283,12 @@ def _card_request(service: Callable[_P, _R]) -> Callable[_P, _R]:
     return run
 
 
-def _check_playable(card: Card, user: Any, now: dt.datetime, *, closing: bool = False) -> None:
-    """Refuse play on a locked card ``user`` may not play now: the one rule for reset, actions
-    and close (``closing``: a close, which a revealed release still allows). A card idled out
-    is refused with :class:`_CardIdle` (its service's :func:`_card_request` closes it)."""
-    _check_player(card, user)
+def _check_playable(card: Card, now: dt.datetime, *, closing: bool = False) -> None:
+    """Refuse play on a locked card of the requesting account (locked with its owner in the
+    WHERE clause: :func:`_owned_card_locked`, :func:`_locked_episode`) that cannot be played
+    now: the one rule for reset, actions and close (``closing``: a close, which a revealed
+    release still allows). A card idled out is refused with :class:`_CardIdle` (its service's
+    :func:`_card_request` closes it)."""
     if _is_expired(card, now):
         raise _CardIdle(card.pk)
     if card.status != Card.Status.OPEN:
@@ -274,10 +297,10 @@ def _check_playable(card: Card, user: Any, now: dt.datetime, *, closing: bool = 
         _check_levels_hidden(card.release)
 
 
-def _open_card_for_play(card_id: int, user: Any, now: dt.datetime, *, closing: bool = False) -> Card:
-    """The card, locked, if ``user`` may play it now."""
-    card = _locked_card(card_id)
-    _check_playable(card, user, now, closing=closing)
+def _open_card_for_play(card_id: int, user: User, now: dt.datetime, *, closing: bool = False) -> Card:
+    """``user``'s card, locked, if it can be played now (only its owner plays a card)."""
+    card = _owned_card_locked(card_id, user)
+    _check_playable(card, now, closing=closing)
     return card
 
 
@@ -670,8 +693,11 @@ def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, rows.Columns, row
         f"ON {column('l', ScorecardLevel, 'id')} = {column('e', CardEpisode, 'level')} "
         f"JOIN {rows.table(Release, 'r')} ON {column('r', Release, 'id')} = {column('c', Card, 'release')}"
     )
+    # The owner is in the WHERE clause, so another account's request locks no row of the card
+    # (PostgreSQL filters before it locks): see _owned_card_locked.
     where = (
-        f"{column('e', CardEpisode, 'card')} = %s AND {column('l', ScorecardLevel, 'level_id')} = %s "
+        f"{column('e', CardEpisode, 'card')} = %s AND {column('c', Card, 'owner')} = %s "
+        f"AND {column('l', ScorecardLevel, 'level_id')} = %s "
         f"AND {column('l', ScorecardLevel, 'release')} = {column('c', Card, 'release')}"
     )
     # Without row locks (the embedded SQLite) the database's single writer serialises instead.
@@ -681,9 +707,10 @@ def _locked_episode_sql(vendor: str, lock: bool) -> tuple[str, rows.Columns, row
     return sql, episode, card, level, release
 
 
-def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
-    """The card's started episode on ``level_id`` with its card and level, the card row
-    and the episode row both locked, in one statement; None when there is none (or no card).
+def _locked_episode(card_id: int, level_id: str, user: User) -> CardEpisode | None:
+    """``user``'s card's started episode on ``level_id`` with its card and level, the card row
+    and the episode row both locked, in one statement; None when there is none (no card, or
+    not ``user``'s: then nothing is locked).
 
     The card is named first in ``FOR UPDATE OF`` and PostgreSQL locks in that order, so
     the card is locked before the episode, as in every other service here (no deadlock
@@ -698,7 +725,7 @@ def _locked_episode(card_id: int, level_id: str) -> CardEpisode | None:
         connection.vendor, connection.features.has_select_for_update_of
     )
     with rows.cursor() as cursor:
-        cursor.execute(sql, [card_id, level_id])
+        cursor.execute(sql, [card_id, user.pk, level_id])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -794,14 +821,14 @@ def card_episode_play(*, card_id: int, user: User, level_id: str, actions: Seque
             shown = action[:20] if isinstance(action, str) else type(action).__name__
             raise CardError(400, "invalid_action", f"action: expected one of {', '.join(ACTIONS)}, got {shown!r}.")
     now = timezone.now()
-    found = _locked_episode(card_id, level_id)
+    found = _locked_episode(card_id, level_id, user)
     if found is None:
         # No card, not the player's, or no episode on that level: the plain path says which.
         card = _open_card_for_play(card_id, user, now)
         episode = _episode_of(card, level_id)
     else:
         episode, card = found, found.card
-        _check_playable(card, user, now)
+        _check_playable(card, now)
     if episode.done:
         raise CardError(
             409, "episode_done", f"level {level_id!r} is finished on this card; further actions are refused."

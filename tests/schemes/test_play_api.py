@@ -16,6 +16,7 @@ from scoring.sokoban import parse_xsb, solve
 from submissions.api_keys import api_key_create
 from submissions.models import Card, CardEpisode, CardMove
 from submissions.services.cards import cards_close_idle
+from tests.concurrency import on_postgresql_committing
 from tests.schemes.conftest import PLAY_LEVELS
 
 OPEN = "/api/v1/scorecards/"
@@ -501,6 +502,83 @@ def test_concurrent_actions_on_one_card_are_serialised_by_its_row_lock(make_user
     assert errors == []
     for card in cards:
         assert_each_action_counted_once(card.pk, 28)  # 4 threads x 7 actions
+
+
+@on_postgresql_committing
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("request_kind", ["get", "reset", "action", "close"])
+def test_another_accounts_request_for_a_card_locks_nothing_and_answers_like_a_missing_card(
+    make_user, tmp_path, request_kind
+):
+    """Each request locked the card row by id and then found it was not the requester's (a
+    404): any account could hold a lock on a victim's card, delaying their play. The other
+    account's request is held after each of its locking statements; the owner can lock the
+    card there without waiting (``nowait``), and the answer is a missing card's, exactly."""
+    import queue
+    import threading
+
+    from django.db import DatabaseError, connection, transaction
+
+    from leaderboard.services.release_sync import release_sync
+    from submissions.services import cards as card_services
+    from tests.schemes.conftest import write_play_manifest
+
+    write_play_manifest(tmp_path / "play")
+    release_sync(manifest=tmp_path / "play")
+    owner, other = make_user("owner"), make_user("other")
+    card = card_services.card_open(
+        user=owner, api_key=None, benchmark_slug="sokoban-play", agent_name="Owned", agent_version="1"
+    )
+    card_services.card_episode_reset(card_id=card.pk, user=owner, level_id="room")
+    send = {
+        "get": lambda: card_services.card_for_player(card_id=card.pk, user=other),
+        "reset": lambda: card_services.card_episode_reset(card_id=card.pk, user=other, level_id="room"),
+        "action": lambda: card_services.card_episode_act(card_id=card.pk, user=other, level_id="room", action="up"),
+        "close": lambda: card_services.card_close(card_id=card.pk, user=other),
+    }[request_kind]
+    locking, resume = queue.Queue(), queue.Queue()
+
+    def hold_after_each_lock(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "FOR UPDATE" in sql:
+            locking.put(sql)
+            resume.get(timeout=10)
+        return result
+
+    answers: list[object] = []
+
+    def other_account() -> None:
+        try:
+            with connection.execute_wrapper(hold_after_each_lock):
+                send()
+        except card_services.CardError as refusal:
+            answers.append((refusal.status, refusal.code, refusal.message))
+        except BaseException as exc:  # pragma: no cover - reported below
+            answers.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=other_account)
+    thread.start()
+    owner_could_lock: list[bool] = []
+    while thread.is_alive() or not locking.empty():
+        try:
+            locking.get(timeout=0.05)
+        except queue.Empty:
+            continue
+        try:
+            with transaction.atomic():
+                Card.objects.select_for_update(nowait=True).get(pk=card.pk)
+            owner_could_lock.append(True)
+        except DatabaseError:
+            owner_could_lock.append(False)
+        resume.put(None)
+    thread.join()
+    assert answers == [(404, "card_not_found", f"No scorecard {card.pk}.")]
+    assert owner_could_lock and all(owner_could_lock), owner_could_lock
+    assert list(CardMove.objects.values_list("action", flat=True)) == ["reset"]
+    assert Card.objects.get(pk=card.pk).status == "open"
+    assert card_services.card_episode_act(card_id=card.pk, user=owner, level_id="room", action="up").steps == 1
 
 
 def assert_each_action_counted_once(card_id: int, actions: int) -> None:
