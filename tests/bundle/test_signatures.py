@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from submissions.bundle import BundleError, check_signature, key_id_for, sign_object, signed_payload
@@ -182,3 +182,78 @@ def test_the_fast_number_paths_print_exactly_what_the_general_rule_prints():
     values += [rng.randint(-(2**53), 2**53) for _ in range(500)]
     for value in values:
         assert format_number(value) == _format_number_general(value), value
+
+
+def _general_canonical_json(value):
+    """The general encoder alone (what canonical_json's C-encoder fast path must reproduce)."""
+    from submissions.bundle.canonical_json import _encode
+
+    out = []
+    _encode(value, out)
+    return "".join(out).encode("utf-8")
+
+
+_edge_floats = st.sampled_from(
+    [
+        *(0.0, -0.0, 1.0, -1.0, 1e-4, -1e-4, 9.999e-5, 1e-6, 1e-7, 1e15, 1e16, 1e21, 1e22, 2.0**53, -(2.0**53)),
+        *(2.0**53 - 1, 2.0**53 + 2, 2.0**60, 123456789012345.6, 5e-324, 1.7976931348623157e308),
+    ]
+)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**54), max_value=2**54),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-1e6, max_value=1e6).map(round),
+    st.floats(min_value=-1e6, max_value=1e6).map(lambda v: float(round(v))),
+    _edge_floats,
+    st.text(),
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x7F)),
+    st.text(st.characters(exclude_categories=())),  # with lone surrogates
+)
+_keys = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=6),
+    st.text(max_size=4),
+    st.sampled_from(["\ue000", "\U0001f600", "a\x7f", "\u2028", "é"]),
+)
+_json_values = st.recursive(
+    _scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=5),
+        st.lists(children, max_size=3).map(tuple),
+        st.dictionaries(_keys, children, max_size=5),
+        st.dictionaries(st.one_of(_keys, st.integers(0, 3)), children, max_size=3),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_json_values)
+def test_the_c_encoder_fast_path_is_byte_identical_to_the_general_encoder(value):
+    """canonical_json tries Python's C encoder on a converted copy first; whatever it prints must
+    be what the general RFC 8785 encoder prints, and whatever the general encoder refuses must
+    still be refused."""
+    try:
+        expected = _general_canonical_json(value)
+    except CanonicalJSONError:
+        with pytest.raises(CanonicalJSONError):
+            canonical_json(value)
+    else:
+        assert canonical_json(value) == expected
+
+
+def test_the_fast_path_prints_the_standard_signed_results_as_the_general_encoder_does(tmp_path):
+    """The demo bundle's evaluator results (what every bundle's signature checks canonicalise):
+    integral metrics, tiny rates, nested rate maps."""
+    import json
+
+    from submissions.bundle.demo import write_paper_gap_bundle_dir
+
+    directory = write_paper_gap_bundle_dir(tmp_path / "bundle", sign_with=generate_signing_key())
+    for path in sorted((directory / "results").glob("*.json")):
+        document = json.loads(path.read_bytes())
+        assert canonical_json(document) == _general_canonical_json(document)
+        assert signed_payload(document) == _general_canonical_json(
+            {k: v for k, v in document.items() if k != "signature"}
+        )
