@@ -102,21 +102,24 @@ def run_cost_of(
 
 
 def _prices(release_id: int) -> dict[str, ReleasePrice]:
-    return {p.model.strip().lower(): p for p in ReleasePrice.objects.filter(release_id=release_id)}
+    # The model's ordering (release, model) within one release: by model alone, without the
+    # joins ordering by the release's own ordering adds (the last of two names that differ only
+    # in case or spaces wins, as before).
+    return {p.model.strip().lower(): p for p in ReleasePrice.objects.filter(release_id=release_id).order_by("model")}
 
 
 def run_cost_refresh(*, run: Run) -> RunCost | None:
-    """Price one newly recorded run (three queries: prices, declaration, write)."""
-    meta = AgentVersionMeta.objects.filter(agent_version_id=run.agent_version_id).first()
+    """Price one newly recorded run (two reads: declaration, prices; an insert when it has a cost).
+
+    Newly recorded: created in the caller's transaction, so it has no RunCost row yet (no other
+    transaction can see the run to price it), and there is nothing to delete or update.
+    Re-pricing existing runs is ``run_costs_refresh``'s."""
+    meta = AgentVersionMeta.objects.filter(agent_version_id=run.agent_version_id).order_by().first()  # one-to-one
     cost = run_cost_of(run=run, meta=meta, prices=_prices(run.release_id))
     if cost is None:
-        RunCost.objects.filter(run=run).delete()
         return None
     usd, basis, model = cost
-    row, _ = RunCost.objects.update_or_create(
-        run=run, defaults={"release_id": run.release_id, "usd": usd, "basis": basis, "priced_model": model}
-    )
-    return row
+    return RunCost.objects.create(run=run, release_id=run.release_id, usd=usd, basis=basis, priced_model=model)
 
 
 @transaction.atomic

@@ -365,11 +365,17 @@ def standings_update_version(*, release: Release, agent_version_id: int) -> int:
     A constant number of queries per tab whatever the number of runs in the release.
     """
     with transaction.atomic(savepoint=False):
-        # The release row lock: concurrent writers of this release's standings serialize.
-        Release.objects.select_for_update().filter(pk=release.pk).values_list("pk", flat=True).first()
+        # The release row lock: concurrent writers of this release's standings serialize. Plain
+        # SQL: the ORM query's compile (and its default ordering's joins) cost more than the lock.
+        _lock_release_row(connections[Release.objects.db], release.pk)
         rounded = release_withheld_tabs(release)
         runs = _version_runs(release, agent_version_id, rounded)
-        current = {row.tab: row for row in Standing.objects.filter(release=release, agent_version_id=agent_version_id)}
+        # No ordering: a version has one row per tab (this module writes them so), and the rank
+        # order's compile (its expressions, the release's joins) cost more than the query.
+        current = {
+            row.tab: row
+            for row in Standing.objects.filter(release=release, agent_version_id=agent_version_id).order_by()
+        }
         changed = 0
         for tab in TABS:
             # Position 1 in the tab's order (the query's window) and a score in the tab: the

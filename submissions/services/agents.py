@@ -75,7 +75,7 @@ def agent_owner_check(*, name: str, account: User) -> Agent | None:
     Raises ``agent_not_yours`` when the slug belongs to another account or to no account.
     Reads only: a refused run writes nothing.
     """
-    agent = Agent.objects.filter(slug=agent_slug(name)).first()
+    agent = Agent.objects.filter(slug=agent_slug(name)).order_by().first()  # slugs are unique: no ordering
     if agent is not None and (account is None or agent.owner_id != account.pk):
         raise BundleError(
             "agent_not_yours",

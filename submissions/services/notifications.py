@@ -229,7 +229,13 @@ def notifications_for_verdict(*, submission: Submission) -> list[int]:
 
 
 def _owe(submission: Submission) -> list[int]:
-    user = get_user_model().objects.filter(pk=submission.submitter_id).only("email").first()
+    # Verification has read the submitter already (the duplicate-results check): its email is
+    # at hand, in this same transaction; otherwise one read of the email alone.
+    user: User | None
+    if Submission.submitter.is_cached(submission):
+        user = submission.submitter
+    else:
+        user = get_user_model().objects.filter(pk=submission.submitter_id).only("email").first()
     targets: list[tuple[str, str]] = []
     if user is not None and user.email:
         targets.append((NotificationDelivery.Channel.EMAIL, user.email))

@@ -173,6 +173,7 @@ def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext
         .filter(
             benchmark__slug=benchmark, version=version, benchmark__scheme=Benchmark.Scheme.PAPER_GAP, published=True
         )
+        .order_by()  # one row at most (a version is unique per benchmark): no ordering to compile
         .first()
     )
     if release is None:

@@ -91,8 +91,11 @@ def _claim(submission_id: uuid.UUID | str, owner: str = "") -> Submission | None
     attempt; None when there is nothing to do (done, missing, or leased by another live owner)."""
     owner = owner or uuid.uuid4().hex
     with transaction.atomic():
-        submission = Submission.objects.select_for_update().filter(pk=submission_id).first()
-        if submission is None:
+        # get(), not first(): one row by primary key needs no ORDER BY (first() compiles the
+        # model's ordering on every verification).
+        try:
+            submission = Submission.objects.select_for_update().get(pk=submission_id)
+        except Submission.DoesNotExist:
             logger.warning("submission %s does not exist; nothing to verify", submission_id)
             return None
         if submission.status == Submission.Status.DONE:
