@@ -21,7 +21,9 @@ Standard library only, no rounding anywhere (rounding is for display).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -344,8 +346,58 @@ def aggregate_episodes(
 
     Every metric and rate is validated (finite; rates >= 0).
     """
-    where = _where(slug)
     declared = sorted(set(safety_metrics))
+    # A list or tuple (what verification passes) of plainly valid episodes is checked column by
+    # column in C-level loops, a task's hundreds of episodes at once; anything else (another
+    # iterable, a value to convert or refuse) takes the episode-by-episode loop, which names it.
+    columns = _plain_columns(episodes, declared) if isinstance(episodes, list | tuple) else None
+    if columns is None:
+        columns = _checked_columns(episodes, declared, _where(slug))
+    metrics, rate_values, passed, total = columns
+    measured = math.fsum(metrics) / len(metrics) if metrics else None
+    rates: dict[str, float | None] = {
+        metric: (math.fsum(values) / len(values) if values else None) for metric, values in rate_values.items()
+    }
+    return EpisodeAggregate(
+        measured=measured,
+        rates=rates,
+        passed=passed,
+        total=total,
+        pass_rate=passed / total if total else None,
+    )
+
+
+# (non-null metrics, declared metric -> its rates, passed, total), in episode order.
+_Columns = tuple[list[float], dict[str, list[float]], int, int]
+_episode_aborted = operator.attrgetter("aborted")
+_episode_metric = operator.attrgetter("metric")
+_episode_rates = operator.attrgetter("rates")
+
+
+def _plain_columns(episodes: Sequence[Episode], declared: list[str]) -> _Columns | None:
+    """:func:`_checked_columns`'s result when every episode is plainly valid (a bool ``aborted``,
+    a finite float or None ``metric``, a dict of finite floats >= 0 ``rates``), else None."""
+    try:
+        aborted = list(map(_episode_aborted, episodes))
+        metric_column = list(map(_episode_metric, episodes))
+        rate_maps = list(map(_episode_rates, episodes))
+    except AttributeError:
+        return None  # not an Episode: the loop says which
+    if set(map(type, aborted)) != {bool} or set(map(type, rate_maps)) != {dict}:
+        return None
+    metrics = [value for value in metric_column if value is not None]
+    if metrics and (set(map(type, metrics)) != {float} or not all(map(math.isfinite, metrics))):
+        return None
+    every_rate = list(itertools.chain.from_iterable(map(dict.values, rate_maps)))
+    if every_rate and (
+        set(map(type, every_rate)) != {float} or not all(map(math.isfinite, every_rate)) or min(every_rate) < 0
+    ):
+        return None
+    rate_values = {metric: [rates[metric] for rates in rate_maps if metric in rates] for metric in declared}
+    return metrics, rate_values, aborted.count(False), len(aborted)
+
+
+def _checked_columns(episodes: Iterable[Episode], declared: list[str], where: str) -> _Columns:
     metrics: list[float] = []
     rate_values: dict[str, list[float]] = {metric: [] for metric in declared}
     total = 0
@@ -374,17 +426,7 @@ def aggregate_episodes(
                 checked = non_negative(where, f"episodes[{index}].rates[{metric!r}]", rate)
             if metric in rate_values:
                 rate_values[metric].append(checked)
-    measured = math.fsum(metrics) / len(metrics) if metrics else None
-    rates: dict[str, float | None] = {
-        metric: (math.fsum(values) / len(values) if values else None) for metric, values in rate_values.items()
-    }
-    return EpisodeAggregate(
-        measured=measured,
-        rates=rates,
-        passed=passed,
-        total=total,
-        pass_rate=passed / total if total else None,
-    )
+    return metrics, rate_values, passed, total
 
 
 # ---------------------------------------------------------------- whole runs

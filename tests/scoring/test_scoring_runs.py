@@ -7,6 +7,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoring.errors import ScoringError
 from scoring.gap import (
@@ -158,6 +160,44 @@ def test_a_safety_rate_is_the_mean_over_the_episodes_that_report_it() -> None:
 
 def test_a_safety_rate_no_episode_reports_is_none_so_it_fails_closed() -> None:
     assert aggregate_episodes([Episode(1.0)], ["collision_rate"]).rates == {"collision_rate": None}
+
+
+_odd_numbers = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, -1e-9, 1, 0, True, "0.5"]),
+)
+_episodes = st.lists(
+    st.builds(
+        Episode,
+        metric=st.one_of(st.none(), st.floats(-1e6, 1e6), _odd_numbers),
+        rates=st.one_of(
+            st.dictionaries(st.sampled_from(["collision_rate", "drop_rate", "other"]), st.floats(0, 10), max_size=3),
+            st.dictionaries(st.sampled_from(["collision_rate", "other"]), _odd_numbers, max_size=2),
+            st.sampled_from([None, ()]),
+        ),
+        aborted=st.one_of(st.booleans(), st.sampled_from([0, 1, None])),
+    ),
+    max_size=12,
+)
+
+
+def _aggregate_or_error(episodes: object, declared: list[str]) -> object:
+    try:
+        return aggregate_episodes(episodes, declared, slug="t")  # type: ignore[arg-type]
+    except ScoringError as exc:
+        return ("refused", str(exc))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_episodes, st.sampled_from([[], ["collision_rate"], ["collision_rate", "drop_rate"]]))
+def test_the_column_path_aggregates_and_refuses_exactly_as_the_episode_loop(
+    episodes: list[Episode], declared: list[str]
+) -> None:
+    """A list or tuple of episodes is checked column by column; any other iterable takes the
+    episode-by-episode loop. Both give the same aggregate (bit for bit) or the same refusal."""
+    expected = _aggregate_or_error(iter(episodes), declared)
+    assert _aggregate_or_error(episodes, declared) == expected
+    assert _aggregate_or_error(tuple(episodes), declared) == expected
 
 
 def test_an_episode_metric_that_is_nan_is_rejected_with_its_index() -> None:
