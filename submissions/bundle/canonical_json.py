@@ -177,28 +177,35 @@ class _NotPlain(Exception):
 # escaped alike (the general encoder's _string uses it too), ASCII keys sort alike, and repr()
 # of a float is ECMAScript's text wherever repr() needs no exponent (1e-4 <= |x| < 1e16) and the
 # float is not integral (repr "5.0" where JCS says "5": those become ints first; exact below
-# 2**53, where the shortest digits are the integer's own). A signed result is almost all plain.
+# 2**53, where the shortest digits are the integer's own). Any other finite float is printed as
+# repr() and its repr() text then swapped for the JCS text (see canonical_json). A signed result
+# is almost all plain.
 _c_encode = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"), check_circular=False
 ).encode
 
 
-def _plain_float(value: float) -> float | int:
+def _plain_float(value: float, odd: dict[str, int]) -> float | int:
     if value.is_integer():
         if -_MAX_SAFE_INTEGER < value < _MAX_SAFE_INTEGER:
             return int(value)  # -0.0 becomes 0, printed "0" as JCS does
-        raise _NotPlain
-    if 1e-4 <= abs(value) < 1e16:
+    elif 1e-4 <= abs(value) < 1e16:
         return value
-    raise _NotPlain  # an exponent in repr(), or nan / inf
+    if not math.isfinite(value):
+        raise _NotPlain  # the general encoder refuses it
+    # repr() differs from JCS (1e-05: "0.00001", 1e+16: "10000000000000000"): counted, swapped later.
+    shown = repr(value)
+    odd[shown] = odd.get(shown, 0) + 1
+    return value
 
 
 # One flat walk on purpose (C901 waived): it runs over every value of a signed result.
-def _plain(value: Any) -> Any:  # noqa: C901
-    """``value`` with integral floats as ints (a copy where one changed), or raise _NotPlain.
+def _plain(value: Any, odd: dict[str, int]) -> Any:  # noqa: C901
+    """``value`` with integral floats as ints (a copy where one changed), or raise _NotPlain;
+    ``odd`` counts the repr() of each float whose repr() is not its JCS text.
 
     Exact types only (what a JSON parser returns): a subclass, a non-ASCII or non-string key,
-    an unsafe integer or a float repr() would print with an exponent takes the general path.
+    an unsafe integer, nan or inf takes the general path.
     """
     kind = type(value)
     if kind is dict:
@@ -210,11 +217,11 @@ def _plain(value: Any) -> Any:  # noqa: C901
             if item_kind is float:
                 if 1e-4 <= item < 1e16 and not item.is_integer():  # the hot case, checked inline
                     continue
-                converted = _plain_float(item)
+                converted = _plain_float(item, odd)
             elif item_kind is str or item_kind is bool or item is None:
                 continue
             else:
-                converted = _plain(item)
+                converted = _plain(item, odd)
             if converted is not item:
                 if new is None:
                     new = dict(value)
@@ -223,14 +230,14 @@ def _plain(value: Any) -> Any:  # noqa: C901
     if kind is list or kind is tuple:
         new_list = None
         for index, item in enumerate(value):
-            converted = _plain(item)
+            converted = _plain(item, odd)
             if converted is not item:
                 if new_list is None:
                     new_list = list(value)  # a tuple prints as a list either way
                 new_list[index] = converted
         return value if new_list is None else new_list
     if kind is float:
-        return _plain_float(value)
+        return _plain_float(value, odd)
     if kind is int:
         if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
             return value
@@ -246,7 +253,15 @@ def canonical_json(value: Any) -> bytes:
     # result (each bundle checks a signature per task). Byte-identical output is property-tested
     # against the general encoder (tests/bundle/test_signatures.py).
     try:
-        text = _c_encode(_plain(value))
+        odd: dict[str, int] = {}
+        text = _c_encode(_plain(value, odd))
+        for shown, count in odd.items():
+            # Each such float is a number token of the text spelled exactly ``shown`` (no
+            # delimiter in it, so no other occurrence overlaps one). Only when no string or other
+            # number holds that spelling too is every occurrence swapped for the JCS text.
+            if text.count(shown) != count:
+                raise _NotPlain
+            text = text.replace(shown, format_number(float(shown)))
         # DEL: the general encoder prints it raw in a string but as \u007f in a key (_key_string
         # is json.dumps with ensure_ascii); rare enough to leave to it, so the bytes never differ.
         if "\x7f" not in text:

@@ -197,6 +197,7 @@ _edge_floats = st.sampled_from(
     [
         *(0.0, -0.0, 1.0, -1.0, 1e-4, -1e-4, 9.999e-5, 1e-6, 1e-7, 1e15, 1e16, 1e21, 1e22, 2.0**53, -(2.0**53)),
         *(2.0**53 - 1, 2.0**53 + 2, 2.0**60, 123456789012345.6, 5e-324, 1.7976931348623157e308),
+        *(1e-5, 2.9e-5, -2.9e-5, 12.9e-5, 1e-7, -1e-7, 1.5e21, 11.5e21, 9007199254740994.0),
     ]
 )
 _scalars = st.one_of(
@@ -210,6 +211,8 @@ _scalars = st.one_of(
     st.text(),
     st.text(st.characters(min_codepoint=0, max_codepoint=0x7F)),
     st.text(st.characters(exclude_categories=())),  # with lone surrogates
+    # Strings spelling a number whose repr() is not its JCS text (the fast path swaps those).
+    st.sampled_from(["1e-05", "x 2.9e-05", "1e+16", "-1e-07", "9007199254740994.0"]),
 )
 _keys = st.one_of(
     st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=6),
