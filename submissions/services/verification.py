@@ -449,6 +449,13 @@ def _jsonable_diff(diff: Any) -> list[Any]:
     return rows
 
 
+def _locked(submission_id: uuid.UUID) -> Submission:
+    """The submission row, locked (its own row only), with its submitter read in the same query:
+    every verdict needs the submitter (the duplicate-results check, the run's owner, the
+    notification's email), which was one more query."""
+    return Submission.objects.select_for_update(of=("self",)).select_related("submitter").get(pk=submission_id)
+
+
 def _conclude(
     submission: Submission, verdict: Verdict | None, write: Callable[[Submission], Verdict] | None
 ) -> Submission:
@@ -465,12 +472,10 @@ def _conclude(
 
     try:
         with transaction.atomic():
-            locked = Submission.objects.select_for_update().get(pk=submission.pk)
+            locked = _locked(submission.pk)
             if locked.status == Submission.Status.DONE:
                 return locked  # a concurrent run finished it: change nothing
             known(locked)
-            if Submission.submitter.is_cached(submission):
-                locked.submitter = submission.submitter  # the same row: not read again
             if write is not None:
                 # No savepoint needed: a rejection raised inside leaves this whole transaction
                 # (rolled back, partial rows and all) before the handler below records it.
@@ -480,7 +485,7 @@ def _conclude(
                 _finish(locked, verdict)
     except BundleError as exc:
         with transaction.atomic():
-            locked = Submission.objects.select_for_update().get(pk=submission.pk)
+            locked = _locked(submission.pk)
             if locked.status == Submission.Status.DONE:
                 return locked
             known(locked)
