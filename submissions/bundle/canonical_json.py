@@ -266,7 +266,9 @@ def canonical_json(value: Any) -> bytes:
         # is json.dumps with ensure_ascii); rare enough to leave to it, so the bytes never differ.
         if "\x7f" not in text:
             return text.encode("utf-8")
-    except (_NotPlain, UnicodeEncodeError):  # UnicodeEncodeError: a lone surrogate, refused below
+    except (_NotPlain, UnicodeEncodeError, RecursionError):
+        # UnicodeEncodeError: a lone surrogate, refused below. RecursionError: nested about as
+        # deep as the recursion limit, where the general encoder alone decides, as it always did.
         pass
     out: list[str] = []
     _encode(value, out)

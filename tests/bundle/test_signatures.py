@@ -260,3 +260,15 @@ def test_the_fast_path_prints_the_standard_signed_results_as_the_general_encoder
         assert signed_payload(document) == _general_canonical_json(
             {k: v for k, v in document.items() if k != "signature"}
         )
+
+
+def test_a_document_nested_too_deep_for_the_fast_path_is_left_to_the_general_encoder(monkeypatch):
+    """Near the recursion limit the C-encoder path may give up where the general encoder does
+    not: its RecursionError is never the answer."""
+    from submissions.bundle import canonical_json as module
+
+    def too_deep(value, odd):
+        raise RecursionError
+
+    monkeypatch.setattr(module, "_plain", too_deep)
+    assert canonical_json({"a": [1.0, {"b": None}]}) == b'{"a":[1,{"b":null}]}'
