@@ -129,7 +129,7 @@ class Outcome:
     legacy_results_digest: str = ""
     # podium-bundle/2: the challenge the manifest names (None for v1).
     challenge: str | None = None
-    # podium-bundle/1: the digest of each evaluator-signed result alone (duplicate_results per file).
+    # podium-bundle/1: the SHA-256 of each evaluator-signed result's signed bytes (duplicate_results per file).
     signed_digests: tuple[str, ...] = ()
     # Accepted outcomes: the tasks' episodes as scoring.uncertainty.pack_run_columns bytes, stored
     # with the Run (RunEpisodes) so the interval follow-up never re-opens the bundle. Not in to_dict().
@@ -316,10 +316,12 @@ def evaluate_paper_gap(
             raise BundleError("wrong_kind", f"manifest.json: kind is {bundle.kind!r}, expected 'paper_gap'")
         _check_release(bundle, release_spec, required_task_set_hash)
         checks: list[TaskCheck] = []
+        signed_sha256: list[str | None] = []  # each result's signed bytes, hashed (None: not validly signed)
         for slug in sorted(bundle.results):
             result = bundle.results[slug]
             check_challenge(result.challenge, manifest.challenge, where=result.member)
             signature = check_signature(result.raw, public_keys, where=result.member)
+            signed_sha256.append(signature.signed_sha256)
             key = evaluator_keys.get(str(signature.key_id)) if signature.status == VALID else None
             simulator = task_simulators.get(slug, result.simulator)
             if key is not None and not key.covers(task=slug, simulator=simulator):
@@ -403,11 +405,8 @@ def evaluate_paper_gap(
         legacy_results_digest=results_digest(
             ((slug, bundle.results[slug].raw) for slug in bundle.results), as_signed=False
         ),
-        signed_digests=tuple(
-            results_digest([(check.slug, bundle.results[check.slug].raw)])
-            for check in checks
-            if check.signature == VALID and not bundle.manifest.bound
-        ),
+        # podium-bundle/1 only: a v2 signature covers its own challenge, so it binds its run.
+        signed_digests=() if manifest.bound else tuple(digest for digest in signed_sha256 if digest is not None),
         episode_columns=episode_columns,
         **_manifest_fields(bundle),
     )

@@ -54,10 +54,12 @@ UNREGISTERED = "unregistered"
 
 @dataclass(frozen=True)
 class SignatureCheck:
-    """``status`` is valid | unsigned | unregistered; ``key_id`` as claimed (or None)."""
+    """``status`` is valid | unsigned | unregistered; ``key_id`` as claimed (or None);
+    ``signed_sha256`` the SHA-256 (hex) of the bytes a valid signature covers, else None."""
 
     status: str
     key_id: str | None
+    signed_sha256: str | None = None
 
 
 def key_id_for(public_key: bytes | str) -> str:
@@ -154,4 +156,4 @@ def check_signature(
         Ed25519PublicKey.from_public_bytes(_raw_public(public)).verify(sig, payload)
     except (InvalidSignature, ValueError):
         raise forged from None
-    return SignatureCheck(VALID, key_id)
+    return SignatureCheck(VALID, key_id, hashlib.sha256(payload).hexdigest())

@@ -111,7 +111,9 @@ class Submission(models.Model):
 
 class SignedResultDigest(models.Model):
     """The digest of one evaluator-signed result document of an accepted podium-bundle/1
-    submission (``contract.results_digest`` of that document alone). A v1 signature binds no run,
+    submission: the SHA-256 of the bytes its signature covers (``SignatureCheck.signed_sha256``,
+    computed by the signature check anyway), so any copy that keeps the signature valid has the same
+    digest, whatever its JSON spelling. A v1 signature binds no run,
     so one signed file taken out of a run and filed on its own (a partial run) would pass the
     whole bundle's ``results_digest``; each such document is accepted once
     (``submissions.services.challenges.results_duplicate_check``)."""

@@ -203,9 +203,15 @@ def results_duplicate_check(
     if not digest:
         return
     if connection.vendor == "postgresql":
+        # Every digest's lock in one statement (a bundle has a digest per signed file), taken in
+        # sorted order so two verifications sharing digests cannot deadlock.
+        keys = [f"results:{key}" for key in sorted({digest, *signed_digests})]
         with connection.cursor() as cursor:
-            for key in sorted({digest, *signed_digests}):
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"results:{key}"])
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(key, 0)) "
+                "FROM (SELECT key FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, position) ORDER BY position) AS s",
+                [keys],
+            )
     taken = SignedResultDigest.objects.filter(digest__in=signed_digests).exclude(submission_id=submission.pk)
     if signed_digests and taken.exists():
         raise BundleError(
