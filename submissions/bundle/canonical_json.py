@@ -92,8 +92,9 @@ def _string(value: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _key_string(key: str) -> str:
-    """An ASCII object key's JSON text; keys repeat thousands of times per document."""
-    return json.dumps(key)
+    """An ASCII object key's JSON text; keys repeat thousands of times per document. Escaped as
+    a string value is (DEL, U+007F, stays raw: RFC 8785 escapes only controls below U+0020)."""
+    return json.dumps(key, ensure_ascii=False)
 
 
 def _append_float(value: float, append: Any) -> None:
@@ -262,10 +263,7 @@ def canonical_json(value: Any) -> bytes:
             if text.count(shown) != count:
                 raise _NotPlain
             text = text.replace(shown, format_number(float(shown)))
-        # DEL: the general encoder prints it raw in a string but as \u007f in a key (_key_string
-        # is json.dumps with ensure_ascii); rare enough to leave to it, so the bytes never differ.
-        if "\x7f" not in text:
-            return text.encode("utf-8")
+        return text.encode("utf-8")
     except (_NotPlain, UnicodeEncodeError, RecursionError):
         # UnicodeEncodeError: a lone surrogate, refused below. RecursionError: nested about as
         # deep as the recursion limit, where the general encoder alone decides, as it always did.

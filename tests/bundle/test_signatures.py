@@ -44,6 +44,11 @@ def test_canonical_json_sorts_keys_and_drops_whitespace():
     )
 
 
+def test_canonical_json_prints_del_raw_in_keys_and_values_as_rfc_8785_does():
+    # RFC 8785 escapes only the controls below U+0020 (and " and \\); DEL in a key was \\u007f.
+    assert canonical_json({"a\x7f": "b\x7f"}) == b'{"a\x7f":"b\x7f"}'
+
+
 def test_canonical_json_sorts_keys_by_utf16_code_units():
     # U+E000 sorts after U+1F600 in UTF-16 (the emoji is a surrogate pair 0xD83D...).
     assert canonical_json({"\ue000": 1, "\U0001f600": 2}) == '{"😀":2,"\ue000":1}'.encode()
