@@ -60,6 +60,9 @@ class RaceOutcome:
     diff: list[dict[str, Any]] = field(default_factory=list)
     results_digest: str = ""
     legacy_results_digest: str = ""
+    # A race bundle is one signed receipt, whose digest is results_digest itself: no per-file digests
+    # (the field keeps the verdict's contract one shape for both schemes).
+    signed_digests: tuple[str, ...] = ()
     challenge: str | None = None
 
     @property

@@ -212,8 +212,10 @@ def results_duplicate_check(
                 "FROM (SELECT key FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, position) ORDER BY position) AS s",
                 [keys],
             )
-    taken = SignedResultDigest.objects.filter(digest__in=signed_digests).exclude(submission_id=submission.pk)
-    if signed_digests and taken.exists():
+    if (
+        signed_digests
+        and SignedResultDigest.objects.filter(digest__in=signed_digests).exclude(submission_id=submission.pk).exists()
+    ):
         raise BundleError(
             "duplicate_results",
             "a signed result of this bundle was already accepted for another submission; a podium-bundle/1 "

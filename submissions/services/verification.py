@@ -408,7 +408,7 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
             digest=outcome.results_digest,
             submission=locked,
             signed_unbound=outcome.signed_unbound,
-            signed_digests=getattr(outcome, "signed_digests", ()),
+            signed_digests=outcome.signed_digests,
             legacy_digest=outcome.legacy_results_digest,
         )
         if challenge is not None:
