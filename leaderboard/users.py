@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.http import HttpRequest
 from rest_framework.request import Request
 
@@ -26,3 +27,24 @@ def signed_in_user(request: HttpRequest | Request) -> User:
     if not isinstance(user, User):
         raise PermissionDenied("this page needs a signed-in account")
     return user
+
+
+def username_lock(username: str) -> None:
+    """Hold, until the current transaction ends, the lock on ``username`` (whatever its case)
+    that every path creating or renaming an account takes before it looks the name up.
+
+    Usernames are unique whatever their case (leaderboard/migrations/0004). A form checks that
+    with a SELECT, then INSERTs: two admins adding "bob" and "Bob" at once (or two ensure_admin
+    runs) both passed the check and the second INSERT failed on the unique index, a 500 or a
+    traceback. Taken first, the lock makes check and write one step: the second waits for the
+    first to commit, then its check sees the name and refuses it with the form's own message.
+
+    PostgreSQL: a transaction-scoped advisory lock (a hash collision only serialises two
+    unrelated names). SQLite: nothing to take, its transactions begin IMMEDIATE (settings), so
+    writers already run one at a time from the start of the transaction."""
+    if not connection.in_atomic_block:
+        # Outside a transaction the lock would be released at once and guard nothing.
+        raise RuntimeError("username_lock() needs a transaction (transaction.atomic)")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["username:" + username.lower()])

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection, transaction
 
+from leaderboard.users import username_lock
 from tests.staff import staff_grant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,3 +69,39 @@ def admin_user(db):
 @pytest.fixture
 def visitor(db):
     return get_user_model().objects.create_user("visitor", password="pw-visitor-1")
+
+
+# How long the other transaction keeps its new account uncommitted: long enough that the request
+# under test looks the name up (and, without the lock, INSERTs) while it is still uncommitted.
+MEANWHILE_HOLD_SECONDS = 1.0
+
+
+@contextlib.contextmanager
+def account_created_meanwhile(username: str) -> Iterator[None]:
+    """While the block runs, another connection is creating the account ``username`` as a
+    concurrent admin (or ensure_admin) does: under the username lock, committed only after
+    MEANWHILE_HOLD_SECONDS. Needs ``django_db(transaction=True)`` and PostgreSQL."""
+    inserted = threading.Event()
+    failure: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            with transaction.atomic():
+                username_lock(username)
+                get_user_model().objects.create_user(username, password="a-long-test-password-1")
+                inserted.set()
+                time.sleep(MEANWHILE_HOLD_SECONDS)
+        except BaseException as exc:  # reported by the test's thread below
+            failure.append(exc)
+            inserted.set()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    assert inserted.wait(10), "the other transaction never created its account"
+    try:
+        yield
+    finally:
+        thread.join(10)
+    assert not failure, failure

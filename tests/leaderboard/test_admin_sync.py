@@ -11,11 +11,13 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import base as management_base
 from django.core.management import call_command, execute_from_command_line
+from django.db import connection
 from django.urls import reverse
 
 from leaderboard.models import Benchmark, Release, ReleaseTask
 from leaderboard.services.release_gates import release_sign_off_all
 from leaderboard.services.release_sync import release_sync
+from tests.leaderboard.conftest import account_created_meanwhile
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_db_connection")]
 
@@ -149,6 +151,18 @@ def test_ensure_admin_names_an_account_holding_admin_in_another_case_and_creates
         "whatever their case); rename it in the admin, then run ensure_admin again.\n"
     )
     assert list(get_user_model().objects.values_list("username", "is_superuser")) == [("Admin", False)]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writing transaction at a time")
+@pytest.mark.django_db(transaction=True)
+def test_ensure_admin_while_another_run_creates_the_superuser_says_it_exists(monkeypatch) -> None:
+    monkeypatch.setenv("PODIUM_ADMIN_PASSWORD", "correct-horse-battery")
+    out = io.StringIO()
+    with account_created_meanwhile("admin"):
+        # Without the lock it saw no account yet and its INSERT failed on the unique index.
+        call_command("ensure_admin", stdout=out)
+    assert out.getvalue() == "Superuser 'admin' already exists; its password is unchanged.\n"
+    assert list(get_user_model().objects.values_list("username", "is_superuser")) == [("admin", False)]
 
 
 # -------------------------------------------------------------------- upload

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.urls import reverse
+
+from tests.leaderboard.conftest import account_created_meanwhile
 
 PASSWORD = "a-long-test-password-1"
 TAKEN = "A user with that username already exists."
@@ -50,3 +54,34 @@ def test_renaming_an_account_to_its_own_username_in_another_case_is_saved(client
     )
     assert response.status_code == 302
     assert usernames() == ["Carol", "root"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writing transaction at a time")
+@pytest.mark.django_db(transaction=True)
+def test_adding_a_username_another_admin_is_adding_in_another_case_at_that_moment_is_a_form_error(client) -> None:
+    client.force_login(get_user_model().objects.create_superuser("root", password=PASSWORD))
+    with account_created_meanwhile("bob"):
+        # Without the lock the form saw no "bob" yet and its INSERT failed on the unique index: a 500.
+        response = client.post(
+            reverse("admin:auth_user_add"),
+            {"username": "BOB", "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
+        )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"username": [TAKEN]}
+    assert usernames() == ["bob", "root"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writing transaction at a time")
+@pytest.mark.django_db(transaction=True)
+def test_renaming_to_a_username_another_admin_is_adding_at_that_moment_is_a_form_error(client) -> None:
+    users = get_user_model()
+    client.force_login(users.objects.create_superuser("root", password=PASSWORD))
+    carol = users.objects.create_user("carol", password=PASSWORD)
+    with account_created_meanwhile("bob"):
+        response = client.post(
+            reverse("admin:auth_user_change", args=[carol.pk]),
+            {"username": "Bob", "is_active": "on", "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00"},
+        )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"username": [TAKEN]}
+    assert usernames() == ["bob", "carol", "root"]

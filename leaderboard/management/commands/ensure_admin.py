@@ -15,6 +15,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from leaderboard.users import username_lock
+
 USERNAME = "admin"
 
 
@@ -24,6 +26,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         users = get_user_model()
         with transaction.atomic():
+            # Two runs at once (two hosts starting): the second waits here, then finds the account.
+            username_lock(USERNAME)
             if users.objects.filter(username=USERNAME).exists():
                 self.stdout.write(f"Superuser '{USERNAME}' already exists; its password is unchanged.")
                 return
