@@ -110,6 +110,12 @@ WEBHOOK = inline_serializer(
 )
 
 
+class WebhookSetSerializer(serializers.Serializer):
+    # A string or nothing: ``{"url": 5}`` was str()-ed and then refused as a URL "5", an error
+    # about the wrong thing. Absent or blank is left to the service (webhook_url_missing).
+    url = StrictCharField(required=False, allow_blank=True, default="")
+
+
 def _webhook_body(endpoint: Any, secret: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"url": endpoint.url, "created_at": endpoint.created_at.isoformat()}
     if secret:
@@ -131,13 +137,14 @@ class WebhookView(APIView):
 
     @extend_schema(
         summary="Set your verdict webhook URL",
-        request=inline_serializer("WebhookSet", {"url": StrictCharField()}),
+        request=WebhookSetSerializer,
         responses={200: WEBHOOK, 201: WEBHOOK},
     )
     def put(self, request: Request) -> Response:
-        url = request.data.get("url", "") if hasattr(request.data, "get") else ""
+        body = WebhookSetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
         try:
-            endpoint, secret = notifications.webhook_set(user=signed_in_user(request), url=str(url))
+            endpoint, secret = notifications.webhook_set(user=signed_in_user(request), url=body.validated_data["url"])
         except notifications.WebhookError as exc:
             raise ApiError(code=exc.code, message=exc.message) from None
         return Response(

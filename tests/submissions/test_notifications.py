@@ -270,6 +270,23 @@ class TestWebhookUrlRule:
         assert not WebhookEndpoint.objects.exists()
 
     @pytest.mark.parametrize(
+        ("url", "kind"), [(80, "number"), (["https://93.184.216.34/hook"], "array"), ({}, "object"), (True, "boolean")]
+    )
+    def test_a_url_that_is_not_a_string_is_refused_naming_its_json_type(self, owner, url, kind):
+        # It was str()-ed first: ["https://..."] was refused as the URL "['https://...']".
+        response = api_as(owner).put("/api/v1/account/webhook/", {"url": url}, format="json")
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "invalid"
+        assert response.json()["error"]["message"] == f"url: Expected a string, got {kind}."
+        assert not WebhookEndpoint.objects.exists()
+
+    def test_a_body_without_a_url_is_refused_as_missing(self, owner):
+        response = api_as(owner).put("/api/v1/account/webhook/", {}, format="json")
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "webhook_url_missing"
+        assert not WebhookEndpoint.objects.exists()
+
+    @pytest.mark.parametrize(
         "address",
         [
             pytest.param("64:ff9b::a9fe:a9fe", id="nat64-of-cloud-metadata"),
