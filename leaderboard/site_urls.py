@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from leaderboard.views import declarations, exports, health, paper_gap
+from leaderboard.views import declarations, exports, favicon, health, paper_gap
 
 urlpatterns = [
     path("", paper_gap.home, name="home"),
     path("healthz", paper_gap.healthz, name="healthz"),
+    path("favicon.ico", favicon.favicon, name="favicon"),
     path("readyz", health.readyz, name="readyz"),
     path("benchmarks/<slug:benchmark>/", paper_gap.benchmark_detail, name="benchmark_detail"),
     path("benchmarks/<slug:benchmark>/<str:version>/", paper_gap.release_board, name="release_board"),

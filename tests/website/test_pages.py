@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.templatetags.static import static
 from django.urls import reverse
 
 from leaderboard.models import Standing
@@ -228,6 +229,14 @@ def test_the_agent_page_lists_its_runs_across_releases_with_their_rank(client, b
 def test_healthz_answers_ok(client, db):
     response = client.get(reverse("healthz"))
     assert response.content == b"ok"
+
+
+def test_favicon_ico_redirects_to_the_sites_icon(client, db):
+    # Browsers ask for it on the admin's pages, which name no icon: it was a full 404 page.
+    response = client.get("/favicon.ico")
+    assert response.status_code == 302
+    assert response["Location"] == static("favicon.svg")
+    assert client.get(response["Location"]).status_code == 200
 
 
 def test_the_run_page_compares_every_field_of_the_recomputed_breakdown(client, release):
