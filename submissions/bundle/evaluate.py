@@ -27,7 +27,7 @@ Pure: no Django, no database, deterministic; :meth:`Outcome.to_dict` is JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -39,7 +39,7 @@ from submissions.bundle.bundle import Bundle
 from submissions.bundle.contract import EvaluatorKey, JudgeKey, check_challenge, results_digest
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import PAPER_GAP
-from submissions.bundle.signatures import VALID, check_signature
+from submissions.bundle.signatures import VALID, SignatureCheck, check_signature
 
 # TaskCheck.faithfulness_source of a reproduction task.
 JUDGE_SIGNED = "judge_signed"
@@ -54,7 +54,10 @@ __all__ = [
     "Outcome",
     "TaskCheck",
     "evaluate_paper_gap",
+    "result_signature",
     "scoring_results",
+    "signed_result_digests",
+    "unbound_signed_digests",
 ]
 
 REJECTED = "rejected"
@@ -204,6 +207,31 @@ def scoring_results(bundle: Bundle) -> dict[str, gap.TaskResult]:
     return out
 
 
+def result_signature(bundle: Bundle, slug: str, public_keys: Mapping[str, bytes | str]) -> SignatureCheck:
+    """The signature check of one evaluator result (a forged signature raises ``bad_signature``;
+    in a bound format, a result carrying another challenge raises ``challenge_mismatch``)."""
+    result = bundle.results[slug]
+    check_challenge(result.challenge, bundle.manifest.challenge, where=result.member)
+    return check_signature(result.raw, public_keys, where=result.member)
+
+
+def unbound_signed_digests(bundle: Bundle, signatures: Iterable[SignatureCheck]) -> tuple[str, ...]:
+    """The digests of the result documents kept as ``SignedResultDigest`` rows (each accepted once):
+    the SHA-256 of the bytes each valid signature covers, in a podium-bundle/1 bundle only (a v2
+    signature covers its own challenge, so it binds its run)."""
+    if bundle.manifest.bound:
+        return ()
+    return tuple(check.signed_sha256 for check in signatures if check.signed_sha256 is not None)
+
+
+def signed_result_digests(bundle: Bundle, public_keys: Mapping[str, bytes | str]) -> tuple[str, ...]:
+    """``Outcome.signed_digests`` of a paper-gap bundle on its own, without scoring it: what
+    ``evaluate_paper_gap`` computes with the same keys (used to backfill the rows of runs
+    accepted before they were kept). Raises BundleError as the evaluator's signature checks do."""
+    checks = (result_signature(bundle, slug, public_keys) for slug in sorted(bundle.results))
+    return unbound_signed_digests(bundle, checks)
+
+
 def _check_release(bundle: Bundle, release_spec: gap.ReleaseSpec, required_task_set_hash: str) -> None:
     manifest = bundle.manifest
     claimed = manifest.required_task_set_hash
@@ -310,18 +338,16 @@ def evaluate_paper_gap(
         public_keys = {key_id: key.public_key for key_id, key in evaluator_keys.items()}
     judge_keys = judge_keys or {}
     task_simulators = task_simulators or {}
-    manifest = bundle.manifest
     try:
         if bundle.kind != PAPER_GAP:
             raise BundleError("wrong_kind", f"manifest.json: kind is {bundle.kind!r}, expected 'paper_gap'")
         _check_release(bundle, release_spec, required_task_set_hash)
         checks: list[TaskCheck] = []
-        signed_sha256: list[str | None] = []  # each result's signed bytes, hashed (None: not validly signed)
+        signatures: list[SignatureCheck] = []
         for slug in sorted(bundle.results):
             result = bundle.results[slug]
-            check_challenge(result.challenge, manifest.challenge, where=result.member)
-            signature = check_signature(result.raw, public_keys, where=result.member)
-            signed_sha256.append(signature.signed_sha256)
+            signature = result_signature(bundle, slug, public_keys)
+            signatures.append(signature)
             key = evaluator_keys.get(str(signature.key_id)) if signature.status == VALID else None
             simulator = task_simulators.get(slug, result.simulator)
             if key is not None and not key.covers(task=slug, simulator=simulator):
@@ -405,8 +431,7 @@ def evaluate_paper_gap(
         legacy_results_digest=results_digest(
             ((slug, bundle.results[slug].raw) for slug in bundle.results), as_signed=False
         ),
-        # podium-bundle/1 only: a v2 signature covers its own challenge, so it binds its run.
-        signed_digests=() if manifest.bound else tuple(digest for digest in signed_sha256 if digest is not None),
+        signed_digests=unbound_signed_digests(bundle, signatures),
         episode_columns=episode_columns,
         **_manifest_fields(bundle),
     )

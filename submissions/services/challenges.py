@@ -15,7 +15,7 @@ account's challenge: ``challenge_unknown``, ``challenge_not_yours``,
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -202,16 +202,7 @@ def results_duplicate_check(
     """
     if not digest:
         return
-    if connection.vendor == "postgresql":
-        # Every digest's lock in one statement (a bundle has a digest per signed file), taken in
-        # sorted order so two verifications sharing digests cannot deadlock.
-        keys = [f"results:{key}" for key in sorted({digest, *signed_digests})]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(key, 0)) "
-                "FROM (SELECT key FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, position) ORDER BY position) AS s",
-                [keys],
-            )
+    results_digests_lock(digests=[digest, *signed_digests])
     if (
         signed_digests
         and SignedResultDigest.objects.filter(digest__in=signed_digests).exclude(submission_id=submission.pk).exists()
@@ -236,6 +227,30 @@ def results_duplicate_check(
             "these signed results were already accepted for an earlier submission of yours; a podium-bundle/1 "
             "signature binds no run, so signed results are accepted once (a new run needs its own results)",
         )
-    SignedResultDigest.objects.bulk_create(
-        SignedResultDigest(submission=submission, digest=signed) for signed in sorted(set(signed_digests))
+    signed_result_digests_record(submission=submission, digests=signed_digests)
+
+
+def results_digests_lock(*, digests: Iterable[str]) -> None:
+    """On PostgreSQL, the transaction-scoped advisory lock of each results digest, so whatever
+    checks or stores these digests (verification, the backfill of older runs) serializes on them.
+    Every lock in one statement (a bundle has a digest per signed file), taken in sorted order
+    so two transactions sharing digests cannot deadlock. SQLite serializes writers anyway."""
+    if connection.vendor != "postgresql":
+        return
+    keys = [f"results:{key}" for key in sorted(set(digests) - {""})]
+    if not keys:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(key, 0)) "
+            "FROM (SELECT key FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, position) ORDER BY position) AS s",
+            [keys],
+        )
+
+
+def signed_result_digests_record(*, submission: Submission, digests: Iterable[str]) -> list[SignedResultDigest]:
+    """Store one ``SignedResultDigest`` per distinct digest of ``submission``'s signed result
+    documents (inside the caller's transaction, under ``results_digests_lock``)."""
+    return SignedResultDigest.objects.bulk_create(
+        SignedResultDigest(submission=submission, digest=signed) for signed in sorted(set(digests))
     )
