@@ -201,3 +201,27 @@ def test_after_the_backfill_a_signed_result_of_an_old_run_filed_again_is_duplica
     assert (again.verdict, again.error_code) == ("rejected", "duplicate_results")
     assert Run.objects.filter(submission=again).count() == 0
     assert not SignedResultDigest.objects.filter(submission=again).exists()
+
+
+def test_a_submission_whose_evaluator_key_was_revoked_is_skipped_without_failing_the_command(
+    file_v1, owner, evaluator_key
+):
+    """A revoked key's signature is read as unregistered: verification would keep no digest for it
+    today, and a copy filed now counts as unsigned, so there is nothing to store and nothing to fix."""
+    from leaderboard.models import SigningKey
+    from submissions.bundle.signatures import key_id_for
+    from submissions.services.signing_keys import signing_key_revoke
+
+    submission = file_v1(owner, "alice")
+    accepted_before_the_rows_were_kept(submission)
+    signing_key_revoke(signing_key=SigningKey.objects.get(key_id=key_id_for(public_key_b64(evaluator_key))), user=None)
+    out = io.StringIO()
+
+    call_command("signed_result_digests", "backfill", stdout=out)
+
+    assert not SignedResultDigest.objects.exists()
+    lines = out.getvalue().splitlines()
+    assert f"skipped: submission {submission.pk}: no_registered_signature" in lines
+    assert lines[-1] == (
+        "signed result digests: checked 1, backfilled 0 (0 digest(s)), skipped 1, already duplicated 0"
+    )
