@@ -142,12 +142,17 @@
     return r.ci_low === null || r.ci_low === undefined ? "no interval" : "95% CI " + fmtScore(r.ci_low) + "\u2013" + fmtScore(r.ci_high);
   }
 
+  // A partial run ranks after every complete run (seed 000), so its bar can sit below shorter
+  // ones: the mark right after the rank (never cut off on a phone) says why, as in the table.
+  var PARTIAL = "\u25d0";
+  function axisLabel(r) { return r.rank + ". " + (r.complete ? "" : PARTIAL + " ") + r.label; }
+
   function draw() {
     var box = canvas.parentElement;
     box.style.height = Math.max(170, rows.length * 18 + 90) + "px";
     var config = {
       type: "bar",
-      data: { labels: rows.map(function (r) { return r.rank + ". " + r.label; }), datasets: datasets() },
+      data: { labels: rows.map(axisLabel), datasets: datasets() },
       options: {
         indexAxis: "y", responsive: true, maintainAspectRatio: false, animation: false,
         layout: { padding: { right: 48, top: 16 } },
@@ -188,10 +193,12 @@
       var ci = document.createElement("td"); ci.className = "num";
       ci.textContent = r.ci_low === null || r.ci_low === undefined ? "\u2014" : fmtScore(r.ci_low) + "\u2013" + fmtScore(r.ci_high);
       var pass = document.createElement("td"); pass.className = "num"; pass.textContent = fmtPass(r.pass_rate);
-      var cov = document.createElement("td"); cov.className = "num"; cov.textContent = r.covered + "/" + r.required;
+      var cov = document.createElement("td"); cov.className = "num"; cov.textContent = r.covered + "/" + r.required + (r.complete ? "" : " " + PARTIAL);
       tr.append(rank, name, score, ci, pass, cov);
       body.appendChild(tr);
     });
+    var partial = rows.some(function (r) { return !r.complete; });
+    document.querySelectorAll("[data-chart-partial]").forEach(function (el) { el.hidden = !partial; });
     document.querySelectorAll("[data-chart-n]").forEach(function (el) { el.textContent = String(rows.length); });
     document.querySelectorAll("[data-chart-by]").forEach(function (el) { el.textContent = by === "pass_rate" ? "pass rate" : "score"; });
   }

@@ -67,6 +67,41 @@ def test_a_visitor_switches_tabs_toggles_the_chart_and_opens_a_run(live_server: 
     assert page.console_errors == []  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("width", [1280, 360])
+def test_the_chart_marks_a_partial_run_ranked_below_a_lower_score(
+    live_server: Any, browser: Any, benchmark: Any, width: int
+) -> None:
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha", score=0.5)
+    make_run(release, agent_name="Bravo", score=0.9, covered=2)  # partial: ranks after Alpha
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/benchmarks/ale-robotics/v0.5/")
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    labels = page.evaluate("Chart.getChart(document.getElementById('board-chart')).data.labels")
+    assert labels == ["1. Alpha 1.0", "2. \u25d0 Bravo 1.0"]
+    assert page.locator("[data-chart-partial]").is_visible()
+    page.get_by_text("Chart data as a table", exact=True).click()
+    assert page.locator("[data-chart-rows] tr").nth(1).locator("td").last.inner_text() == "2/4 \u25d0"
+    shoot(page, f"chart-partial-{width}", full_page=False)
+    context.close()
+
+
+def test_the_chart_key_says_nothing_of_partial_runs_when_every_plotted_run_is_complete(
+    live_server: Any, page: Any, benchmark: Any
+) -> None:
+    release = make_release(benchmark)
+    make_run(release, agent_name="Alpha", score=0.5)
+    make_run(release, agent_name="Bravo", score=0.9)
+    page.goto(f"{live_server.url}/benchmarks/ale-robotics/v0.5/")
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    assert page.evaluate("Chart.getChart(document.getElementById('board-chart')).data.labels") == [
+        "1. Bravo 1.0",
+        "2. Alpha 1.0",
+    ]
+    assert page.locator("[data-chart-partial]").is_hidden()
+
+
 def test_the_board_is_readable_at_phone_width(live_server: Any, browser: Any, benchmark: Any) -> None:
     release = make_release(benchmark)
     make_run(release, agent_name="Alpha", score=1.12, pass_rate=0.99)
