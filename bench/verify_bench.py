@@ -267,6 +267,7 @@ def _preload(total: int) -> float:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
+    from bench.leaderboard_bench import analyze_after_bulk_load
     from leaderboard.models import Agent, AgentVersion, Release, Run
     from leaderboard.services.paper_gap_standings import standings_refresh
     from submissions.models import Submission
@@ -311,6 +312,7 @@ def _preload(total: int) -> float:
             Submission.objects.bulk_update(submissions, ["run"])
     with transaction.atomic():
         standings_refresh(release=release)
+    analyze_after_bulk_load()
     return time.perf_counter() - began
 
 
