@@ -214,12 +214,17 @@ def release_siblings(*, release: Release, staff: bool = False) -> list[Release]:
     )
 
 
-def _board_rows(release: Release, query: BoardQuery) -> QuerySet[Standing]:
-    """The view's rows, filtered and in its order, without their rank (``_ranked`` adds it last)."""
+def _board_filtered(release: Release, query: BoardQuery) -> QuerySet[Standing]:
+    """The view's rows, filtered: no order, no annotation (the filters join what they test)."""
     rows = Standing.objects.filter(release=release, tab=query.tab)
     if query.complete_only:
         rows = rows.filter(complete=True)
-    rows = with_declarations(query.filters.apply(rows))
+    return query.filters.apply(rows)
+
+
+def _board_rows(release: Release, query: BoardQuery) -> QuerySet[Standing]:
+    """The view's rows, filtered and in its order, without their rank (``_ranked`` adds it last)."""
+    rows = with_declarations(_board_filtered(release, query))
     fields, _ = SORTS[query.sort]
     if query.sort == "rank":
         order = [expression.copy() for expression in RANK_ORDER]
@@ -272,7 +277,10 @@ def _intervals_overlap(upper: Standing, lower: Standing) -> bool:
 def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
     """One page of a leaderboard view: two queries (count and newest, rows) whatever the size of the board."""
     rows = _board_rows(release, query)
-    summary = rows.order_by().aggregate(total=Count("id"), updated_at=Max("verified_at"))
+    # Counted without the declarations' annotations: their four joins (run, its cost, the
+    # version, its declaration) change no count but made PostgreSQL join every row of the tab
+    # (28 of a cold page's ~120 ms at 10,000 runs).
+    summary = _board_filtered(release, query).aggregate(total=Count("id"), updated_at=Max("verified_at"))
     total = summary["total"]
     pages = max(1, -(-total // BOARD_PAGE_SIZE))
     page = min(query.page, pages)
