@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 
+import pyrage
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
@@ -20,7 +22,12 @@ from submissions.api_keys import api_key_create
 from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 from submissions.bundle.signatures import public_key_b64
 from submissions.models import SignedResultDigest, Submission
-from submissions.services.signed_result_digests import BUNDLE_MISSING, signed_result_digests_backfill
+from submissions.services.signed_result_digests import (
+    BUNDLE_MISSING,
+    BUNDLE_UNREADABLE,
+    CANNOT_DECRYPT,
+    signed_result_digests_backfill,
+)
 from submissions.services.signing_keys import signing_key_register
 
 pytestmark = pytest.mark.django_db
@@ -163,6 +170,45 @@ def test_a_submission_whose_stored_bundle_is_gone_is_skipped_as_bundle_missing_a
         "skipped 1 (1 for an error), already duplicated 0"
     )
     assert "Traceback" not in out.getvalue()
+
+
+def replace_stored_bundle(submission: Submission, content: bytes) -> None:
+    name = submission.file.name
+    default_storage.delete(name)
+    assert default_storage.save(name, ContentFile(content)) == name
+
+
+def test_a_stored_bundle_no_site_key_opens_is_skipped_as_cannot_decrypt_and_the_command_fails(file_v1, owner, tmp_path):
+    submission = file_v1(owner, "alice")
+    accepted_before_the_rows_were_kept(submission)
+    # The same kind of file, sealed to a key this site does not hold (a lost or rotated-out identity).
+    foreign = seal_dir(
+        write_paper_gap_bundle_dir(tmp_path / "foreign"), str(pyrage.x25519.Identity.generate().to_public())
+    )
+    replace_stored_bundle(submission, foreign.read_bytes())
+    out = io.StringIO()
+
+    with pytest.raises(CommandError) as failure:
+        call_command("signed_result_digests", "backfill", stdout=out)
+
+    assert failure.value.returncode == 1
+    assert f"error: submission {submission.pk}: {CANNOT_DECRYPT} (wrong_key)" in out.getvalue().splitlines()
+    assert rows() == []
+    assert "Traceback" not in out.getvalue()
+
+
+def test_a_stored_file_that_is_not_a_bundle_is_skipped_with_its_reason_and_nothing_is_written(file_v1, owner):
+    submission = file_v1(owner, "alice")
+    accepted_before_the_rows_were_kept(submission)
+    replace_stored_bundle(submission, b"not an age file at all\n")
+
+    report = signed_result_digests_backfill()
+
+    assert [(skip.submission_id, skip.reason, skip.detail) for skip in report.skipped] == [
+        (submission.pk, BUNDLE_UNREADABLE, "not_age_file")
+    ]
+    assert report.skipped[0].error and report.errors == 1
+    assert (report.backfilled, rows()) == (0, [])
 
 
 def test_two_old_submissions_sharing_a_signed_result_both_get_their_rows_and_are_reported_already_duplicated(
