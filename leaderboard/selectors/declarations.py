@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,17 +129,39 @@ def board_filters_from_params(params: QueryDict) -> BoardFilters:
     )
 
 
+# Each Standing attribute the board and its exports read, and where it comes from.
+DECLARED_FIELDS = {
+    "cost_usd": F("run__cost__usd"),
+    "cost_basis": F("run__cost__basis"),
+    "declared_org": F("agent_version__meta__organisation"),
+    "declared_weights": F("agent_version__meta__weights"),
+    "declared_models": F("agent_version__meta__base_models"),
+    "declared_scaffold": F("agent_version__meta__scaffold_name"),
+}
+
+
 def with_declarations(rows: QuerySet[Standing]) -> QuerySet[Standing]:
     """Standing rows annotated with their run's precomputed cost and the version's declaration
     (joins in the same query; LEFT joins, so rows without either stay)."""
-    return rows.annotate(
-        cost_usd=F("run__cost__usd"),
-        cost_basis=F("run__cost__basis"),
-        declared_org=F("agent_version__meta__organisation"),
-        declared_weights=F("agent_version__meta__weights"),
-        declared_models=F("agent_version__meta__base_models"),
-        declared_scaffold=F("agent_version__meta__scaffold_name"),
+    return rows.annotate(**{name: expression.copy() for name, expression in DECLARED_FIELDS.items()})
+
+
+def declarations_attach(rows: Sequence[Standing]) -> None:
+    """Set on each of ``rows`` what :func:`with_declarations` annotates, in one query over those
+    rows only. For a page of a big board: joined in the page's own query, the four joins ran
+    over every row of the tab before its sort and limit (about 60 of a cold page's 120 ms at
+    10,000 runs against 25 without them)."""
+    if not rows:
+        return
+    values = (
+        with_declarations(Standing.objects.filter(pk__in=[row.pk for row in rows]))
+        .values_list("pk", *DECLARED_FIELDS)
+        .order_by()
     )
+    by_pk = {pk: found for pk, *found in values}
+    for row in rows:
+        for name, value in zip(DECLARED_FIELDS, by_pk[row.pk], strict=True):
+            setattr(row, name, value)
 
 
 # --- baselines ----------------------------------------------------------------------------------

@@ -27,7 +27,14 @@ from leaderboard.api_query import whole_number
 from leaderboard.models import Agent, Benchmark, OfficialRerun, Release, ReleaseTask, Run, Standing, Task, TaskResult
 from leaderboard.models.races import OverallStanding, Race, ScorecardStanding
 from leaderboard.selectors.agents import agents_public
-from leaderboard.selectors.declarations import BoardFilters, FilterError, board_filters_from_params, with_declarations
+from leaderboard.selectors.declarations import (
+    DECLARED_FIELDS,
+    BoardFilters,
+    FilterError,
+    board_filters_from_params,
+    declarations_attach,
+    with_declarations,
+)
 from leaderboard.selectors.race import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
 from leaderboard.selectors.visibility import releases_visible, run_is_visible
@@ -222,9 +229,15 @@ def _board_filtered(release: Release, query: BoardQuery) -> QuerySet[Standing]:
     return query.filters.apply(rows)
 
 
-def _board_rows(release: Release, query: BoardQuery) -> QuerySet[Standing]:
-    """The view's rows, filtered and in its order, without their rank (``_ranked`` adds it last)."""
-    rows = with_declarations(_board_filtered(release, query))
+def _board_rows(release: Release, query: BoardQuery, *, declarations: bool = True) -> QuerySet[Standing]:
+    """The view's rows, filtered and in its order, without their rank (``_ranked`` adds it last);
+    with ``declarations=False`` annotated only with what the order needs (the cost, for its sort):
+    the caller attaches the rest (``declarations_attach``)."""
+    rows = _board_filtered(release, query)
+    if declarations:
+        rows = with_declarations(rows)
+    elif query.sort == "cost":
+        rows = rows.annotate(cost_usd=DECLARED_FIELDS["cost_usd"].copy())
     fields, _ = SORTS[query.sort]
     if query.sort == "rank":
         order = [expression.copy() for expression in RANK_ORDER]
@@ -275,8 +288,9 @@ def _intervals_overlap(upper: Standing, lower: Standing) -> bool:
 
 
 def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
-    """One page of a leaderboard view: two queries (count and newest, rows) whatever the size of the board."""
-    rows = _board_rows(release, query)
+    """One page of a leaderboard view: three queries (count and newest, rows, their declarations)
+    whatever the size of the board."""
+    rows = _board_rows(release, query, declarations=False)
     # Counted without the declarations' annotations: their four joins (run, its cost, the
     # version, its declaration) change no count but made PostgreSQL join every row of the tab
     # (28 of a cold page's ~120 ms at 10,000 runs).
@@ -287,6 +301,7 @@ def board_page(*, release: Release, query: BoardQuery) -> BoardPage:
     start = (page - 1) * BOARD_PAGE_SIZE
     # One row before the page so the first row's "≈" compares with the row above it.
     fetched = list(_ranked(rows, query)[max(0, start - 1) : start + BOARD_PAGE_SIZE])
+    declarations_attach(fetched)
     previous = fetched.pop(0) if start > 0 and fetched else None
     out: list[BoardRow] = []
     for standing in fetched:

@@ -13,9 +13,9 @@ from tests.website.declarations_factories import declare, own, price
 
 BOARD = reverse("release_board", args=["ale-robotics", "v0.5"])
 PAGES = [
-    # release pointer, release, count, rows (cost, declarations joined), siblings, chart rows, baselines
-    ("board-filtered", BOARD + "?org=acme&model=gpt&weights=open&level=validated&since=2020-01-01&q=a", 7),
-    ("board-by-cost", BOARD + "?sort=cost&dir=desc", 7),
+    # release pointer, release, count, rows, their cost and declarations, siblings, chart rows, baselines
+    ("board-filtered", BOARD + "?org=acme&model=gpt&weights=open&level=validated&since=2020-01-01&q=a", 8),
+    ("board-by-cost", BOARD + "?sort=cost&dir=desc", 8),
     # release, cost points, baselines (with their cost and declarations joined)
     ("cost-chart", reverse("cost_chart_data", args=["ale-robotics", "v0.5"]) + "?org=acme", 3),
     ("board-json-filtered", reverse("board_json", args=["ale-robotics", "v0.5"]) + "?weights=open", 3),
