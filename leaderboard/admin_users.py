@@ -20,7 +20,7 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 
-from leaderboard.users import username_lock
+from leaderboard.users import username_holder, username_lock
 
 if TYPE_CHECKING:
     _UserChangeForm = UserChangeForm[User]  # generic in django-stubs only, not at runtime
@@ -31,12 +31,14 @@ else:
 
 
 class UserCaseCreationForm(AdminUserCreationForm):
-    """Django's admin add form (it refuses a case variant of a taken name), checking under the lock."""
+    """Django's admin add form, checking under the lock and as the unique index compares names."""
 
     def clean_username(self) -> str:
         username = self.cleaned_data.get("username")
         if username:
             username_lock(username)
+            if username_holder(username) is not None:
+                raise ValidationError(self.instance.unique_error_message(User, ("username",)))
         return super().clean_username()
 
 
@@ -46,8 +48,7 @@ class UserCaseChangeForm(_UserChangeForm):
     def clean_username(self) -> str:
         username: str = self.cleaned_data["username"]
         username_lock(username)
-        taken = User.objects.filter(username__iexact=username).exclude(pk=self.instance.pk)
-        if taken.exists():
+        if username_holder(username, exclude_pk=self.instance.pk) is not None:
             raise ValidationError(self.instance.unique_error_message(User, ("username",)))
         return username
 

@@ -25,6 +25,7 @@ from leaderboard.services.login_throttle import (
     login_locked_until,
     login_scope,
 )
+from leaderboard.users import username_lock
 
 LOGIN_THROTTLED_MESSAGE = (
     "Too many failed sign-in attempts for this account from your address. Signing in is locked for "
@@ -97,7 +98,12 @@ class SignUpForm(_UserCreationForm):
     a different, visibly spelled name, as for agent names (docs/security-model.md)."""
 
     def clean_username(self) -> str:
-        username: str = super().clean_username()
+        username = self.cleaned_data.get("username")
+        if username:
+            # The signup view validates and saves in one transaction: an admin adding the name
+            # meanwhile is serialised with this form (leaderboard.users.username_lock).
+            username_lock(username)
+        username = super().clean_username()
         ASCIIUsernameValidator()(username)
         return username
 
@@ -122,8 +128,11 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("home")
     form = SignUpForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.create_user()
+    user = None
+    if request.method == "POST":
+        with transaction.atomic():  # the username lock (clean_username) holds until the INSERT commits
+            if form.is_valid():
+                user = form.create_user()
         if user is not None:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             return redirect("my_submissions")

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
 
 from leaderboard.users import username_lock
+from tests.concurrency import committed_meanwhile
 from tests.staff import staff_grant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,37 +69,14 @@ def visitor(db):
     return get_user_model().objects.create_user("visitor", password="pw-visitor-1")
 
 
-# How long the other transaction keeps its new account uncommitted: long enough that the request
-# under test looks the name up (and, without the lock, INSERTs) while it is still uncommitted.
-MEANWHILE_HOLD_SECONDS = 1.0
-
-
-@contextlib.contextmanager
-def account_created_meanwhile(username: str) -> Iterator[None]:
+def account_created_meanwhile(username: str) -> contextlib.AbstractContextManager[None]:
     """While the block runs, another connection is creating the account ``username`` as a
-    concurrent admin (or ensure_admin) does: under the username lock, committed only after
-    MEANWHILE_HOLD_SECONDS. Needs ``django_db(transaction=True)`` and PostgreSQL."""
-    inserted = threading.Event()
-    failure: list[BaseException] = []
+    concurrent admin (or ensure_admin) does: under the username lock, committed only a second
+    after the block starts, so the request under test looks the name up (and, without the lock,
+    INSERTs) while it is still uncommitted. Needs ``django_db(transaction=True)`` and PostgreSQL."""
 
-    def other() -> None:
-        try:
-            with transaction.atomic():
-                username_lock(username)
-                get_user_model().objects.create_user(username, password="a-long-test-password-1")
-                inserted.set()
-                time.sleep(MEANWHILE_HOLD_SECONDS)
-        except BaseException as exc:  # reported by the test's thread below
-            failure.append(exc)
-            inserted.set()
-        finally:
-            connection.close()
+    def create() -> None:
+        username_lock(username)
+        get_user_model().objects.create_user(username, password="a-long-test-password-1")
 
-    thread = threading.Thread(target=other)
-    thread.start()
-    assert inserted.wait(10), "the other transaction never created its account"
-    try:
-        yield
-    finally:
-        thread.join(10)
-    assert not failure, failure
+    return committed_meanwhile(create, hold_seconds=1.0)

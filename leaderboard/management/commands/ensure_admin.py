@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from leaderboard.users import username_lock
+from leaderboard.users import username_holder, username_lock
 
 USERNAME = "admin"
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
                 return
             # Usernames are unique whatever their case (leaderboard/migrations/0004): the
             # insert below would fail with an IntegrityError, a traceback naming no account.
-            variant = users.objects.filter(username__iexact=USERNAME).values_list("username", flat=True).first()
+            variant = username_holder(USERNAME)
             if variant is not None:
                 raise CommandError(
                     f"the account {variant!r} holds the username {USERNAME!r} in another case (usernames are "

@@ -27,11 +27,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from leaderboard.manifest import ManifestError, load_manifest
 from leaderboard.models import Evaluator
 from leaderboard.services.release_gates import release_sign_off_all
 from leaderboard.services.release_sync import release_sync
+from leaderboard.users import username_holder, username_lock
 from submissions import site_keys
 from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 from submissions.bundle.signatures import public_key_b64
@@ -199,17 +201,18 @@ class Command(BaseCommand):
         # Usernames are unique whatever their case (leaderboard/migrations/0004): creating the
         # demo user beside such an account failed with an IntegrityError, a traceback naming
         # no account; submitting as that account would put the demo in someone else's name.
-        variant = users.objects.filter(username__iexact=DEMO_USERNAME).exclude(username=DEMO_USERNAME)
-        taken_by = variant.values_list("username", flat=True).first()
-        if taken_by is not None:
-            raise CommandError(
-                f"the account {taken_by!r} holds the demo's username {DEMO_USERNAME!r} in another case "
-                "(usernames are unique whatever their case); rename it in the admin, then run load_demo again."
-            )
-        user, created = users.objects.get_or_create(username=DEMO_USERNAME)
-        if created:
-            user.set_unusable_password()
-            user.save(update_fields=["password"])
+        with transaction.atomic():
+            username_lock(DEMO_USERNAME)  # an admin adding the name meanwhile waits, or we do
+            taken_by = username_holder(DEMO_USERNAME)
+            if taken_by is not None and taken_by != DEMO_USERNAME:
+                raise CommandError(
+                    f"the account {taken_by!r} holds the demo's username {DEMO_USERNAME!r} in another case "
+                    "(usernames are unique whatever their case); rename it in the admin, then run load_demo again."
+                )
+            user, created = users.objects.get_or_create(username=DEMO_USERNAME)
+            if created:
+                user.set_unusable_password()
+                user.save(update_fields=["password"])
         return user
 
     def _submit(
