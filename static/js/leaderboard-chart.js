@@ -188,12 +188,14 @@
     rows.forEach(function (r) {
       var tr = document.createElement("tr");
       var rank = document.createElement("td"); rank.className = "num"; rank.textContent = r.rank;
-      var name = document.createElement("th"); name.scope = "row"; name.textContent = r.label;
+      // The mark goes with the name, not the coverage: that is the tab's, and a run covering all of a
+      // genre tab's tasks can still miss others of the release (partial is the run's whole coverage).
+      var name = document.createElement("th"); name.scope = "row"; name.textContent = r.label + (r.complete ? "" : " " + PARTIAL);
       var score = document.createElement("td"); score.className = "num"; score.textContent = fmtScore(r.score);
       var ci = document.createElement("td"); ci.className = "num";
       ci.textContent = r.ci_low === null || r.ci_low === undefined ? "\u2014" : fmtScore(r.ci_low) + "\u2013" + fmtScore(r.ci_high);
       var pass = document.createElement("td"); pass.className = "num"; pass.textContent = fmtPass(r.pass_rate);
-      var cov = document.createElement("td"); cov.className = "num"; cov.textContent = r.covered + "/" + r.required + (r.complete ? "" : " " + PARTIAL);
+      var cov = document.createElement("td"); cov.className = "num"; cov.textContent = r.covered + "/" + r.required;
       tr.append(rank, name, score, ci, pass, cov);
       body.appendChild(tr);
     });
