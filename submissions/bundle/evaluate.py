@@ -227,7 +227,9 @@ def unbound_signed_digests(bundle: Bundle, signatures: Iterable[SignatureCheck])
 def signed_result_digests(bundle: Bundle, public_keys: Mapping[str, bytes | str]) -> tuple[str, ...]:
     """``Outcome.signed_digests`` of a paper-gap bundle on its own, without scoring it: what
     ``evaluate_paper_gap`` computes with the same keys (used to backfill the rows of runs
-    accepted before they were kept). Raises BundleError as the evaluator's signature checks do."""
+    accepted before they were kept). Raises BundleError as the evaluator's signature checks do.
+    The keys' task scope is not checked again: the run was accepted under the scope of its day,
+    and keeping a digest only stops that document being accepted a second time."""
     checks = (result_signature(bundle, slug, public_keys) for slug in sorted(bundle.results))
     return unbound_signed_digests(bundle, checks)
 
