@@ -287,7 +287,6 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
             "next_params": query.params(page=page.page + 1) if page.page < page.pages else None,
             "export_params": {k: v for k, v in query.params().items() if k != "page"},
             "chart_rows": chart_rows,
-            "chart_has_partial": any(not row.complete for row in chart_rows),
             "chart_by": chart_by,
             "chart_modes": chart_modes,
             "has_partial": any(not row.standing.complete for row in page.rows),

@@ -143,7 +143,8 @@
   }
 
   // A partial run ranks after every complete run (seed 000), so its bar can sit below shorter
-  // ones: the mark right after the rank (never cut off on a phone) says why, as in the table.
+  // ones: the mark right after the rank (never cut off on a phone) is the board table's, whose
+  // caption says what it means, and the tooltip says it too.
   var PARTIAL = "\u25d0";
   function axisLabel(r) { return r.rank + ". " + (r.complete ? "" : PARTIAL + " ") + r.label; }
 
@@ -187,10 +188,10 @@
     body.textContent = "";
     rows.forEach(function (r) {
       var tr = document.createElement("tr");
-      var rank = document.createElement("td"); rank.className = "num"; rank.textContent = r.rank;
-      // The mark goes with the name, not the coverage: that is the tab's, and a run covering all of a
-      // genre tab's tasks can still miss others of the release (partial is the run's whole coverage).
-      var name = document.createElement("th"); name.scope = "row"; name.textContent = r.label + (r.complete ? "" : " " + PARTIAL);
+      // The mark goes with the rank, as on the axis; not with the coverage cell, which is the tab's:
+      // a run covering every task of a genre tab can still miss others of the release.
+      var rank = document.createElement("td"); rank.className = "num"; rank.textContent = r.rank + (r.complete ? "" : " " + PARTIAL);
+      var name = document.createElement("th"); name.scope = "row"; name.textContent = r.label;
       var score = document.createElement("td"); score.className = "num"; score.textContent = fmtScore(r.score);
       var ci = document.createElement("td"); ci.className = "num";
       ci.textContent = r.ci_low === null || r.ci_low === undefined ? "\u2014" : fmtScore(r.ci_low) + "\u2013" + fmtScore(r.ci_high);
@@ -199,8 +200,6 @@
       tr.append(rank, name, score, ci, pass, cov);
       body.appendChild(tr);
     });
-    var partial = rows.some(function (r) { return !r.complete; });
-    document.querySelectorAll("[data-chart-partial]").forEach(function (el) { el.hidden = !partial; });
     document.querySelectorAll("[data-chart-n]").forEach(function (el) { el.textContent = String(rows.length); });
     document.querySelectorAll("[data-chart-by]").forEach(function (el) { el.textContent = by === "pass_rate" ? "pass rate" : "score"; });
   }
