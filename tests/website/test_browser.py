@@ -88,9 +88,7 @@ def test_the_chart_marks_a_partial_run_ranked_below_a_lower_score(
     context.close()
 
 
-def test_the_chart_marks_no_run_when_every_plotted_run_is_complete(
-    live_server: Any, page: Any, benchmark: Any
-) -> None:
+def test_the_chart_marks_no_run_when_every_plotted_run_is_complete(live_server: Any, page: Any, benchmark: Any) -> None:
     release = make_release(benchmark)
     make_run(release, agent_name="Alpha", score=0.5)
     make_run(release, agent_name="Bravo", score=0.9)
