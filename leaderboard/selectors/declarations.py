@@ -159,8 +159,11 @@ def declarations_attach(rows: Sequence[Standing]) -> None:
         .order_by()
     )
     by_pk = {pk: found for pk, *found in values}
+    # A row deleted since the page was read (its run withdrawn, hidden or re-ranked meanwhile:
+    # two statements, no shared snapshot) shows nothing declared rather than failing the page.
+    nothing = [None] * len(DECLARED_FIELDS)
     for row in rows:
-        for name, value in zip(DECLARED_FIELDS, by_pk[row.pk], strict=True):
+        for name, value in zip(DECLARED_FIELDS, by_pk.get(row.pk, nothing), strict=True):
             setattr(row, name, value)
 
 

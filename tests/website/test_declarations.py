@@ -401,3 +401,28 @@ def test_the_agent_page_lists_each_runs_cost_with_its_basis(client, release):
     body = client.get(reverse("agent_detail", args=["alpha"])).content.decode()
     assert "$1.23" in body and "cost-basis--recorded" in body
     assert run.pk
+
+
+def test_a_page_attaches_each_rows_declaration_as_the_joined_query_reads_it(release):
+    from leaderboard.selectors.declarations import DECLARED_FIELDS, declarations_attach, with_declarations
+
+    declare(make_run(release, agent_name="Alpha"))
+    make_run(release, agent_name="Bravo")  # nothing declared
+    rows = list(Standing.objects.filter(release=release, tab="overall").order_by("agent_name"))
+    declarations_attach(rows)
+    joined = with_declarations(Standing.objects.filter(release=release, tab="overall")).order_by("agent_name")
+    assert [[getattr(row, name) for name in DECLARED_FIELDS] for row in rows] == [
+        [getattr(row, name) for name in DECLARED_FIELDS] for row in joined
+    ]
+    assert rows[0].declared_org == "Acme Labs" and rows[1].declared_org is None
+
+
+def test_a_row_deleted_between_the_page_and_its_declarations_shows_nothing_declared(release):
+    # Two statements, no shared snapshot: a run withdrawn meanwhile deletes its row.
+    from leaderboard.selectors.declarations import declarations_attach
+
+    declare(make_run(release, agent_name="Alpha"))
+    row = Standing.objects.get(release=release, tab="overall")
+    Standing.objects.filter(pk=row.pk).delete()
+    declarations_attach([row])
+    assert (row.declared_org, row.cost_usd) == (None, None)
