@@ -262,6 +262,17 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def fresh_daily_counters(settings: Any) -> None:
+    """Daily-limit counters live in the cache: a key prefix of its own gives a test a full
+    allowance (never cache.clear(): on Redis that would flush what the broker shares)."""
+    import uuid
+
+    settings.CACHES = {
+        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
+    }
+
+
+@pytest.fixture
 def site_identity(settings: Any) -> Any:
     """A fresh site age key, given to the process (and any worker) through PODIUM_SITE_KEYS."""
     import pyrage

@@ -14,6 +14,14 @@ PASSWORD = "a-long-test-password-1"
 TAKEN = "A user with that username already exists."
 
 
+def add_user(client, username: str):
+    """POST the admin's add-user form for ``username``."""
+    return client.post(
+        reverse("admin:auth_user_add"),
+        {"username": username, "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
+    )
+
+
 def usernames() -> list[str]:
     return sorted(get_user_model().objects.values_list("username", flat=True))
 
@@ -22,10 +30,7 @@ def test_adding_a_username_another_account_holds_in_another_case_is_a_form_error
     users = get_user_model()
     client.force_login(users.objects.create_superuser("root", password=PASSWORD))
     users.objects.create_user("bob", password=PASSWORD)
-    response = client.post(
-        reverse("admin:auth_user_add"),
-        {"username": "BOB", "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
-    )
+    response = add_user(client, "BOB")
     assert response.status_code == 200
     assert response.context["adminform"].form.errors == {"username": [TAKEN]}
     assert usernames() == ["bob", "root"]
@@ -63,10 +68,7 @@ def test_adding_a_username_another_admin_is_adding_in_another_case_at_that_momen
     client.force_login(get_user_model().objects.create_superuser("root", password=PASSWORD))
     with account_created_meanwhile("bob"):
         # Without the lock the form saw no "bob" yet and its INSERT failed on the unique index: a 500.
-        response = client.post(
-            reverse("admin:auth_user_add"),
-            {"username": "BOB", "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
-        )
+        response = add_user(client, "BOB")
     assert response.status_code == 200
     assert response.context["adminform"].form.errors == {"username": [TAKEN]}
     assert usernames() == ["bob", "root"]
@@ -95,10 +97,7 @@ def test_adding_a_username_that_differs_only_in_a_letter_postgresqls_lower_folds
     users = get_user_model()
     client.force_login(users.objects.create_superuser("root", password=PASSWORD))
     users.objects.create_user("ia", password=PASSWORD)
-    response = client.post(
-        reverse("admin:auth_user_add"),
-        {"username": "\u0130a", "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
-    )
+    response = add_user(client, "\u0130a")
     assert response.status_code == 200
     assert response.context["adminform"].form.errors == {"username": [TAKEN]}
     assert usernames() == ["ia", "root"]
@@ -117,10 +116,7 @@ def test_adding_a_username_a_visitor_is_signing_up_with_at_that_moment_is_a_form
     client.force_login(get_user_model().objects.create_superuser("root", password=PASSWORD))
     with committed_meanwhile(sign_up, hold_seconds=1.0):
         # Sign-up took no lock: the admin's form saw no "bob" yet and its INSERT failed, a 500.
-        response = client.post(
-            reverse("admin:auth_user_add"),
-            {"username": "BOB", "password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"},
-        )
+        response = add_user(client, "BOB")
     assert response.status_code == 200
     assert response.context["adminform"].form.errors == {"username": [TAKEN]}
     assert usernames() == ["bob", "root"]

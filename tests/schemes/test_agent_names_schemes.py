@@ -5,8 +5,6 @@ refused for everyone (400 agent_name_ambiguous); nothing is written either way."
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from rest_framework.test import APIClient
 
@@ -15,17 +13,10 @@ from submissions.models import Card
 from tests.api_clients import api_for
 from tests.staff import staff_grant
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_daily_counters")]
 
 VARIANT = "ALICE\u00a0\uff33hopper"  # case, a no-break space and a fullwidth S: slug alice-shopper
 LOOKALIKE = "\u0410lice Shopper"  # a Cyrillic A: slug lice-shopper, shown as "Alice Shopper"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counters(settings):
-    settings.CACHES = {
-        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
-    }
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ account's challenge, and the runs validators owe are listed until they are filed
 from __future__ import annotations
 
 import io
-import uuid
 
 import pytest
 from django.urls import reverse
@@ -31,14 +30,7 @@ from submissions.services.verification import submission_verify
 from tests.api_clients import api_for
 from tests.staff import staff_grant
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counters(settings):
-    settings.CACHES = {
-        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
-    }
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_daily_counters")]
 
 
 def test_a_race_run_for_a_race_that_is_not_running_writes_no_agent_rows(

@@ -30,17 +30,7 @@ from submissions.services.signed_result_digests import (
 )
 from submissions.services.signing_keys import signing_key_register
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counters(settings):
-    # Daily-limit counters live in the cache: a key prefix per test gives each a full allowance.
-    import uuid
-
-    settings.CACHES = {
-        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
-    }
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_daily_counters")]
 
 
 @pytest.fixture

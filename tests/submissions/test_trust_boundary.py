@@ -20,18 +20,7 @@ from submissions.bundle.signatures import public_key_b64
 from submissions.models import Submission, SubmissionChallenge
 from submissions.services.signing_keys import signing_key_register
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counters(settings):
-    # Daily-limit counters live in the cache: a key prefix per test gives each a full allowance
-    # (never cache.clear(): on Redis that would flush what the broker shares).
-    import uuid
-
-    settings.CACHES = {
-        name: {**config, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, config in settings.CACHES.items()
-    }
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_daily_counters")]
 
 
 @pytest.fixture
