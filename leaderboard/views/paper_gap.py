@@ -235,9 +235,17 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
     chart_by = "pass_rate" if query.chart == "pass_rate" else "score"
     chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n, by=chart_by, filters=query.filters)
     baselines = board_baselines(release=release, tab=query.tab, filters=query.filters)
+    # One lookup for the page's rows and the chart table's: both show coverage over the tab's
+    # tasks, as the chart's JSON (exports.chart_data) does.
     coverage = selectors.tab_coverage(
-        release=release, tab=query.tab, run_ids=[row.standing.run_id for row in page.rows]
+        release=release,
+        tab=query.tab,
+        run_ids=sorted({row.standing.run_id for row in page.rows} | {row.run_id for row in chart_rows}),
     )
+    for chart_row in chart_rows:
+        chart_row.tab_covered, chart_row.tab_required = coverage.get(
+            chart_row.run_id, (chart_row.covered, chart_row.required)
+        )
     releases = selectors.release_siblings(release=release, staff=staff)
     newer = selectors.release_newer_unranked(release=release, releases=releases)
     columns = [

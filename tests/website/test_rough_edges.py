@@ -133,6 +133,17 @@ def test_a_genre_tab_counts_coverage_over_its_own_tasks(client, benchmark):
     assert '<td class="num coverage">4/4</td>' in overall
 
 
+def test_the_chart_table_counts_coverage_over_the_tabs_tasks_as_the_chart_data_does(client, benchmark):
+    release = make_release(benchmark)  # two reproduction tasks, two open ones
+    make_run(release, agent_name="Partial", covered=1)  # grasp only: a reproduction task
+    html = client.get(BOARD, {"tab": "reproduction"}).content.decode()
+    table = html[html.index("data-chart-rows") :]
+    table = table[: table.index("</tbody>")]
+    assert '<td class="num">1/2</td>' in table and "/4</td>" not in table
+    chart = client.get(CHART, {"tab": "reproduction"}).json()
+    assert (chart["rows"][0]["covered"], chart["rows"][0]["required"]) == (1, 2)
+
+
 def test_every_board_says_when_it_was_last_updated(client, benchmark):
     from django.db.models import Max
 
