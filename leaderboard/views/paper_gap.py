@@ -235,17 +235,10 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
     chart_by = "pass_rate" if query.chart == "pass_rate" else "score"
     chart_rows = selectors.chart_top(release=release, tab=query.tab, n=chart_n, by=chart_by, filters=query.filters)
     baselines = board_baselines(release=release, tab=query.tab, filters=query.filters)
-    # One lookup for the page's rows and the chart table's: both show coverage over the tab's
-    # tasks, as the chart's JSON (exports.chart_data) does.
-    coverage = selectors.tab_coverage(
-        release=release,
-        tab=query.tab,
-        run_ids=sorted({row.standing.run_id for row in page.rows} | {row.run_id for row in chart_rows}),
-    )
-    for chart_row in chart_rows:
-        chart_row.tab_covered, chart_row.tab_required = coverage.get(
-            chart_row.run_id, (chart_row.covered, chart_row.required)
-        )
+    # One lookup for the page's rows and the chart table's, over the tab's tasks (as chart_data).
+    run_ids = {row.standing.run_id for row in page.rows} | {row.run_id for row in chart_rows}
+    coverage = selectors.tab_coverage(release=release, tab=query.tab, run_ids=sorted(run_ids))
+    chart_table = [(row, "{}/{}".format(*coverage.get(row.run_id, (row.covered, row.required)))) for row in chart_rows]
     releases = selectors.release_siblings(release=release, staff=staff)
     newer = selectors.release_newer_unranked(release=release, releases=releases)
     columns = [
@@ -294,7 +287,7 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
             "prev_params": query.params(page=page.page - 1) if page.page > 1 else None,
             "next_params": query.params(page=page.page + 1) if page.page < page.pages else None,
             "export_params": {k: v for k, v in query.params().items() if k != "page"},
-            "chart_rows": chart_rows,
+            "chart_table": chart_table,
             "chart_by": chart_by,
             "chart_modes": chart_modes,
             "has_partial": any(not row.standing.complete for row in page.rows),
