@@ -99,8 +99,13 @@ class Submission(models.Model):
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "updated_at"]), models.Index(fields=["submitter", "-created_at"])]
         constraints = [
+            # Once per account, not once per site: a stranger holding someone's sealed file and
+            # uploading it first (refused at verification: the challenge is not theirs) must not
+            # block its owner's upload of the same bytes.
             models.UniqueConstraint(
-                fields=["sha256"], condition=models.Q(carried_from__isnull=True), name="submission_sha256_uploaded_once"
+                fields=["submitter", "sha256"],
+                condition=models.Q(carried_from__isnull=True),
+                name="submission_uploaded_once_per_account",
             ),
             models.UniqueConstraint(fields=["carried_from", "release"], name="submission_carried_once_per_release"),
         ]

@@ -108,16 +108,14 @@ def bundle_spool(uploaded_file: Any, spool: IO[bytes]) -> tuple[str, int]:
 
 
 def _existing(*, sha256: str, user: User) -> Submission | None:
-    existing = Submission.objects.filter(sha256=sha256).first()
-    if existing is None:
-        return None
-    if existing.submitter_id != user.pk:
-        raise SubmissionRejected(
-            "duplicate_bundle",
-            "this exact bundle was already submitted by another account; "
-            "a bundle can only be submitted once (re-seal it if this is a different run)",
-        )
-    return existing
+    """The account's own earlier upload of these bytes (an identical retry), if any.
+
+    The same bytes from another account are a new submission of theirs: verification decides
+    it (a bound bundle's challenge is not theirs, an unbound one's results are held by the
+    first account: ``challenge_not_yours``, ``duplicate_results``). Refusing them at upload
+    let a stranger who uploaded a victim's sealed file first block the victim's own upload.
+    """
+    return Submission.objects.filter(sha256=sha256, submitter=user, carried_from__isnull=True).first()
 
 
 def _display_name(original_name: str, uploaded_file: Any) -> str:
@@ -158,8 +156,8 @@ def submission_create(
     """Store an uploaded bundle and queue its verification, without counting a daily quota.
 
     Returns (submission, created). The same bytes from the same user return the
-    existing submission with created=False; from another user they are refused
-    (``duplicate_bundle``). Raises SubmissionRejected for ``empty_file`` and
+    existing submission with created=False; from another user they are a new
+    submission of theirs. Raises SubmissionRejected for ``empty_file`` and
     ``too_large``. ``declared_benchmark`` is the benchmark the uploader named (and
     whose daily allowance was counted); verification rejects a bundle for another
     one with ``benchmark_mismatch``. The file is stored before the row is written: a crash in
@@ -209,8 +207,8 @@ def submission_upload(
     submission and counts nothing. Otherwise one unit of the account's daily quota
     for the benchmark is consumed before the file is stored and given back if
     anything after it fails (or a concurrent identical upload won), so only
-    accepted uploads count. Raises SubmissionRejected (``too_large``, ``empty_file``,
-    ``duplicate_bundle``) and QuotaExceeded, both with nothing written.
+    accepted uploads count. Raises SubmissionRejected (``too_large``, ``empty_file``)
+    and QuotaExceeded, both with nothing written.
     """
     scope = quota_scope(benchmark)
     limit = benchmark.daily_submission_limit

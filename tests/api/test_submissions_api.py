@@ -62,11 +62,11 @@ def test_a_rejected_upload_does_not_use_quota(world: Any, api: Any, owner_key: s
     assert _upload(api, b"bundle two", key=owner_key).status_code == 201
 
 
-def test_another_users_identical_bundle_is_refused(world: Any, client_for: Any, media: Any) -> None:
-    assert _upload(client_for(world.owner), b"shared bytes").status_code == 201
+def test_another_users_identical_bundle_is_a_new_submission_of_theirs(world: Any, client_for: Any, media: Any) -> None:
+    first = _upload(client_for(world.owner), b"shared bytes")
     response = _upload(client_for(world.other), b"shared bytes")
-    assert response.status_code == 400
-    assert response.json()["error"]["code"] == "duplicate_bundle"
+    assert (first.status_code, response.status_code) == (201, 201)
+    assert response.json()["id"] != first.json()["id"]
 
 
 def test_an_upload_without_a_benchmark_is_refused(world: Any, api: Any, owner_key: str, media: Any) -> None:

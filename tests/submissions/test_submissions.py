@@ -47,16 +47,14 @@ def test_the_same_bytes_from_the_same_user_return_the_existing_submission(owner)
 
 
 @pytest.mark.django_db
-def test_the_same_bytes_from_another_user_are_refused(owner, stranger):
-    submission_create(user=owner, uploaded_file=upload())
-    with pytest.raises(SubmissionRejected) as refused:
-        submission_create(user=stranger, uploaded_file=upload())
-    assert refused.value.code == "duplicate_bundle"
-    assert refused.value.message == (
-        "this exact bundle was already submitted by another account; "
-        "a bundle can only be submitted once (re-seal it if this is a different run)"
-    )
-    assert list(Submission.objects.values_list("submitter__username", flat=True)) == ["owner"]
+def test_the_same_bytes_from_another_user_are_a_new_submission_of_theirs(owner, stranger):
+    first, _ = submission_create(user=owner, uploaded_file=upload())
+    theirs, created = submission_create(user=stranger, uploaded_file=upload())
+    assert created is True and theirs.pk != first.pk
+    assert theirs.file.name == first.file.name  # one stored copy of the bytes
+    assert sorted(Submission.objects.values_list("submitter__username", flat=True)) == ["owner", "stranger"]
+    again, created = submission_create(user=stranger, uploaded_file=upload())
+    assert (again.pk, created) == (theirs.pk, False)
 
 
 @pytest.mark.django_db

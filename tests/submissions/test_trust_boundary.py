@@ -187,8 +187,10 @@ def test_another_account_uploading_a_sealed_v2_bundle_first_is_refused_and_the_o
     assert (stolen.verdict, stolen.error_code) == ("rejected", "challenge_not_yours")
     assert nothing_recorded()
     # The same bytes from the owner are a new upload of hers (the stranger's row stays rejected).
-    mine = Submission.objects.filter(submitter=owner)
-    assert not mine.exists()
+    mine = upload(api(owner), sealed)
+    assert (mine.submitter, mine.verdict, mine.error_code) == (owner, "validated", "")
+    assert Run.objects.get().submission == mine
+    assert Submission.objects.get(pk=stolen.pk).verdict == "rejected"
 
 
 def test_results_resealed_under_a_new_challenge_by_another_account_are_duplicate_results(
