@@ -46,20 +46,31 @@ def run_is_delisted(*, submission_private: bool, withdrawn: bool, hidden: bool) 
     return submission_private or withdrawn or hidden
 
 
-def _lock(run_id: object) -> Run:
+def _get(run_id: object, *, lock: bool) -> Run:
     if not isinstance(run_id, int) or not 0 < run_id <= MAX_ID:
         raise VisibilityError("not_found", f"run {str(run_id)[:30]}: no such run", status=404)
-    # The run and its release are locked; the submission (a reverse one-to-one, the nullable side of
-    # an outer join) cannot be, and need not: its privacy never changes after the upload.
-    run = (
-        Run.objects.select_for_update(of=("self", "release"))
-        .select_related("submission", "release")
-        .filter(pk=run_id)
-        .first()
-    )
+    runs = Run.objects.select_related("submission", "release")
+    if lock:
+        # The run and its release are locked; the submission (a reverse one-to-one, the nullable
+        # side of an outer join) cannot be, and need not: its privacy never changes after the upload.
+        runs = runs.select_for_update(of=("self", "release"))
+    run = runs.filter(pk=run_id).first()
     if run is None:
         raise VisibilityError("not_found", f"run {run_id}: no such run", status=404)
     return run
+
+
+def _lock(run_id: object) -> Run:
+    return _get(run_id, lock=True)
+
+
+def _owned_locked(run_id: object, user: User) -> Run:
+    """The user's own run, locked with its release. Ownership is checked on a read that locks
+    nothing: another account's request (refused) must not take the release's row lock, which
+    verifications and standings updates of that release wait for. The submitter of a run never
+    changes, so the check made before the lock still holds for the locked row."""
+    _check_owner(_get(run_id, lock=False), user)
+    return _lock(run_id)
 
 
 def _save(run: Run, *, action: str, actor: User | None, reason: str = "") -> Run:
@@ -90,8 +101,7 @@ def _check_owner(run: Run, user: User) -> None:
 @transaction.atomic
 def run_withdraw(*, run_id: int, user: User) -> Run:
     """The submitter takes their run off the public boards (idempotent: withdrawing twice is a no-op)."""
-    run = _lock(run_id)
-    _check_owner(run, user)
+    run = _owned_locked(run_id, user)
     if run.withdrawn_at is not None:
         return run
     run.withdrawn_at = timezone.now()
@@ -101,8 +111,7 @@ def run_withdraw(*, run_id: int, user: User) -> Run:
 @transaction.atomic
 def run_restore(*, run_id: int, user: User) -> Run:
     """The submitter puts a withdrawn run back (it stays off the boards while staff hide it)."""
-    run = _lock(run_id)
-    _check_owner(run, user)
+    run = _owned_locked(run_id, user)
     if run.withdrawn_at is None:
         raise VisibilityError("not_withdrawn", f"run {run.pk} is not withdrawn", status=409)
     run.withdrawn_at = None

@@ -122,6 +122,23 @@ class TestWithdrawApi:
         run.refresh_from_db()
         assert run.withdrawn_at is None and on_board(run) and actions(run) == []
 
+    @pytest.mark.parametrize("path", ["withdraw", "restore"])
+    def test_another_accounts_request_takes_no_row_lock_and_the_owners_does(self, run, stranger, owner, path):
+        # A stranger's refused request used to lock the run's and its release's rows first, which
+        # every verification of that release waits for. (SQLite has no row locks: nothing to see.)
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        if connection.vendor != "postgresql":
+            pytest.skip("row locks (SELECT ... FOR UPDATE) exist on PostgreSQL only")
+        with CaptureQueriesContext(connection) as stranger_queries:
+            response = api_as(stranger).post(f"/api/v1/runs/{run.pk}/{path}/")
+        assert response.status_code == 403 and response.json()["error"]["code"] == "not_your_run"
+        assert not [q["sql"] for q in stranger_queries.captured_queries if "FOR UPDATE" in q["sql"]]
+        with CaptureQueriesContext(connection) as owner_queries:
+            assert api_as(owner).post(f"/api/v1/runs/{run.pk}/withdraw/").status_code == 200
+        assert [q["sql"] for q in owner_queries.captured_queries if "FOR UPDATE" in q["sql"]]
+
     def test_another_account_gets_404_for_a_private_run(self, run, stranger, owner):
         api_as(owner).post(f"/api/v1/runs/{run.pk}/withdraw/")
         response = api_as(stranger).post(f"/api/v1/runs/{run.pk}/restore/")
