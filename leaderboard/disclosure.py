@@ -209,6 +209,13 @@ def anchor_is_public(*, release_published: bool, anchor_published: bool) -> bool
     return release_published and anchor_published
 
 
+def shown_anchor(release_task: Any, *, release_published: bool, staff: bool) -> float | None:
+    """The anchor of ``release_task`` its viewer may see (the run page and its export): the one
+    the task publishes, on a published release; staff also see a draft's. A draft's run is
+    visible to its submitter (a run carried onto it), but not the draft's anchors."""
+    return release_task.public_paper_value if release_published or staff else None
+
+
 def result_reveals_anchor(*, anchor_published: bool, signature: str) -> bool:
     """True when showing this task result's scores would let whoever chose its measured value
     divide out the anchor: the anchor is withheld and no registered evaluator key signed it."""

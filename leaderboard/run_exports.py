@@ -9,7 +9,7 @@ import csv
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from leaderboard.disclosure import Disclosure
+from leaderboard.disclosure import Disclosure, shown_anchor
 from leaderboard.exports import _cell
 from scoring.proportion import wilson_interval
 
@@ -45,15 +45,13 @@ def task_record(result: Any, *, disclosure: Disclosure, staff: bool, release_pub
     slug = release_task.task.slug
     hidden = set(disclosure.hidden_task_fields(slug))
     interval = wilson_interval(result.pass_rate, result.episodes)
-    # A draft release shows no anchor to anyone but staff, whatever its tasks' flags say.
-    anchor_public = release_published or staff
     return {
         "task": slug,
         "title": release_task.task.title,
         "genre": release_task.genre,
         "metric": release_task.task.metric_name,
         "metric_direction": release_task.metric_direction,
-        "anchor": release_task.public_paper_value if anchor_public else None,
+        "anchor": shown_anchor(release_task, release_published=release_published, staff=staff),
         "measured": None if "measured" in hidden else result.measured,
         "gap": None if "gap" in hidden else result.gap,
         "penalty_factors": dict(result.factors or {}),

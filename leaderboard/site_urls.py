@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard.views import declarations, exports, favicon, health, paper_gap
+from leaderboard.views import declarations, exports, favicon, health, paper_gap, run_page
 
 urlpatterns = [
     path("", paper_gap.home, name="home"),
@@ -21,7 +21,7 @@ urlpatterns = [
     ),
     path("benchmarks/<slug:benchmark>/<str:version>/release/", paper_gap.release_detail, name="release_detail"),
     path("benchmarks/<slug:benchmark>/<str:version>/tasks/<slug:task>/", paper_gap.task_detail, name="task_detail"),
-    path("runs/<int:run_id>/", paper_gap.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/", run_page.run_detail, name="run_detail"),
     path("agents/<slug:agent>/", paper_gap.agent_detail, name="agent_detail"),
     path(
         "agents/<slug:agent>/versions/<str:version>/declare/",

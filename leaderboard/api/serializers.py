@@ -19,7 +19,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictModelSerializer
-from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, anchor_is_public, run_disclosure
+from leaderboard.disclosure import NOTHING_HIDDEN, Disclosure, anchor_is_public, run_disclosure, shown_anchor
 from leaderboard.models import (
     Agent,
     AgentVersion,
@@ -266,10 +266,9 @@ class TaskResultSerializer(StrictModelSerializer):
 
     @extend_schema_field(NULLABLE_NUMBER)
     def get_paper_value(self, obj: TaskResult) -> float | None:
-        # A draft release's anchors stay in the registry until it is published, whatever its flags say.
-        if not obj.release_task.release.published:
-            return None
-        return obj.release_task.public_paper_value
+        # A draft release's anchors stay in the registry until it is published, whatever its flags
+        # say; the API shows them to no one (staff read them in the admin).
+        return shown_anchor(obj.release_task, release_published=obj.release_task.release.published, staff=False)
 
     @extend_schema_field(NULLABLE_NUMBER)
     def get_measured(self, obj: TaskResult) -> float | None:

@@ -1,15 +1,15 @@
-"""HTML pages of paper-gap benchmarks: home, leaderboard, release, task, run, agent."""
+"""HTML pages of paper-gap benchmarks: home, leaderboard, release, task, agent (the run page:
+leaderboard.views.run_page)."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
 from django.conf import settings
 from django.core.cache import cache
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
@@ -17,17 +17,16 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from leaderboard.api.serializers import rerun_comparison
-from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclosure
+from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
 from leaderboard.markdown import render_markdown
-from leaderboard.models import Benchmark, ReleaseTask, Run, Standing
+from leaderboard.models import Benchmark, ReleaseTask, Standing
 from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
 from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
 from leaderboard.selectors.release_diff import release_diff_rows
 from leaderboard.selectors.releases import release_previous
 from leaderboard.selectors.task_ranking import task_ranking
-from leaderboard.selectors.visibility import runs_hidden_publicly_q, viewer_is_staff
+from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
 from leaderboard.views.declarations import cost_cell, declared_line
 
@@ -371,93 +370,6 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
     )
 
 
-def comparison_rows(breakdown: Any, diff: list[dict[str, Any]], *, disclosure: Disclosure) -> list[dict[str, Any]]:
-    """Every compared field of a run: the recomputed breakdown's leaves, each marked match or diff.
-
-    The verifier records only the fields that differ (with both values); every other
-    leaf matched its claimed value within the comparison tolerance, so its claimed
-    value is shown as matching rather than repeated. Fields the viewer may not see
-    (leaderboard.disclosure) are named with their values withheld.
-    """
-    differing = {str(item.get("path")): item for item in diff if isinstance(item, dict)}
-    rows: list[dict[str, Any]] = []
-
-    def walk(path: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for key in value:
-                walk(f"{path}.{key}" if path else str(key), value[key])
-        elif path in differing:
-            rows.append(differing.pop(path))
-        else:
-            rows.append({"path": path, "claimed": None, "recomputed": value, "status": "match"})
-
-    walk("", breakdown or {})
-    rows.extend(differing.values())  # missing/unexpected fields outside the breakdown
-    return disclosure.redact_diff(rows)
-
-
-@require_GET
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    try:
-        run = selectors.run_get(run_id=run_id, user=request.user)
-    except Http404:
-        # A run staff hid says so publicly (410 with the reason); any other refusal stays a 404.
-        hidden = run_hidden_response(request, run_id)
-        if hidden is not None:
-            return hidden
-        raise
-    task_results = list(run.task_results.all())
-    # One rule (leaderboard.disclosure, shared with the API): a withheld anchor's measured value
-    # only for the submitter and staff; the scores of a result whose measured value the submitter
-    # chose (unsigned) and of every aggregate including it, for staff only.
-    disclosure = run_disclosure(run, user=request.user, task_results=task_results)
-    for result in task_results:
-        slug = result.release_task.task.slug
-        # Display-only attributes the template reads beside the row's own fields.
-        result.measured_withheld = slug in disclosure.measured_hidden  # type: ignore[attr-defined]
-        result.scores_withheld = disclosure.task_scores_hidden(slug)  # type: ignore[attr-defined]
-    # A carried run's claims were made for (and compared on) its source release, not this one.
-    diff = (
-        [] if run.carried_from_id else comparison_rows(run.breakdown, run.submission.diff or [], disclosure=disclosure)
-    )
-    confidence = disclosure.confidence(run.confidence)
-    aggregates = [
-        {
-            "key": key,
-            "label": label,
-            "value": disclosure.aggregate(key, getattr(run, key)),
-            "withheld": key in disclosure.aggregates_hidden,
-            "ci": confidence.get(key),
-        }
-        for key, label in (("overall", "Overall score"), ("reproduction", "Reproduction"), ("open", "Open-ended"))
-    ]
-    ranks = {tab: rank for tab, rank in selectors.run_rank(run=run).items() if tab not in disclosure.aggregates_hidden}
-    # Official re-runs under the same rule (leaderboard.api.serializers.rerun_comparison).
-    reruns = [
-        {"rerun": rerun, "rows": rerun_comparison(rerun, disclosure=disclosure, run=run, user=request.user)}
-        for rerun in run.reruns.all()
-    ]
-    return render(
-        request,
-        "leaderboard/run.html",
-        {
-            "run": run,
-            "release": run.release,
-            "benchmark": run.release.benchmark,
-            "task_results": task_results,
-            "aggregates": aggregates,
-            "scores_withheld": bool(disclosure.aggregates_hidden),
-            "withheld_reason": WITHHELD_SCORE_REASON,
-            "ranks": ranks,
-            "tab_labels": TABS,
-            "diff": diff,
-            "diff_mismatches": sum(1 for d in diff if d.get("status") != "match"),
-            "signatures": selectors.run_signatures(run=run),
-            "reruns": reruns,
-        },
-    )
-
-
 @require_GET
 def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     agent_row = selectors.agent_get(slug=agent, user=request.user)
@@ -487,14 +399,3 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
         "leaderboard/agent.html",
         {"agent": agent_row, "runs": runs, "badges": badges, "versions": versions, "is_owner": is_owner},
     )
-
-
-def run_hidden_response(request: HttpRequest, run_id: int) -> HttpResponse | None:
-    """410 Gone with the public reason when staff hid a run that would otherwise be public
-    (``runs_hidden_publicly_q``); None otherwise. Called only after the run page refused the
-    viewer (owner and staff never get here): a visitor sees that a run was there and why it went.
-    """
-    run = Run.objects.filter(runs_hidden_publicly_q(), pk=run_id).only("pk", "hidden_at", "hidden_reason").first()
-    if run is None:
-        return None
-    return render(request, "leaderboard/run_hidden.html", {"run": run}, status=410)

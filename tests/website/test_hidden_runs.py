@@ -1,4 +1,4 @@
-"""The run page of a hidden run (leaderboard.views.paper_gap.run_hidden_response): 410 with
+"""The run page of a hidden run (leaderboard.views.run_page.run_hidden_response): 410 with
 staff's reason only where the run would be public but for the hide."""
 
 from __future__ import annotations

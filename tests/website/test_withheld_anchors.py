@@ -74,3 +74,25 @@ def test_no_page_or_export_contains_a_withheld_anchor(client, benchmark):
     # The check can fail: the published anchor is found where it is shown.
     task_page = bodies[reverse("task_detail", args=["ale-robotics", "v0.5", "walk"])]
     assert leaks(task_page, PUBLISHED_ANCHOR)
+
+
+def test_a_draft_releases_anchors_stay_off_the_run_page_its_submitter_sees_and_staff_see_them(client, release):
+    # A run carried onto a draft is visible to its submitter; the draft's anchors are not, whatever
+    # its tasks' flags say (the API and the run's results.json already said so; the page did not).
+    from leaderboard.models import Release
+    from tests.staff import staff_grant
+
+    owner = make_user()
+    run = make_run(release, submitter=owner, score=1.3719)
+    ReleaseTask.objects.filter(release=release).update(anchor_published=True)
+    Release.objects.filter(pk=release.pk).update(published=False)
+    client.force_login(owner)
+    page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert not [anchor for anchor in (*WITHHELD_ANCHORS, PUBLISHED_ANCHOR) if leaks(page, anchor)]
+    assert page.count('<span class="withheld">Not published</span>') == 4
+    staff = make_user()
+    staff.is_staff = True
+    staff.save()
+    client.force_login(staff_grant(staff))
+    page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert all(leaks(page, anchor) for anchor in (*WITHHELD_ANCHORS, PUBLISHED_ANCHOR))
