@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from leaderboard.api_query import whole_number
 from leaderboard.disclosure import submission_view
 from leaderboard.models import Benchmark, QualifyingEntry, RaceEntry
+from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.uploads import declared_too_large
 from leaderboard.users import signed_in_user
 from submissions.api.trust_views import owed_run_rows
@@ -111,7 +112,7 @@ def _csrf_checked(request: HttpRequest) -> HttpResponse:  # pragma: no cover - n
 def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
     user = signed_in_user(request)
-    benchmarks = list(Benchmark.objects.order_by("name"))
+    benchmarks = list(benchmarks_visible(staff=viewer_is_staff(request.user)).order_by("name"))
     context: dict[str, Any] = {
         "site_key": _site_key(),
         "benchmarks": benchmarks,
@@ -186,7 +187,7 @@ def _open_challenges(user: Any) -> list[Any]:
 @require_http_methods(["POST"])
 def challenge_new(request: HttpRequest) -> HttpResponse:
     """Issue a submission challenge from the upload page's form and show it there."""
-    benchmarks = list(Benchmark.objects.order_by("name"))
+    benchmarks = list(benchmarks_visible(staff=viewer_is_staff(request.user)).order_by("name"))
     fields = {
         name: request.POST.get(name, "").strip() for name in ("benchmark", "release", "agent_name", "agent_version")
     }
@@ -246,7 +247,11 @@ def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse
 def race_entries(request: HttpRequest) -> HttpResponse:
     """Enter one of your agent versions in a race (seed 002: entries are made by the agent's owner)."""
     context: dict[str, Any] = {
-        "benchmarks": list(Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE).order_by("name"))
+        "benchmarks": list(
+            benchmarks_visible(staff=viewer_is_staff(request.user))
+            .filter(scheme=Benchmark.Scheme.RACE)
+            .order_by("name")
+        )
     }
     status = 200
     if request.method == "POST":

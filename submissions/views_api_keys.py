@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from leaderboard.models import Benchmark
+from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.users import signed_in_user
 from submissions.api_keys import api_key_create, api_key_revoke
 from submissions.models import ApiKey
@@ -35,7 +35,9 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         "error": "",
         "new_key": None,
         # One allowance per account: keys share it, so creating or revoking one cannot reset it.
-        "limits": quota_overview(user=user, benchmarks=list(Benchmark.objects.order_by("name"))),
+        "limits": quota_overview(
+            user=user, benchmarks=list(benchmarks_visible(staff=viewer_is_staff(user)).order_by("name"))
+        ),
         "validator_limits": validator_quota_overview(user=user),
     }
     status = 200

@@ -12,8 +12,8 @@ from django.db.models import Prefetch, QuerySet
 
 from leaderboard.models import Agent, Benchmark, Release, ReleaseTask, Run, Task, TaskResult
 from leaderboard.selectors.agents import agent_versions_public, agents_public
+from leaderboard.selectors.visibility import benchmarks_visible, runs_visible_to, viewer_is_staff
 from leaderboard.selectors.visibility import releases_visible as _releases_visible
-from leaderboard.selectors.visibility import runs_visible_to, viewer_is_staff
 from leaderboard.users import Viewer
 
 AnyUser = Viewer
@@ -32,9 +32,14 @@ def release_list(user: AnyUser) -> QuerySet[Release]:
 
 
 def benchmark_list(user: AnyUser) -> QuerySet[Benchmark]:
-    return Benchmark.objects.prefetch_related(
-        Prefetch("releases", queryset=releases_visible(user).order_by("-published_at", "-id"), to_attr="visible")
-    ).order_by("slug")
+    staff = viewer_is_staff(user)
+    return (
+        benchmarks_visible(staff=staff)
+        .prefetch_related(
+            Prefetch("releases", queryset=releases_visible(user).order_by("-published_at", "-id"), to_attr="visible")
+        )
+        .order_by("slug")
+    )
 
 
 def task_list(user: AnyUser) -> QuerySet[Task]:

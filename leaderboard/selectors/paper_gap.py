@@ -37,7 +37,7 @@ from leaderboard.selectors.declarations import (
 )
 from leaderboard.selectors.race import ANCHOR_STATUSES, pick_public_anchor, pick_race_anchor
 from leaderboard.selectors.standing_ranks import RANK_ORDER, with_rank
-from leaderboard.selectors.visibility import releases_visible, run_is_visible
+from leaderboard.selectors.visibility import benchmarks_visible, releases_visible, run_is_visible
 from leaderboard.users import Viewer
 
 BOARD_PAGE_SIZE = 50
@@ -407,8 +407,11 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     race boards the Overall standings of the race the race pages anchor to (the
     running race while one is live, else the most recent completed one)."""
 
+    # A benchmark with only drafts (synced, not published) is staff's (visibility.benchmarks_visible).
     benchmarks = list(
-        Benchmark.objects.order_by("name").prefetch_related(
+        benchmarks_visible(staff=staff)
+        .order_by("name")
+        .prefetch_related(
             Prefetch(
                 "releases",
                 queryset=_newest_first(releases_visible(staff=staff)).annotate(

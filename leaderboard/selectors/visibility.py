@@ -3,7 +3,8 @@
 * Staff means an **active** staff account (``viewer_is_staff``): a deactivated staff
   account is an ordinary visitor, whichever way it reached the site (a session made
   before the deactivation, an API key).
-* Releases: published ones for everyone; staff also see drafts.
+* Releases: published ones for everyone; staff also see drafts. Benchmarks: those with a
+  release the viewer may see (a benchmark with only drafts is staff's, its name included).
 * Runs: a run is public when it is not private (``Run.is_private``: the submission is
   private, or the run is withdrawn or hidden; the submission's own flag is checked too,
   so a row written before the invariant cannot leak) and its release is published. Its
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 
-from leaderboard.models import Release
+from leaderboard.models import Benchmark, Release
 
 M = TypeVar("M", bound=Model)
 
@@ -44,6 +45,14 @@ def releases_visible(*, staff: bool) -> QuerySet[Release]:
     """The releases a viewer may see; ``staff`` is ``viewer_is_staff(user)``."""
     releases = Release.objects.select_related("benchmark")
     return releases if staff else releases.filter(published=True)
+
+
+def benchmarks_visible(*, staff: bool) -> QuerySet[Benchmark]:
+    """The benchmarks a viewer may see: those with a release it may see. A draft's sync creates
+    its benchmark row; the name and description stay staff's until a release is published."""
+    if staff:
+        return Benchmark.objects.all()
+    return Benchmark.objects.filter(Exists(releases_visible(staff=False).filter(benchmark=OuterRef("pk"))))
 
 
 def runs_public_q(prefix: str = "") -> Q:

@@ -32,7 +32,7 @@ __all__ = [
     "anchor_within_tolerance",
     "clear_anchor_sign_off",
     "clear_calibration",
-    "publish_task_text",
+    "publish_release_text",
     "published_at_of",
     "release_actor",
     "release_gate_failures",
@@ -100,9 +100,12 @@ TASK_SNAPSHOT_FIELDS = (
 )
 
 
-def publish_task_text(release: Release) -> None:
-    """Copy ``release``'s text snapshot onto each Task row for which it is now the newest
-    published release (by publication time), so the shared row always shows published text."""
+def publish_release_text(release: Release) -> None:
+    """Copy ``release``'s text onto the rows it shares with other releases, where it is now the
+    newest published release (by publication time): each Task row (its snapshot), and the
+    Benchmark row (name and description, from the release's manifest). So shared rows always
+    show published text: a draft's sync never writes them (leaderboard.services.release_sync)."""
+    _publish_benchmark_text(release)
     rows = list(release.release_tasks.select_related("task"))
     for row in rows:
         newest = (
@@ -119,6 +122,24 @@ def publish_task_text(release: Release) -> None:
         if row.simulator_id is not None:
             task.simulator_id = row.simulator_id
         task.save()
+
+
+def _publish_benchmark_text(release: Release) -> None:
+    spec = (release.manifest or {}).get("benchmark") or {}
+    newest = (
+        Release.objects.filter(benchmark_id=release.benchmark_id, published=True)
+        .order_by(F("published_at").desc(nulls_last=True), "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if newest != release.pk or not spec:
+        return
+    benchmark = release.benchmark
+    changed = [name for name in ("name", "description") if name in spec and getattr(benchmark, name) != spec[name]]
+    for name in changed:
+        setattr(benchmark, name, spec[name])
+    if changed:
+        benchmark.save(update_fields=changed)
 
 
 _ANCHOR_EVIDENCE_FIELDS = (
@@ -272,7 +293,7 @@ def release_publish(*, release: Release, user: Any) -> Release:
     row.published = True
     row.published_at = published_at_of(row.manifest or {})
     row.save(update_fields=["published", "published_at"])
-    publish_task_text(row)
+    publish_release_text(row)
     return row
 
 

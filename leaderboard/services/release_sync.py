@@ -42,7 +42,7 @@ from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, Score
 from leaderboard.services.release_gates import (
     clear_anchor_sign_off,
     clear_calibration,
-    publish_task_text,
+    publish_release_text,
     published_at_of,
     release_actor,
     release_gate_failures,
@@ -165,8 +165,11 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
             release.published = True
             release.published_at = published_at_of(m)
             release.save(update_fields=["published", "published_at"])
-            publish_task_text(release)
             changes.append("release published")
+    if release.published:
+        # Published now or before (a re-sync of a release without runs): its text is public, and
+        # the shared rows show it where it is the newest published release.
+        publish_release_text(release)
     return SyncResult("created" if created else "updated", release, changes, notes)
 
 
@@ -194,6 +197,10 @@ def _publish_notes(release: Release, m: ReleaseManifest) -> list[str]:
 
 
 def _upsert_benchmark(benchmark: Benchmark | None, m: ReleaseManifest, changes: list[str]) -> Benchmark:
+    """The manifest's benchmark, created when new. An existing benchmark's name and description
+    are public once one of its releases is: they then change only when a release publishes
+    (``publish_release_text``), never from a draft's sync, which would show the text of an
+    unpublished release on the home page and every published board."""
     spec = m.benchmark
     if benchmark is None:
         changes.append(f"benchmark {spec.slug}: created")
@@ -201,11 +208,15 @@ def _upsert_benchmark(benchmark: Benchmark | None, m: ReleaseManifest, changes: 
             slug=spec.slug, name=spec.name, scheme=spec.scheme, description=spec.description
         )
     changed = [name for name in ("name", "description") if getattr(benchmark, name) != getattr(spec, name)]
-    if changed:
-        for name in changed:
-            setattr(benchmark, name, getattr(spec, name))
-        benchmark.save(update_fields=changed)
-        changes.append(f"benchmark {spec.slug}: {', '.join(changed)} updated")
+    if not changed:
+        return benchmark
+    if benchmark.releases.filter(published=True).exists():
+        changes.append(f"benchmark {spec.slug}: {', '.join(changed)} changed (shown once this release is published)")
+        return benchmark
+    for name in changed:
+        setattr(benchmark, name, getattr(spec, name))
+    benchmark.save(update_fields=changed)
+    changes.append(f"benchmark {spec.slug}: {', '.join(changed)} updated")
     return benchmark
 
 
@@ -257,7 +268,7 @@ def _upsert_tasks(
     """The Task rows the manifest names, creating the missing ones.
 
     An existing Task row is never rewritten here: its text is that of the newest published
-    release containing it (``_publish_task_text``), and the text this manifest brings lives
+    release containing it (``publish_release_text``), and the text this manifest brings lives
     in its own release's ReleaseTask snapshot. So syncing an unpublished release cannot
     change what any published release, or /api/v1/tasks/, shows.
     """

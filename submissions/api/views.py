@@ -30,8 +30,7 @@ from rest_framework.views import APIView
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api_errors import ApiError
-from leaderboard.models import Benchmark
-from leaderboard.selectors.visibility import viewer_is_staff
+from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
 from submissions.api.serializers import SiteKeySerializer, SubmissionSerializer, SubmissionUploadSerializer
@@ -129,7 +128,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
                 code="benchmark_missing",
                 message="benchmark: expected the slug of the benchmark this bundle is for (e.g. 'ale-robotics').",
             )
-        benchmark = Benchmark.objects.filter(slug=slug).first()
+        benchmark = benchmarks_visible(staff=viewer_is_staff(request.user)).filter(slug=slug).first()
         if benchmark is None:
             raise ApiError(code="benchmark_unknown", message=f"benchmark: no benchmark with slug {slug[:64]!r}.")
 
@@ -212,7 +211,7 @@ class LimitsView(APIView):
         responses={200: {"type": "object", "additionalProperties": True}, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        benchmarks = list(Benchmark.objects.order_by("slug"))
+        benchmarks = list(benchmarks_visible(staff=viewer_is_staff(request.user)).order_by("slug"))
         user = signed_in_user(request)
         rows = quota_overview(user=user, benchmarks=benchmarks)
         body = {

@@ -510,3 +510,29 @@ def test_an_unpublished_release_with_runs_is_frozen_too(demo_dir: Path, edit, st
         "bump the version to release a changed manifest"
     ]
     assert snapshot() == before
+
+
+def test_a_drafts_sync_leaves_the_public_benchmark_text_and_its_publication_brings_it(
+    demo_dir: Path, edit, staff
+) -> None:
+    release_sign_off_all(release=release_sync(manifest=demo_dir, user=staff).release, user=staff)
+    edit(demo_dir, "release.yaml", 'version: "0.5"', 'version: "0.6"')
+    edit(demo_dir, "release.yaml", "published: true\npublished_at: 2026-06-01T00:00:00Z\n", "published: false\n")
+    edit(demo_dir, "release.yaml", "name: ALE Robotics", "name: Secret Project Zeta")
+    draft = release_sync(manifest=demo_dir, user=staff)
+    assert "benchmark ale-robotics: name changed (shown once this release is published)" in draft.changes
+    assert Benchmark.objects.get().name == "ALE Robotics"
+    release_publish(release=release_sign_off_all(release=draft.release, user=staff), user=staff)
+    assert Benchmark.objects.get().name == "Secret Project Zeta"
+
+
+def test_a_benchmark_whose_releases_are_all_drafts_is_listed_to_staff_only(demo_dir: Path, edit, staff, client) -> None:
+    edit(demo_dir, "release.yaml", "published: true\npublished_at: 2026-06-01T00:00:00Z\n", "published: false\n")
+    edit(demo_dir, "release.yaml", "name: ALE Robotics", "name: Secret Project Zeta")
+    release_sync(manifest=demo_dir, user=staff)
+    assert "Secret Project Zeta" not in client.get("/").content.decode()
+    assert client.get("/api/v1/benchmarks/").json()["results"] == []
+    assert client.get("/api/v1/benchmarks/ale-robotics/").status_code == 404
+    client.force_login(staff)
+    assert "Secret Project Zeta" in client.get("/").content.decode()
+    assert [b["name"] for b in client.get("/api/v1/benchmarks/").json()["results"]] == ["Secret Project Zeta"]

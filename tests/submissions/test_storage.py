@@ -133,7 +133,8 @@ def test_the_upload_api_answers_503_with_retry_after_while_the_object_store_is_d
 
     from leaderboard.models import Benchmark
 
-    Benchmark.objects.create(slug="ale-robotics", name="ALE", scheme="paper_gap")
+    benchmark = Benchmark.objects.create(slug="ale-robotics", name="ALE", scheme="paper_gap")
+    benchmark.releases.create(version="0.5", published=True)  # uploads go to public benchmarks only
     client = APIClient()
     client.force_authenticate(owner)
     response = client.post(

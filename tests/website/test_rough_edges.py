@@ -177,7 +177,7 @@ def test_my_submissions_never_lists_a_refused_bundle_as_public(client, release):
     assert "ALE Robotics" in row
 
 
-def test_re_uploading_the_same_file_says_it_is_the_earlier_submission(client, benchmark, settings, tmp_path):
+def test_re_uploading_the_same_file_says_it_is_the_earlier_submission(client, release, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     client.force_login(make_user())
 

@@ -33,7 +33,7 @@ def test_the_upload_page_shows_the_site_key(client, benchmark, monkeypatch):
     assert "age1examplerecipient" in html and "abcd1234abcd1234" in html
 
 
-def test_uploading_a_bundle_creates_a_submission_and_returns_its_status_url(client, benchmark, settings, tmp_path):
+def test_uploading_a_bundle_creates_a_submission_and_returns_its_status_url(client, release, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     user = make_user()
     client.force_login(user)
@@ -64,7 +64,7 @@ def test_an_upload_for_an_unknown_benchmark_is_refused(client, benchmark):
     assert response.json()["error"] == {"code": "benchmark_unknown", "message": "No benchmark with slug 'nope'."}
 
 
-def test_an_empty_upload_shows_the_services_message_on_the_form(client, benchmark):
+def test_an_empty_upload_shows_the_services_message_on_the_form(client, release):
     client.force_login(make_user())
     response = client.post(
         reverse("submission_upload"), {"benchmark": "ale-robotics", "bundle": SimpleUploadedFile("e.age", b"")}
@@ -74,7 +74,7 @@ def test_an_empty_upload_shows_the_services_message_on_the_form(client, benchmar
     assert Submission.objects.count() == 0
 
 
-def test_the_daily_limit_applies_to_browser_uploads(client, benchmark, settings, tmp_path):
+def test_the_daily_limit_applies_to_browser_uploads(client, benchmark, release, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     benchmark.daily_submission_limit = 1
     benchmark.save()
@@ -169,7 +169,7 @@ def test_an_upload_without_a_csrf_token_is_refused(benchmark, settings, tmp_path
     assert Submission.objects.count() == 0
 
 
-def test_an_upload_with_the_csrf_token_from_the_form_is_accepted(benchmark, settings, tmp_path):
+def test_an_upload_with_the_csrf_token_from_the_form_is_accepted(release, settings, tmp_path):
     from django.test import Client
 
     settings.MEDIA_ROOT = tmp_path
@@ -182,7 +182,7 @@ def test_an_upload_with_the_csrf_token_from_the_form_is_accepted(benchmark, sett
     assert Submission.objects.count() == 1
 
 
-def test_without_javascript_an_upload_redirects_to_the_submission_page(client, benchmark, settings, tmp_path):
+def test_without_javascript_an_upload_redirects_to_the_submission_page(client, release, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     client.force_login(make_user())
     response = client.post(
