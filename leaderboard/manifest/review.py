@@ -32,6 +32,7 @@ import re
 import shlex
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
+from typing import Any
 
 from leaderboard.manifest.types import ParsedManifest, Problem, ReleaseManifest, TaskContract, TaskTexts
 
@@ -84,7 +85,38 @@ def contract_review(task: TaskContract, *, known_simulators: Collection[str]) ->
                 f"only mode read_from_task_config reads eval_config; this task's mode is {task.mode}",
             )
         )
+    problems.extend(_eval_config_leaks(task, file))
     return problems
+
+
+def _scalars(value: Any, path: str) -> Iterable[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _scalars(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _scalars(item, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def _eval_config_leaks(task: TaskContract, file: str) -> list[Problem]:
+    """eval_config is published with the contract (the task page, /api/v1/tasks/): a value in it
+    that writes the anchor (say ``target: 0.7331``) would publish a withheld one. The same test
+    as the leak audit's for agent-visible text."""
+    if task.paper_value is None or not task.eval_config:
+        return []
+    return [
+        Problem(
+            file,
+            task.lines.get("eval_config"),
+            path,
+            f"mentions the anchor value of task {task.slug!r}; eval_config is published with the contract "
+            "(the anchor belongs in release.yaml only)",
+        )
+        for path, value in _scalars(task.eval_config, "eval_config")
+        if not isinstance(value, bool) and value is not None and mentions_anchor(str(value), task.paper_value)
+    ]
 
 
 # ---------------------------------------------------------------- leak audit

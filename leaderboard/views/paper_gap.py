@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from leaderboard.api.serializers import contract_without_anchor
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
 from leaderboard.markdown import render_markdown
 from leaderboard.models import Benchmark, ReleaseTask, Standing
@@ -337,10 +338,10 @@ def _public_contract(release_task: ReleaseTask) -> str:
     """The task.yaml contract as YAML, with the anchor only where the release publishes it."""
     # The release's own snapshot of task.yaml, never the shared Task row: a later
     # release that rewords the task must not change what this release showed.
-    contract = dict(release_task.contract or {})
+    # Task.contract is stored without the anchor; dropping every anchor-like key again, as the API
+    # does (one rule: contract_without_anchor), keeps that invariant here too.
+    contract = contract_without_anchor(dict(release_task.contract or {}))
     metric = dict(contract.get("metric") or {})
-    # Task.contract is stored without the anchor; dropping it again keeps that invariant here too.
-    metric.pop("paper_value", None)
     if release_task.public_paper_value is not None:
         metric["paper_value"] = release_task.public_paper_value
     if metric:

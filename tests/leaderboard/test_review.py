@@ -149,6 +149,19 @@ def test_an_eval_config_outside_read_from_task_config_is_inconsistent(demo_dir: 
     ]
 
 
+def test_an_eval_config_value_writing_the_anchor_is_refused_naming_its_path_not_the_value(demo_dir: Path, edit) -> None:
+    # eval_config is published with the contract (task page, /api/v1/tasks/): 47.3 is the
+    # withheld anchor of carla_transfuser_longest6 (release.yaml).
+    task = "tasks/carla_transfuser_longest6/task.yaml"
+    edit(demo_dir, task, "  repetitions: 3\n", "  repetitions: 3\n  thresholds: {pass: 47.3}\n")
+    problems = problems_of(demo_dir)
+    assert problems == [
+        f"{task}:9: eval_config.thresholds.pass: mentions the anchor value of task 'carla_transfuser_longest6'; "
+        "eval_config is published with the contract (the anchor belongs in release.yaml only)"
+    ]
+    assert "47.3" not in problems[0]
+
+
 @pytest.mark.parametrize(
     ("line", "anchor"),
     [

@@ -96,3 +96,14 @@ def test_a_draft_releases_anchors_stay_off_the_run_page_its_submitter_sees_and_s
     client.force_login(staff_grant(staff))
     page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert all(leaks(page, anchor) for anchor in (*WITHHELD_ANCHORS, PUBLISHED_ANCHOR))
+
+
+def test_the_task_page_drops_anchor_like_keys_from_the_contract_at_any_depth_as_the_api_does(client, release):
+    from leaderboard.api.serializers import contract_without_anchor
+
+    row = ReleaseTask.objects.filter(release=release).select_related("task").first()
+    contract = {"metric": {"name": "success"}, "eval_config": {"routes": "longest6", "gate": {"target": 0.5555}}}
+    ReleaseTask.objects.filter(pk=row.pk).update(contract=contract)
+    page = client.get(reverse("task_detail", args=["ale-robotics", release.version, row.task.slug])).content.decode()
+    assert "longest6" in page and "0.5555" not in page and "target" not in page
+    assert contract_without_anchor(contract)["eval_config"] == {"routes": "longest6", "gate": {}}
