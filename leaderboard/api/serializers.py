@@ -319,9 +319,10 @@ def rerun_comparison(
       tolerance of the hidden final (it *is* it when the evaluator's values repeat), and a
       guessable measured value (k / N) gives the anchor (docs/security-model.md, "Who may
       learn what"). The submitter of a signed result sees it, as they see their own final;
-    * the re-run's measured value only to staff while the task's anchor is not public: the
-      re-run's final with it would give the anchor (measured / gap) to anyone, the submitter
-      included, who did not produce it.
+    * the re-run's measured value, while the task's anchor is not public, to staff and to whoever
+      sees the run's own measured value and final of that task (the submitter of a signed
+      result): beside the re-run's final it gives the anchor, which that viewer already holds
+      (their measured / gap), and from which they would compute it (re-run final x anchor).
     """
     staff = viewer_is_staff(user)
     comparison = list(rerun.comparison or [])
@@ -351,9 +352,11 @@ def rerun_comparison(
         if disclosure.task_scores_hidden(slug):
             withheld += ["submitted_final", "difference"]
         if not staff and not public:
-            withheld.append("rerun_measured")
-            if slug not in covered or disclosure.task_scores_hidden(slug):
+            own_hidden = slug not in covered or disclosure.task_scores_hidden(slug)
+            if own_hidden:
                 withheld.append("rerun_final")
+            if own_hidden or slug in disclosure.measured_hidden:
+                withheld.append("rerun_measured")
         # Named only where there was a value to withhold (a task one side did not cover has none).
         shown.update(dict.fromkeys(withheld))
         shown["withheld"] = sorted(name for name in withheld if row.get(name) is not None)

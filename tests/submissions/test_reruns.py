@@ -366,11 +366,14 @@ def test_a_re_runs_values_follow_the_disclosure_rule_for_withheld_anchors(withhe
         if "reruns" not in shown:
             continue  # the run itself is not visible to this viewer
         own_final = {task["task"]: task["final"] for task in shown["tasks"]}
+        own_measured = {task["task"]: task["measured"] for task in shown["tasks"]}
         for row in shown["reruns"][0]["comparison"]:
-            # The re-run's measured value with its final would give the anchor to anyone but staff;
-            # the submitted final (and the difference) are hidden exactly where the run's own
-            # task score is (a signed result's score is shown, its measured value is not).
-            assert row["rerun_measured"] is None
+            # The re-run's measured value with its final gives the anchor: shown only to whoever
+            # holds it already (the run's own measured value and final: measured / gap); the
+            # submitted final (and the difference) are hidden exactly where the run's own task
+            # score is.
+            holds_anchor = own_final[row["task"]] is not None and own_measured[row["task"]] is not None
+            assert (row["rerun_measured"] is not None) == holds_anchor
             hidden = own_final[row["task"]] is None
             assert (row["submitted_final"] is None, row["difference"] is None) == (hidden, hidden)
             checked += 1
@@ -433,8 +436,9 @@ def test_an_official_re_runs_final_of_a_withheld_task_reaches_only_whom_the_runs
     _, full = _rerun_rows(maintainer, run)
     assert full and all(row["rerun_final"] is not None for row in full)  # staff: every value
     _, own = _rerun_rows(owner, run)
-    # The submitter of a signed run sees its finals and can divide anyway (inherent): shown.
-    assert all(row["rerun_final"] is not None for row in own)
+    # The submitter of a signed run sees its finals and can divide anyway (inherent): shown. And the
+    # re-run's measured value: their own measured / gap is the anchor, times the re-run's final is it.
+    assert all(row["rerun_final"] is not None and row["rerun_measured"] is not None for row in own)
 
     for viewer in (None, make_user("stranger")):
         body, rows = _rerun_rows(viewer, run)
@@ -442,6 +446,7 @@ def test_an_official_re_runs_final_of_a_withheld_task_reaches_only_whom_the_runs
         leaked = {row["task"]: row["rerun_final"] for row in rows if row["rerun_final"] is not None}
         same = sorted(slug for slug, value in leaked.items() if value == hidden_finals[slug])
         assert not leaked, f"re-run finals of withheld tasks shown; equal to the hidden final: {same}"
+        assert all(row["rerun_measured"] is None for row in rows)
         assert all(row["withheld"] for row in rows)
         if viewer is not None:
             client.force_login(viewer)
