@@ -24,11 +24,11 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Race, RaceEntry, Release
+from leaderboard.models import Benchmark, Race, Release
 from submissions.bundle.errors import BundleError
 from submissions.models import SignedResultDigest, Submission, SubmissionChallenge
 from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
-from submissions.services.races import may_file_race_runs
+from submissions.services.races import may_file_race_runs, race_version_entered
 
 # How long a challenge stays valid: long enough for a full evaluation run (hours, and a
 # queue before it), short enough that a leaked token is soon worthless.
@@ -67,21 +67,23 @@ def _race_target(request: ChallengeRequest, release: Release, user: User) -> tup
             "not_a_validator",
             "race runs are filed by validators; this account acts for no validator (ask the site's staff)",
         )
+    race = None
+    if request.race is not None:
+        # Race numbers are public (the race pages): looked up before the agent, so the answer
+        # for a race that does not exist says nothing about the agent.
+        race = Race.objects.filter(benchmark=release.benchmark, number=request.race).first()
+        if race is None:
+            raise BundleError("unknown_race", f"benchmark {release.benchmark.slug!r} has no race number {request.race}")
     agent_version = agent_version_find(name=request.agent_name, version=request.agent_version)
-    if agent_version is None or agent_version.agent.owner_id is None:
+    # One refusal whether the version does not exist, is private, or exists and was not entered
+    # by its owner (the verification's rule, race_version_entered): a validator's account learns
+    # nothing of agents their owners did not put forward.
+    if agent_version is None or not race_version_entered(agent_version, race=race, benchmark=release.benchmark):
+        where = f"race {request.race}" if race is not None else "this benchmark's qualifying runs"
         raise BundleError(
             "not_entered",
             f"agent {agent_slug(request.agent_name)!r} version {request.agent_version[:100]!r} is not entered "
-            "by its owner on this benchmark",
-        )
-    if request.race is None:
-        return None, agent_version
-    race = Race.objects.filter(benchmark=release.benchmark, number=request.race).first()
-    if race is None:
-        raise BundleError("unknown_race", f"benchmark {release.benchmark.slug!r} has no race number {request.race}")
-    if not RaceEntry.objects.filter(race=race, agent_version=agent_version).exists():
-        raise BundleError(
-            "not_entered", f"{agent_version} is not entered in {race}; its owner enters it (API: /api/v1/race-entries/)"
+            f"in {where} by its owner (API: /api/v1/race-entries/)",
         )
     return race, agent_version
 

@@ -163,7 +163,7 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
     # Race entries are owned: a version runs only when its owning account entered it, in the
     # race or (a qualifying run) for the benchmark's qualifying runs. One message whether the
     # version exists or not: a refusal must not tell a validator that a private agent exists.
-    if not _entered(agent_version, race=race, benchmark=release.benchmark):
+    if not race_version_entered(agent_version, race=race, benchmark=release.benchmark):
         where = str(race) if race is not None else f"the qualifying runs of {release.benchmark.slug}"
         raise BundleError(
             "not_entered",
@@ -181,7 +181,7 @@ def race_run_load(*, submission: Submission, bundle: Bundle) -> RaceContext:
     return RaceContext(release=release, race=race, agent_version=agent_version, spec=spec)
 
 
-def _entered(agent_version: AgentVersion | None, *, race: Race | None, benchmark: Benchmark) -> bool:
+def race_version_entered(agent_version: AgentVersion | None, *, race: Race | None, benchmark: Benchmark) -> bool:
     """Whether the owner of ``agent_version`` entered it in ``race`` (a RaceEntry) or, with no
     race, registered it for ``benchmark``'s qualifying runs (a QualifyingEntry)."""
     if agent_version is None or agent_version.agent.owner_id is None:

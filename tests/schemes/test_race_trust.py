@@ -351,3 +351,29 @@ def test_staff_file_race_runs_for_any_validator_only_with_the_race_permission(ru
     issued = api_for(maintainer).post("/api/v1/challenges/", body, format="json")
     assert (issued.status_code, issued.json()["race"]) == (201, 1)
     assert SubmissionChallenge.objects.filter(user=maintainer).count() == 1
+
+
+def test_a_validators_challenge_reads_the_same_for_a_private_agent_and_one_that_does_not_exist(
+    running, make_user, make_validator
+):
+    """The challenge endpoint answered 201 (with the agent's display name) for a qualifying
+    challenge of a version known only privately, and unknown_race only once the agent existed."""
+    from django.contrib.auth import get_user_model
+
+    from submissions.services.agents import agent_version_claim
+
+    make_validator("validator-a")  # the "submitter" account acts for it
+    validator_account = get_user_model().objects.get(username="submitter")
+    agent_version_claim(name="Secret Shopper", version="1", account=entrant())
+    body = {"benchmark": "shop-race", "release": "q1", "agent_version": "1"}
+    for race in (None, 1, 99):
+        answers = []
+        for agent in ("Secret Shopper", "Nobody At All"):
+            response = api_for(validator_account).post(
+                "/api/v1/challenges/", {**body, "race": race, "agent_name": agent}, format="json"
+            )
+            error = response.json()["error"]
+            answers.append((response.status_code, error["code"], error["message"].replace(agent_slug(agent), "<a>")))
+        assert answers[0] == answers[1]
+        assert answers[0][:2] == ((400, "unknown_race") if race == 99 else (400, "not_entered"))
+    assert not SubmissionChallenge.objects.exists()
