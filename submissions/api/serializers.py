@@ -113,6 +113,11 @@ class SubmissionUploadSerializer(serializers.Serializer):
     benchmark = StrictSlugField(
         help_text="Slug of the benchmark the bundle is for: the daily limit is counted per key per benchmark."
     )
+    private = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="true: keep the run off public leaderboards (only you and staff see it). Default false.",
+    )
 
 
 class SiteKeySerializer(serializers.Serializer):

@@ -50,6 +50,30 @@ ERRORS = {
 }
 
 
+# The upload form's fields; any other is refused by name (a script sending, say, ``agent`` or
+# ``is_private`` would otherwise have it silently ignored, and a run it meant to keep private
+# published).
+UPLOAD_FIELDS = ("bundle", "benchmark", "private")
+_PRIVATE_VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _refuse_unknown_upload_fields(data: Any) -> None:
+    unknown = sorted(set(data.keys()) - set(UPLOAD_FIELDS))
+    if unknown:
+        raise ApiError(
+            code="invalid",
+            message=f"{unknown[0][:40]}: unknown field; an upload takes {', '.join(UPLOAD_FIELDS)}.",
+        )
+
+
+def _upload_private(data: Any) -> bool:
+    raw = data.get("private", "false")
+    value = _PRIVATE_VALUES.get(str(raw).strip().lower()) if isinstance(raw, str) else None
+    if value is None:
+        raise ApiError(code="invalid", message=f"private: expected true or false, got {str(raw)[:20]!r}.")
+    return value
+
+
 def _rejection_error(exc: SubmissionRejected) -> ApiError:
     return ApiError(code=exc.code, message=exc.message, status_code=exc.status)
 
@@ -119,9 +143,11 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         data = request.data  # parses the body through the guard
         if guard is not None and guard.too_large:
             raise _rejection_error(bundle_too_large())
+        _refuse_unknown_upload_fields(data)
         upload = request.FILES.get("bundle")
         if upload is None:
             raise ApiError(code="bundle_missing", message="bundle: expected a file field named 'bundle'.")
+        is_private = _upload_private(data)
         slug = str(data.get("benchmark", "")).strip()
         if not slug:
             raise ApiError(
@@ -136,7 +162,12 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         try:
             result = submission_upload(
-                user=user, api_key=api_key, benchmark=benchmark, file=upload, original_name=upload.name or ""
+                user=user,
+                api_key=api_key,
+                benchmark=benchmark,
+                file=upload,
+                original_name=upload.name or "",
+                is_private=is_private,
             )
         except QuotaExceeded as exc:
             raise ApiError(

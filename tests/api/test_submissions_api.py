@@ -182,3 +182,26 @@ def test_an_empty_verdict_filter_is_refused_not_ignored(world):
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_query"
     assert response.json()["error"]["message"] == ("verdict: a query parameter that is given needs a value.")
+
+
+def test_an_upload_marked_private_is_a_private_submission(world: Any, api: Any, owner_key: str, media: Any) -> None:
+    response = _upload(api, b"private bytes", key=owner_key, private="true")
+    assert response.status_code == 201
+    assert Submission.objects.get(pk=response.json()["id"]).is_private is True
+    public = _upload(api, b"public bytes", key=owner_key)
+    assert Submission.objects.get(pk=public.json()["id"]).is_private is False
+
+
+def test_an_unknown_upload_field_is_refused_by_name_and_nothing_is_stored(
+    world: Any, api: Any, owner_key: str, media: Any
+) -> None:
+    before = Submission.objects.count()
+    response = _upload(api, b"some bytes", key=owner_key, is_private="1")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid",
+        "message": "is_private: unknown field; an upload takes bundle, benchmark, private.",
+    }
+    bad = _upload(api, b"some bytes", key=owner_key, private="maybe")
+    assert bad.json()["error"] == {"code": "invalid", "message": "private: expected true or false, got 'maybe'."}
+    assert Submission.objects.count() == before
