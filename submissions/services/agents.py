@@ -11,8 +11,9 @@ site (API keys, daily limits, challenges) is per account, and an organisation
 that wants several people to submit as one shares that account's API keys. A
 team model would add a second owner rule to every check; see docs/security-model.md.
 
-A new agent's name must be one its slug stands for entirely (``agent_name_check``): slugify keeps
-ASCII letters and digits after compatibility decomposition, so a Cyrillic A (U+0410), a Greek
+A new agent's name must be one its slug stands for entirely (``agent_name_check``: ASCII and
+accented letters only, read by canonical decomposition): slugify keeps ASCII letters and digits
+after compatibility decomposition, so a Cyrillic A (U+0410), a Greek
 omicron, a Unicode hyphen or a right-to-left override would vanish from the identity while still
 showing in the name, and "Alice Agent" spelled with that Cyrillic A (slug ``lice-agent``) would be
 a second agent displayed on every board as another account's ``Alice Agent``.
@@ -51,15 +52,18 @@ def _checked_slug(name: str, version: str) -> str:
 
 
 def _dropped_by_slug(char: str) -> bool:
-    """Whether ``char`` (of a name in NFKD) would show in the name but not count in its slug:
-    anything but printable ASCII and the combining marks an accented letter decomposes into."""
+    """Whether ``char`` (of a name in NFD) would show in the name but not count in its slug as
+    shown: anything but printable ASCII and the combining marks an accented letter decomposes into.
+    Canonical (NFD), not compatibility, decomposition: NFKD reads a long s (U+017F) as "s" and a
+    Roman numeral one (U+2160) as "I", so "\u017fast Agent" (slug ``sast-agent``) passed while
+    reading as "fast Agent"."""
     return not (" " <= char <= "~" or unicodedata.category(char) == "Mn")
 
 
 def agent_name_check(name: str) -> None:
     """Raise ``agent_name_ambiguous`` when ``name`` has a character its slug would drop (see
     the module docstring). Checked when an agent is first named, never for an existing one."""
-    dropped = next((char for char in unicodedata.normalize("NFKD", name) if _dropped_by_slug(char)), None)
+    dropped = next((char for char in unicodedata.normalize("NFD", name) if _dropped_by_slug(char)), None)
     if dropped is not None:
         raise BundleError(
             "agent_name_ambiguous",

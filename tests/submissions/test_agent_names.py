@@ -37,6 +37,10 @@ LOOKALIKE = {
     "Greek omicron": "Alice Ag\u03bfnt",
     "right-to-left override": "\u202etnegA ecilA",
     "Unicode hyphen": "Alice\u2010Agent",
+    # Compatibility characters: their slug keeps a letter, but not the one shown.
+    "long s (reads as f)": "\u017fast Agent",
+    "Roman numeral one": "A\u2160ice Agent",
+    "fi ligature": "\ufb01ne Agent",
 }
 
 
