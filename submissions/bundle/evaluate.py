@@ -149,6 +149,12 @@ class Outcome:
         signatures to this run (podium-bundle/1): they could be filed again for another one."""
         return self.challenge is None and any(task.signature == VALID for task in self.tasks)
 
+    @property
+    def signed_bound(self) -> bool:
+        """Every result is signed by a registered evaluator key over this run's challenge
+        (podium-bundle/2): the signatures show the results were measured for this account's run."""
+        return self.challenge is not None and bool(self.tasks) and all(task.signature == VALID for task in self.tasks)
+
     @classmethod
     def rejected(cls, error: BundleError, bundle: Bundle | None = None) -> Outcome:
         """A rejection, keeping whatever the readable manifest tells (for display)."""

@@ -24,8 +24,10 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
+from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Benchmark, Race, Release
 from submissions.bundle.errors import BundleError
+from submissions.bundle.schema import FORMAT_V2
 from submissions.models import SignedResultDigest, Submission, SubmissionChallenge
 from submissions.services.agents import agent_slug, agent_version_claim, agent_version_find
 from submissions.services.races import may_file_race_runs, race_version_entered
@@ -184,7 +186,8 @@ def results_duplicate_check(
     signed_unbound: bool,
     signed_digests: Sequence[str] = (),
     legacy_digest: str = "",
-) -> None:
+    signed_bound: bool = False,
+) -> list[Submission]:
     """``duplicate_results`` when these results were already accepted for another submission:
     from another account, always; from the same account, when the bundle's signatures bind no
     run (``signed_unbound``: a podium-bundle/1 bundle with evaluator- or validator-signed results).
@@ -197,13 +200,19 @@ def results_duplicate_check(
     each is accepted once, whoever files it, so one signed file taken out of another run and
     filed as a partial run is refused too; they are stored here once the check passes.
 
+    Provenance outranks priority: results another account filed first without binding them
+    (unsigned, or signed by a podium-bundle/1 bundle) do not block ``signed_bound`` results, whose
+    evaluator signatures cover this submission's own challenge and so show they were measured for
+    this account's run. Such earlier submissions are returned (copies, for the caller to take off
+    the boards once this run is recorded); every other earlier filing from another account wins.
+
     Called inside the transaction that records the verdict. On PostgreSQL it first takes a
     transaction-scoped advisory lock on the digest, so two uploads of the same results verified
     at the same moment serialize here: the second one's check runs after the first committed
     its digest and sees it (READ COMMITTED). SQLite serializes writers anyway.
     """
     if not digest:
-        return
+        return []
     results_digests_lock(digests=[digest, *signed_digests])
     if (
         signed_digests
@@ -217,7 +226,9 @@ def results_duplicate_check(
     # ``legacy_digest``: the same results as digested before numbers were read as JCS reads them,
     # so a row stored then still matches a verbatim copy.
     earlier = Submission.objects.filter(results_digest__in={digest, legacy_digest} - {""}).exclude(pk=submission.pk)
-    if earlier.exclude(submitter_id=submission.submitter_id).exists():
+    others = list(earlier.exclude(submitter_id=submission.submitter_id).select_related("run"))
+    copies = [other for other in others if signed_bound and _unbound_paper_gap_copy(other)]
+    if len(copies) < len(others):
         raise BundleError(
             "duplicate_results",
             "these evaluator results were already submitted by another account; results are accepted once, "
@@ -230,6 +241,18 @@ def results_duplicate_check(
             "signature binds no run, so signed results are accepted once (a new run needs its own results)",
         )
     signed_result_digests_record(submission=submission, digests=signed_digests)
+    return copies
+
+
+def _unbound_paper_gap_copy(submission: Submission) -> bool:
+    """Whether ``submission``'s accepted paper-gap run rests on results no challenge of its own
+    binds: not every result signed by a registered evaluator key in a podium-bundle/2 bundle."""
+    run = getattr(submission, "run", None)
+    if run is None:
+        return False  # a race run's digest (or no run): the first filing stands
+    if submission.bundle_format != FORMAT_V2:
+        return True
+    return run.task_results.exclude(signature=EVALUATOR_SIGNED).exists() or not run.task_results.exists()
 
 
 def results_digests_lock(*, digests: Iterable[str]) -> None:

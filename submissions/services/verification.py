@@ -58,6 +58,7 @@ from submissions.services import races, runs
 from submissions.services.challenges import challenge_check, challenge_consume, results_duplicate_check
 from submissions.services.notifications import notifications_for_verdict
 from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
+from submissions.services.visibility import runs_hide_copies
 
 if TYPE_CHECKING:
     from submissions.bundle.bundle import Bundle
@@ -404,12 +405,13 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
     def write(locked: Submission) -> Verdict:
         # In the verdict's transaction (serialized per digest), so two simultaneous uploads of
         # the same results cannot both pass; a refusal here rolls everything back.
-        results_duplicate_check(
+        copies = results_duplicate_check(
             digest=outcome.results_digest,
             submission=locked,
             signed_unbound=outcome.signed_unbound,
             signed_digests=outcome.signed_digests,
             legacy_digest=outcome.legacy_results_digest,
+            signed_bound=getattr(outcome, "signed_bound", False),
         )
         if challenge is not None:
             challenge_consume(challenge=challenge, submission=locked)
@@ -421,6 +423,8 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
         # that lock only for the standings themselves and the commit, not for the verdict's writes.
         _finish(locked, accepted)
         scheme.record(submission=locked, outcome=outcome, context=context)
+        # Earlier unbound filings of these results by other accounts: copies of this run's.
+        runs_hide_copies(runs=[copy.run for copy in copies if copy.run is not None], original_run_id=locked.run_id)
         return accepted
 
     return _conclude(submission, None, write)

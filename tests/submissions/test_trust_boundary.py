@@ -210,6 +210,40 @@ def test_results_resealed_under_a_new_challenge_by_another_account_are_duplicate
     assert first.results_digest != ""
 
 
+def test_results_signed_over_their_own_challenge_outrank_an_unsigned_copy_filed_first(
+    api, upload, owner, stranger, demo_release, tmp_path, site_identity, issue_challenge, evaluator_key
+):
+    """Bob files Alice's plaintext results, unsigned, under his own challenge before she uploads.
+    First-come used to win: Bob ranked on her measurements and her signed original was refused
+    duplicate_results for good. Her evaluator's signatures cover her own challenge, his copy
+    carries no proof: hers is the run, and his is hidden as a copy with a public reason."""
+    from leaderboard.models import Standing
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+    from submissions.models import RunVisibilityEvent
+
+    recipient = str(site_identity.to_public())
+    alice = write_paper_gap_bundle_dir(
+        tmp_path / "a", challenge=issue_challenge(owner, "alice"), agent_name="alice", sign_with=evaluator_key
+    )
+    bob = write_paper_gap_bundle_dir(tmp_path / "b", challenge=issue_challenge(stranger, "bob"), agent_name="bob")
+    copy = upload(api(stranger), seal_dir(bob, recipient).read_bytes())
+    assert (copy.verdict, copy.error_code) == ("validated", "")
+    original = upload(api(owner), seal_dir(alice, recipient).read_bytes())
+    assert original.error_code == "" and original.verdict in ("validated", "attested")
+    copied_run = Run.objects.get(submission=copy)
+    assert copied_run.hidden_at is not None and copied_run.is_private
+    assert f"run {Run.objects.get(submission=original).pk}" in copied_run.hidden_reason
+    event = RunVisibilityEvent.objects.get(run=copied_run)
+    assert (event.action, event.actor) == ("hidden", None)
+    assert set(Standing.objects.filter(release=demo_release).values_list("agent_slug", flat=True)) == {"alice"}
+    # The original stands: the same results from anyone else, signed or not, are refused.
+    again = write_paper_gap_bundle_dir(
+        tmp_path / "c", challenge=issue_challenge(stranger, "bob"), agent_name="bob", sign_with=evaluator_key
+    )
+    refused = upload(api(stranger), seal_dir(again, recipient).read_bytes())
+    assert (refused.verdict, refused.error_code) == ("rejected", "duplicate_results")
+
+
 def test_a_podium_bundle_1_is_accepted_but_never_above_validated(api, upload, owner, demo_release, seal, evaluator_key):
     submission = upload(api(owner), seal(sign_with=evaluator_key))
     assert (submission.verdict, submission.bundle_format) == ("validated", "podium-bundle/1")
