@@ -36,6 +36,7 @@ from rest_framework.views import APIView
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictSlugField
 from leaderboard.api_errors import ApiError
+from leaderboard.api_query import whole_number
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS
@@ -241,7 +242,9 @@ _FAST_ACCEPT = frozenset({"", "*/*", "application/json"})
 
 
 def _short_body(length: str | None) -> bool:
-    return length is not None and length.isdigit() and 0 < int(length) <= FAST_BODY_MAX_BYTES
+    # Through the one integer parser: str.isdigit() also accepts "²", which int() refuses (a 500
+    # wherever the server passes such a header through, as runserver does).
+    return length is not None and whole_number(length, minimum=1, maximum=FAST_BODY_MAX_BYTES) is not None
 
 
 def _fast_action(request: HttpRequest, card_id: str, level_id: str) -> HttpResponse | None:

@@ -324,3 +324,17 @@ def test_concurrent_actions_through_the_fast_lane_are_each_applied_once(make_use
     assert lane.count(True) > 0  # the lane served some; a lost race fell back to the lock
     for card_id in cards:
         assert_each_action_counted_once(card_id, 28)  # 4 threads x 7 actions
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "\u0663", "0", "-1"])
+def test_a_content_length_that_is_not_a_small_ascii_number_leaves_the_fast_lane_without_a_500(api, lane, length):
+    # str.isdigit() accepts "²" and Arabic-Indic digits, which int() refuses: a 500 where the
+    # server passes such a header through (runserver does).
+    import submissions.api.scorecards as play
+
+    assert play._short_body(length) is False
+    card_id = started_card(api)
+    response = api.post(
+        action_path(card_id), b'{"action": "up"}', content_type="application/json", CONTENT_LENGTH=length
+    )
+    assert response.status_code < 500 and lane == []
