@@ -60,6 +60,8 @@ class RaceScheduleForm(forms.ModelForm):
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise forms.ValidationError(f"not a JSON list of task ids: {exc.msg} at position {exc.pos}") from exc
+            except RecursionError:
+                raise forms.ValidationError("not a JSON list of task ids: nested too deeply to read") from None
         else:
             value = [line.strip() for line in text.splitlines() if line.strip()]
         if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):

@@ -128,6 +128,8 @@ class RerunForm(forms.Form):
                 cleaned["results_data"] = json.loads(text)
             except ValueError as exc:
                 self.add_error("results", f"not valid JSON: {exc}")
+            except RecursionError:
+                self.add_error("results", "not valid JSON: nested too deeply to read")
         return cleaned
 
 

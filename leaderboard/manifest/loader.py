@@ -79,16 +79,36 @@ def _duplicate_keys(node: yaml.Node | None, path: tuple[Any, ...] = ()) -> Itera
             yield from _duplicate_keys(item, (*path, index))
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader refusing aliases (``*name``): a manifest needs none, and aliases make a small
+    file a graph every later walk (duplicate keys, line numbers, storable text) follows
+    exponentially (six levels of ten took 9 s), or forever when one refers to itself."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "an alias (*name); a manifest writes every value out, with no anchors or aliases",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
 def parse_yaml(raw: bytes, file: str, problems: list[Problem]) -> tuple[Any, Lines] | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         problems.append(Problem(file, None, "", f"is not UTF-8 text (byte {exc.start}); expected UTF-8 YAML"))
         return None
-    loader = yaml.SafeLoader(text)
+    loader = _NoAliasLoader(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except RecursionError:
+        problems.append(Problem(file, None, "", "is not valid YAML: nested too deeply to read"))
+        return None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         detail = exc.problem or "malformed YAML"

@@ -198,7 +198,7 @@ def _copy_sources(arguments: str) -> list[str]:
     if arguments.startswith("["):
         try:
             values = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: brackets nested past the parser's limit
             values = None
         if isinstance(values, list) and all(isinstance(v, str) for v in values):
             return values[:-1]

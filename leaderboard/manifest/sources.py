@@ -8,9 +8,11 @@ zip's limits are checked on the real decompressed bytes, never on its headers.
 from __future__ import annotations
 
 import io
+import lzma
 import re
 import stat
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -227,6 +229,15 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) ->
                 if size > limit:
                     return None
                 chunks.append(chunk)
-    except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError) as exc:
+    # zlib.error and LZMAError: a member whose compressed data is damaged (a 500 before).
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        RuntimeError,
+        NotImplementedError,
+        EOFError,
+        zlib.error,
+        lzma.LZMAError,
+    ) as exc:
         raise ManifestError([Problem(info.filename, None, "", f"cannot be decompressed ({exc})")]) from None
     return b"".join(chunks)

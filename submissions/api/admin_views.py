@@ -177,7 +177,7 @@ class RunRerunView(APIView):
                 if isinstance(results, str):
                     try:
                         results = json.loads(results)
-                    except ValueError:
+                    except (ValueError, RecursionError):  # RecursionError: nested past the parser's limit
                         raise ApiError(code="results_invalid", message="results: expected a JSON object.") from None
                 rerun = run_rerun_record_results(run=run, actor=signed_in_user(request), results=results, note=note)
         except RerunError as exc:

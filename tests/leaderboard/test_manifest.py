@@ -485,3 +485,32 @@ def test_the_demo_04_manifest_has_nine_tasks_and_another_lift_anchor(demo_04_dir
     changed = [s for s in older.task_slugs if older.task(s).paper_value != newer.task(s).paper_value]
     assert changed == ["robomimic_lift_bc_rnn"]
     shutil.rmtree(demo_04_dir)
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA])
+def test_a_zip_member_whose_compressed_data_is_damaged_is_a_problem_not_a_500(compression: int) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        archive.writestr("release.yaml", b"format: 1\n" + b"x: aaaa\n" * 200)
+    data = bytearray(buffer.getvalue())
+    start = 30 + len("release.yaml")  # the member's data follows its local header
+    data[start + 14 : start + 30] = bytes(byte ^ 0xFF for byte in data[start + 14 : start + 30])
+    with pytest.raises(ManifestError) as caught:
+        read_manifest_zip(bytes(data))
+    [problem] = [str(p) for p in caught.value.problems]
+    assert problem.startswith("release.yaml: cannot be decompressed (")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Aliases: a self-reference recursed forever; ten levels of ten would take hours to walk.
+        ("x: &a [*a]\n", "an alias (*name); a manifest writes every value out, with no anchors or aliases"),
+        ("a: &a [1, 2]\nb: [*a, *a]\n", "an alias (*name); a manifest writes every value out, with no anchors"),
+        ("x: " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply to read"),
+    ],
+)
+def test_yaml_a_manifest_cannot_need_is_a_problem_not_a_500(demo_dir: Path, text: str, expected: str) -> None:
+    (demo_dir / "release.yaml").write_text(text)
+    problems = problems_of(demo_dir)
+    assert len(problems) == 1 and problems[0].startswith("release.yaml") and expected in problems[0]

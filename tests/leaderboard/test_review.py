@@ -207,3 +207,10 @@ def test_other_numbers_are_not_taken_for_the_anchor(line: str, anchor: float) ->
 def test_a_withheld_null_anchor_has_nothing_to_leak() -> None:
     texts = TaskTexts("t", None, {"tasks/t/paper.md": "0.5 and 50%"})
     assert leak_audit(texts) == []
+
+
+def test_a_dockerfile_json_copy_nested_past_the_parsers_limit_is_read_as_plain_words(demo_dir: Path) -> None:
+    # json.loads raised RecursionError (a 500 on sync) on an exec-form COPY nested this deep.
+    append(demo_dir / LIFT / "sandbox/Dockerfile", "COPY " + "[" * 100_000 + " app/")
+    manifest = load_manifest(demo_dir, known_simulators=[])
+    assert review_manifest(manifest, known_simulators=[]) == []

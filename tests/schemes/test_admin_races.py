@@ -89,3 +89,13 @@ def test_the_release_action_refuses_a_running_race_and_says_why(client, race_ben
     assert "Shop-race race 1 is running; only an embargoed race can be released" in response.content.decode()
     race.refresh_from_db()
     assert race.status == "running"
+
+
+def test_a_task_list_nested_past_the_json_parsers_limit_is_a_form_error_not_a_500(client, race_benchmark):
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_add"),
+        {"benchmark": race_benchmark.pk, "number": 1, "challenge_margin": "0.02", "task_ids_text": "[" * 100_000},
+    )
+    assert response.status_code == 200
+    assert "not a JSON list of task ids: nested too deeply to read" in response.content.decode()
+    assert not Race.objects.exists()

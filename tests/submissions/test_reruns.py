@@ -488,3 +488,22 @@ def test_a_re_run_on_published_anchors_still_shows_every_final(signed_withheld, 
     _, rows = _rerun_rows(None, run)
     assert rows and all(row["rerun_final"] is not None and row["rerun_measured"] is not None for row in rows)
     assert not any(row["withheld"] for row in rows)
+
+
+@pytest.mark.django_db
+def test_results_nested_past_the_json_parsers_limit_are_results_invalid_not_a_500(run, maintainer):
+    api = APIClient()
+    api.force_authenticate(maintainer)
+    deep = "[" * 100_000 + "]" * 100_000
+    response = api.post(f"/api/v1/admin/runs/{run.pk}/reruns/", {"results": deep}, format="multipart")
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": "results_invalid", "message": "results: expected a JSON object."}
+    assert not OfficialRerun.objects.exists()
+
+
+def test_the_admin_re_run_form_reads_results_nested_past_the_json_parsers_limit_as_a_field_error():
+    from submissions.admin import RerunForm
+
+    form = RerunForm(data={"results": "[" * 100_000})
+    assert not form.is_valid()
+    assert form.errors["results"] == ["not valid JSON: nested too deeply to read"]
