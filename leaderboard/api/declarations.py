@@ -86,6 +86,10 @@ class BaselineSerializer(StrictModelSerializer):
         read_only_fields = ["marked_at"]
 
 
+# What a baseline PUT sets (marked_at is the server's).
+BASELINE_FIELDS = ("kind", "note")
+
+
 def _require_user(request: Request) -> None:
     if not request.user or not request.user.is_authenticated:
         raise ApiError(code="not_authenticated", message="Sign in or send an API key.", status_code=401)
@@ -211,7 +215,19 @@ class AgentVersionBaselineView(APIView):
     )
     def put(self, request: Request, agent: str, version: str) -> Response:
         agent_version = self._staff_version(request, agent, version, perm=ADD_BASELINE)
-        serializer = BaselineSerializer(data=request.data if isinstance(request.data, dict) else {})
+        # A PUT replaces the mark: a body that is not an object, or names a field it does not have
+        # (a typo such as "knd"), was read as {} and reset the kind and note it meant to set.
+        payload = request.data
+        if not isinstance(payload, dict):
+            raise ApiError(code="invalid", message="Expected a JSON object.", extra={"fields": {}})
+        unknown = sorted(set(payload) - set(BASELINE_FIELDS))
+        if unknown:
+            raise ApiError(
+                code="invalid",
+                message=f"{str(unknown[0])[:40]}: unknown field; expected {', '.join(BASELINE_FIELDS)}.",
+                extra={"fields": {str(unknown[0])[:40]: ["Unknown field."]}},
+            )
+        serializer = BaselineSerializer(data=payload)
         if not serializer.is_valid():
             fields = {name: [str(e) for e in errors] for name, errors in serializer.errors.items()}
             first = next(iter(fields.items()))

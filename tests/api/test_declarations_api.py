@@ -213,6 +213,24 @@ def test_a_baseline_kind_sent_as_a_boolean_is_refused_naming_it_and_marks_nothin
     assert not Baseline.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([{"kind": "other"}], "Expected a JSON object."),
+        ("x", "Expected a JSON object."),
+        ({"knd": "random"}, "knd: unknown field; expected kind, note."),
+    ],
+)
+def test_a_baseline_body_that_is_not_its_fields_is_refused_and_keeps_the_mark_it_had(world, body, message):
+    # Each was read as {} and replaced the mark with kind "other" and no note.
+    staff = client_for(world["staff"])
+    assert staff.put(baseline_url("alpha"), {"kind": "paper", "note": "Table 3"}, format="json").status_code == 200
+    response = staff.put(baseline_url("alpha"), body, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid")
+    assert response.json()["error"]["message"] == message
+    assert Baseline.objects.values_list("kind", "note").get() == ("paper", "Table 3")
+
+
 # --- the leaderboard endpoint ------------------------------------------------------------------
 
 
