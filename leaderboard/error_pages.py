@@ -1,4 +1,4 @@
-"""Site-wide 400, 404 and 500 answers.
+"""Site-wide 400, 403, 404 and 500 answers.
 
 Under /api/ a client always gets the API's JSON error shape; elsewhere a plain
 page in the site's layout. Neither ever carries a traceback or a settings value.
@@ -16,6 +16,7 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
+    HttpResponseForbidden,
     HttpResponseNotFound,
     HttpResponseServerError,
     JsonResponse,
@@ -35,6 +36,19 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     if _wants_json(request):
         return JsonResponse(error_body("not_found", f"Nothing at {request.path}."), status=404)
     return HttpResponseNotFound(loader.render_to_string("404.html", {"path": request.path}, request))
+
+
+# Said when a refusal carries no sentence of its own (the admin's, say).
+FORBIDDEN_MESSAGE = "This account may not do this here."
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """A refusal with the sentence the view raised it with (PermissionDenied("Only the account that
+    owns this agent ...")): Django's default page was a bare "403 Forbidden" that dropped it."""
+    message = str(exception or "").strip()[:300] or FORBIDDEN_MESSAGE
+    if _wants_json(request):
+        return JsonResponse(error_body("permission_denied", message), status=403)
+    return HttpResponseForbidden(loader.render_to_string("403.html", {"message": message}, request))
 
 
 def bad_request_message(exception: Exception | None) -> str:

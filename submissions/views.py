@@ -21,7 +21,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from leaderboard.api_query import whole_number
 from leaderboard.disclosure import submission_view
@@ -220,7 +220,7 @@ def _own(request: HttpRequest, submission_id: UUID) -> Submission:
     return submission_selectors.submission_get_own(submission_id=submission_id, user=signed_in_user(request))
 
 
-@require_GET
+@require_safe
 def submission_status(request: HttpRequest, submission_id: UUID) -> HttpResponse:
     """Polled every second by static/js/upload.js. 404 for anyone but the submitter."""
     if not request.user.is_authenticated:
@@ -231,7 +231,7 @@ def submission_status(request: HttpRequest, submission_id: UUID) -> HttpResponse
 
 
 @login_required
-@require_GET
+@require_safe
 def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse:
     submission = _own(request, submission_id)
     view = submission_view(submission, user=request.user)
@@ -290,7 +290,7 @@ def race_entries(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def owed_runs(request: HttpRequest) -> HttpResponse:
     """The runs this account's validators owe after an infrastructure failure (staff: all)."""
     user = signed_in_user(request)
@@ -300,7 +300,7 @@ def owed_runs(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def my_submissions(request: HttpRequest) -> HttpResponse:
     return render(
         request,

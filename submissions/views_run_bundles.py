@@ -8,7 +8,7 @@ from typing import Any
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
 from leaderboard.run_exports import EPISODE_COLUMNS
@@ -36,7 +36,7 @@ def _episodes(request: HttpRequest, run_id: int) -> tuple[Any, list[dict[str, An
     return run, run_bundle.episode_records(run=run, summary=summary, disclosure=disclosure, user=request.user)
 
 
-@require_GET
+@require_safe
 def run_episodes_csv(request: HttpRequest, run_id: int) -> HttpResponseBase:
     try:
         run, records = _episodes(request, run_id)
@@ -45,7 +45,7 @@ def run_episodes_csv(request: HttpRequest, run_id: int) -> HttpResponseBase:
     return _csv(records, EPISODE_COLUMNS, f"run-{run.pk}-episodes")
 
 
-@require_GET
+@require_safe
 def run_episodes_json(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
         run, records = _episodes(request, run_id)
@@ -63,7 +63,7 @@ def run_episodes_json(request: HttpRequest, run_id: int) -> HttpResponse:
     return _json(payload, f"run-{run.pk}-episodes")
 
 
-@require_GET
+@require_safe
 def run_artifacts(request: HttpRequest, run_id: int) -> HttpResponse:
     """The artifacts listed in the run's bundle, with download links for those allowed."""
     run, disclosure = _run(request, run_id)
@@ -91,7 +91,7 @@ def run_artifacts(request: HttpRequest, run_id: int) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 def run_artifact_download(request: HttpRequest, run_id: int, name: str) -> HttpResponseBase:
     run, disclosure = _run(request, run_id)
     if not run_bundle.artifacts_allowed(run=run, disclosure=disclosure, user=request.user):
@@ -119,7 +119,7 @@ def run_artifact_download(request: HttpRequest, run_id: int, name: str) -> HttpR
     return response
 
 
-@require_GET
+@require_safe
 def run_compare_page(request: HttpRequest) -> HttpResponse:
     """Two runs side by side: ``?a=<run id>&b=<run id>`` (a shareable URL)."""
     if not request.GET.get("a") and not request.GET.get("b"):
@@ -142,7 +142,7 @@ def run_compare_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_GET
+@require_safe
 def run_compare_json(request: HttpRequest) -> HttpResponse:
     try:
         a_id, b_id = compare_ids_from_params(request.GET)

@@ -6,13 +6,13 @@ import json
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard.selectors import scorecard as scheme_selectors
 from submissions.selectors import cards
 
 
-@require_GET
+@require_safe
 def scorecard_detail(request: HttpRequest, pk: int) -> HttpResponse:
     card = cards.scorecard_get(pk=pk, user=request.user)
     return render(
@@ -28,7 +28,7 @@ def scorecard_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-@require_GET
+@require_safe
 def scorecard_episode(request: HttpRequest, pk: int, level: str) -> HttpResponse:
     """Replay of one episode of a closed card, drawn by static/js/replay.js from the recorded moves."""
     card = cards.scorecard_get(pk=pk, user=request.user)

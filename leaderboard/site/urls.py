@@ -20,5 +20,6 @@ urlpatterns = [
 ]
 
 handler400 = "leaderboard.error_pages.bad_request"
+handler403 = "leaderboard.error_pages.permission_denied"
 handler404 = "leaderboard.error_pages.page_not_found"
 handler500 = "leaderboard.error_pages.server_error"

@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import Standing
@@ -137,7 +137,7 @@ def cost_chart_payload(*, release: Any, tab: str, filters: declared.BoardFilters
     }
 
 
-@require_GET
+@require_safe
 def cost_chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     """Cost versus score for the chart: the board's tab and filters, cached per release generation."""
     try:

@@ -8,7 +8,7 @@ import json
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard import exports
 from leaderboard.api_query import whole_number
@@ -33,7 +33,7 @@ def _filename(release: Release, tab: str, extension: str) -> str:
     return f"{safe}.{extension}"
 
 
-@require_GET
+@require_safe
 def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponseBase:
     """The whole leaderboard view (every page) as CSV, streamed."""
     try:
@@ -47,7 +47,7 @@ def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpRespons
     return response
 
 
-@require_GET
+@require_safe
 def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     """The whole leaderboard view (every page) as JSON."""
     try:
@@ -89,7 +89,7 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     return response
 
 
-@require_GET
+@require_safe
 def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     """Top-N rows of a tab for the chart, cached per release generation (standings rewrite bumps it)."""
     tab = request.GET.get("tab") or "overall"
@@ -144,7 +144,7 @@ def chart_data(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
     return HttpResponse(body, content_type="application/json")
 
 
-@require_GET
+@require_safe
 def agent_badge(request: HttpRequest, benchmark: str, version: str, agent: str) -> HttpResponse:
     """An SVG badge with the agent's best Overall rank and score on a release."""
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=False)

@@ -19,7 +19,7 @@ from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 logger = logging.getLogger("podium.readyz")
 
@@ -81,7 +81,7 @@ CHECKS: dict[str, Callable[[], str]] = {
 
 
 @never_cache
-@require_GET
+@require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
     results: dict[str, str] = {}
     for name, check in CHECKS.items():

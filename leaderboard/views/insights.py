@@ -12,7 +12,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard import run_exports
 from leaderboard.api_query import whole_number
@@ -75,13 +75,13 @@ def _task_rows(request: HttpRequest, benchmark: str, version: str, task: str) ->
     return release, release_task, task_ranking(release_task=release_task, user=request.user)
 
 
-@require_GET
+@require_safe
 def task_results_csv(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponseBase:
     _, _, rows = _task_rows(request, benchmark, version, task)
     return _csv([row.record() for row in rows], TASK_RANKING_COLUMNS, f"{benchmark}-{version}-{task}")
 
 
-@require_GET
+@require_safe
 def task_results_json(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
     release, release_task, rows = _task_rows(request, benchmark, version, task)
     payload = {
@@ -121,13 +121,13 @@ def _run_records(request: HttpRequest, run_id: int) -> tuple[Any, Any, list[dict
     )
 
 
-@require_GET
+@require_safe
 def run_results_csv(request: HttpRequest, run_id: int) -> HttpResponseBase:
     run, _, records = _run_records(request, run_id)
     return _csv(records, run_exports.TASK_COLUMNS, f"run-{run.pk}-tasks")
 
 
-@require_GET
+@require_safe
 def run_results_json(request: HttpRequest, run_id: int) -> HttpResponse:
     run, disclosure, records = _run_records(request, run_id)
     confidence = disclosure.confidence(run.confidence)
@@ -172,7 +172,7 @@ def _bad_n(request: HttpRequest) -> str:
     return f"n={raw[:24]!r}: expected a whole number from 1 to {history_selectors.HISTORY_MAX_N}"
 
 
-@require_GET
+@require_safe
 def release_history_page(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
@@ -194,7 +194,7 @@ def release_history_page(request: HttpRequest, benchmark: str, version: str) -> 
     )
 
 
-@require_GET
+@require_safe
 def release_history_json(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
@@ -205,7 +205,7 @@ def release_history_json(request: HttpRequest, benchmark: str, version: str) -> 
     return _json(payload, f"{benchmark}-{version}-history")
 
 
-@require_GET
+@require_safe
 def race_history_page(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
@@ -225,7 +225,7 @@ def race_history_page(request: HttpRequest, benchmark: str) -> HttpResponse:
     )
 
 
-@require_GET
+@require_safe
 def race_history_json(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:

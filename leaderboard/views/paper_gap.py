@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard.api.serializers import contract_without_anchor
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, run_disclosure
@@ -187,20 +187,20 @@ def bad_request(request: HttpRequest, message: str) -> HttpResponse:
     return HttpResponseBadRequest(body)
 
 
-@require_GET
+@require_safe
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness probe, and the baseline the leaderboard bench compares against."""
     return HttpResponse("ok", content_type="text/plain")
 
 
-@require_GET
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     return render(
         request, "leaderboard/home.html", {"entries": selectors.home_entries(staff=viewer_is_staff(request.user))}
     )
 
 
-@require_GET
+@require_safe
 def benchmark_detail(request: HttpRequest, benchmark: str) -> HttpResponse:
     """A benchmark's address: its current release's board (or the scheme's own page)."""
     scheme = Benchmark.objects.filter(slug=benchmark).values_list("scheme", flat=True).first()
@@ -215,7 +215,7 @@ def benchmark_detail(request: HttpRequest, benchmark: str) -> HttpResponse:
     return redirect("release_board", benchmark=benchmark, version=release.version)
 
 
-@require_GET
+@require_safe
 def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     """The leaderboard of one release: tab, sort, filter and page come from the querystring."""
     try:
@@ -306,7 +306,7 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
     return response
 
 
-@require_GET
+@require_safe
 def release_detail(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     """Required tasks, the task-set hash and what changed since the previous release."""
     staff = viewer_is_staff(request.user)
@@ -349,7 +349,7 @@ def _public_contract(release_task: ReleaseTask) -> str:
     return yaml.safe_dump(contract, sort_keys=False, allow_unicode=True)
 
 
-@require_GET
+@require_safe
 def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -> HttpResponse:
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     release_task = selectors.release_task_get(release=release, task_slug=task)
@@ -371,7 +371,7 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
     )
 
 
-@require_GET
+@require_safe
 def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     agent_row = selectors.agent_get(slug=agent, user=request.user)
     runs = selectors.agent_runs(agent=agent_row, staff=viewer_is_staff(request.user))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors.board_signals import qualifying_signals, race_signals
@@ -27,7 +27,7 @@ def _race_context(benchmark_slug: str) -> dict:
     return {"benchmark": benchmark, "races": race_selectors.races_of(benchmark=benchmark)}
 
 
-@require_GET
+@require_safe
 def race_benchmark(request: HttpRequest, benchmark: str) -> HttpResponse:
     return redirect("race_overall", benchmark=benchmark)
 
@@ -37,7 +37,7 @@ EMBARGO_VALUES_NOTE = (
 )
 
 
-@require_GET
+@require_safe
 def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
     """Leaderboard -> Overall. The view follows the running race (status, who has runs landed)
     while the standings shown are those as of the latest race whose results are public: an
@@ -64,7 +64,7 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
     return render(request, "races/overall.html", context)
 
 
-@require_GET
+@require_safe
 def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
     """Leaderboard -> Race: one race's raw results (staff only until the race is released)."""
     context = _race_context(benchmark)
@@ -83,7 +83,7 @@ def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpR
     return render(request, "races/leaderboard_race.html", context)
 
 
-@require_GET
+@require_safe
 def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
     """The race page: each qualifier's raw score and vs Field, and every validator run
     (values only once released, or for staff; a run's score also for the account that filed it)."""
@@ -109,7 +109,7 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
     return render(request, "races/race.html", context)
 
 
-@require_GET
+@require_safe
 def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
     context = _race_context(benchmark)
     release = race_selectors.qualifying_release(benchmark=context["benchmark"])
@@ -120,7 +120,7 @@ def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
     return render(request, "races/qualifying.html", context)
 
 
-@require_GET
+@require_safe
 def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version: str) -> HttpResponse:
     context = _race_context(benchmark)
     agent_version = race_selectors.agent_version_get(
@@ -137,7 +137,7 @@ def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version
     return render(request, "races/agent_version.html", context)
 
 
-@require_GET
+@require_safe
 def race_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = race_selectors.race_run_get(pk=pk, user=request.user)
     benchmark = run.release.benchmark

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard.api.serializers import rerun_comparison
 from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclosure, shown_anchor
@@ -43,7 +43,7 @@ def comparison_rows(breakdown: Any, diff: list[dict[str, Any]], *, disclosure: D
     return disclosure.redact_diff(rows)
 
 
-@require_GET
+@require_safe
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
         run = selectors.run_get(run_id=run_id, user=request.user)

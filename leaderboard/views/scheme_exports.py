@@ -11,7 +11,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard import run_exports
 from leaderboard.api_query import MAX_ID
@@ -61,13 +61,13 @@ def _scorecard(benchmark: str, version: str) -> tuple[Any, list[dict[str, Any]]]
     return release, boards.scorecard_board_records(release=release)
 
 
-@require_GET
+@require_safe
 def scorecard_board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpResponseBase:
     _, rows = _scorecard(benchmark, version)
     return _csv(rows, boards.SCORECARD_COLUMNS, f"{benchmark}-{version}-scorecards")
 
 
-@require_GET
+@require_safe
 def scorecard_board_json(request: HttpRequest, benchmark: str, version: str) -> HttpResponse:
     release, rows = _scorecard(benchmark, version)
     payload = {
@@ -83,14 +83,14 @@ def scorecard_board_json(request: HttpRequest, benchmark: str, version: str) -> 
 # --- races -----------------------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 def race_overall_csv(request: HttpRequest, benchmark: str) -> HttpResponseBase:
     race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     _, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
     return _csv(rows, boards.OVERALL_COLUMNS, f"{benchmark}-overall")
 
 
-@require_GET
+@require_safe
 def race_overall_json(request: HttpRequest, benchmark: str) -> HttpResponse:
     race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
     anchor, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
@@ -111,7 +111,7 @@ def _race(request: HttpRequest, benchmark: str, number: int) -> tuple[Any, list[
     return race, boards.race_result_records(race=race, user=request.user)
 
 
-@require_GET
+@require_safe
 def race_results_csv(request: HttpRequest, benchmark: str, number: int) -> HttpResponseBase:
     try:
         _, rows = _race(request, benchmark, number)
@@ -120,7 +120,7 @@ def race_results_csv(request: HttpRequest, benchmark: str, number: int) -> HttpR
     return _csv(rows, boards.RACE_RESULT_COLUMNS, f"{benchmark}-race-{number}")
 
 
-@require_GET
+@require_safe
 def race_results_json(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
     try:
         race, rows = _race(request, benchmark, number)
@@ -136,13 +136,13 @@ def _qualifying(benchmark: str) -> tuple[Any, Any, list[dict[str, Any]]]:
     return race_benchmark, release, boards.qualifying_records(release=release) if release is not None else []
 
 
-@require_GET
+@require_safe
 def race_qualifying_csv(request: HttpRequest, benchmark: str) -> HttpResponseBase:
     _, _, rows = _qualifying(benchmark)
     return _csv(rows, boards.QUALIFYING_COLUMNS, f"{benchmark}-qualifying")
 
 
-@require_GET
+@require_safe
 def race_qualifying_json(request: HttpRequest, benchmark: str) -> HttpResponse:
     race_benchmark, release, rows = _qualifying(benchmark)
     payload = {

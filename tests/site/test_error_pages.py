@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -102,3 +104,17 @@ def test_an_unknown_host_is_a_400_that_names_the_host_header_as_json_under_the_a
     page = Client().get("/", HTTP_HOST="not-this-site.example")
     assert page.status_code == 400 and "Host header" in page.content.decode()
     assert "not-this-site.example" not in page.content.decode()
+
+
+def test_a_refusal_without_a_sentence_of_its_own_says_so_in_the_site_layout_and_as_json_under_the_api(rf):
+    from django.core.exceptions import PermissionDenied
+
+    from leaderboard.error_pages import FORBIDDEN_MESSAGE, permission_denied
+
+    page = permission_denied(rf.get("/benchmarks/"), PermissionDenied())
+    assert page.status_code == 403 and FORBIDDEN_MESSAGE in page.content.decode()
+    api = permission_denied(rf.get("/api/v1/anything/"), PermissionDenied("Not yours."))
+    assert (api.status_code, json.loads(api.content)) == (
+        403,
+        {"error": {"code": "permission_denied", "message": "Not yours."}},
+    )

@@ -72,7 +72,10 @@ def test_the_owner_declares_a_version_and_it_is_stored(client, owned):
 def test_another_account_may_not_declare_someone_elses_agent(client, owned):
     _, run = owned
     client.force_login(make_user("intruder"))
-    assert client.get(declare_url(run)).status_code == 403
+    page = client.get(declare_url(run))
+    assert page.status_code == 403
+    # The site's page with the refusal's own sentence (Django's default page dropped it).
+    assert "Only the account that owns this agent declares its metadata." in page.content.decode()
     assert client.post(declare_url(run), FORM).status_code == 403
     assert not AgentVersionMeta.objects.exists()
 

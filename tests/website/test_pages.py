@@ -265,3 +265,20 @@ def test_the_agent_page_offers_a_badge_snippet_per_release(client, board):
     html = client.get(reverse("agent_detail", args=["alpha"])).content.decode()
     assert '<img src="http://testserver/badges/ale-robotics/v0.5/alpha.svg"' in html
     assert "[![ALE Robotics v0.5](http://testserver/badges/ale-robotics/v0.5/alpha.svg)]" in html
+
+
+def test_a_head_request_gets_the_pages_headers_as_uptime_monitors_send_it_and_a_post_is_still_405(client, board):
+    # require_GET answered HEAD with 405 on every public page and export.
+    release = board
+    urls = [
+        reverse("healthz"),
+        reverse("home"),
+        reverse("release_board", args=[release.benchmark.slug, release.version]),
+        reverse("board_csv", args=[release.benchmark.slug, release.version]),
+    ]
+    for url in urls:
+        got, head = client.get(url), client.head(url)
+        body = b"".join(head.streaming_content) if head.streaming else head.content
+        assert (head.status_code, body) == (got.status_code, b""), url
+        assert head["Content-Type"] == got["Content-Type"]
+    assert client.post(urls[2]).status_code == 405
