@@ -111,7 +111,10 @@ def _framework_error(exc: exceptions.APIException) -> Response:
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, Http404):
-        exc = exceptions.NotFound()
+        # Names what was asked for (DRF's "Not found." did not); one sentence whether the object
+        # does not exist or is not visible to this client, so a private id is not confirmed.
+        path = str(getattr(context.get("request"), "path", ""))[:200]
+        exc = exceptions.NotFound(f"Nothing at {path}: no such object, or not one this client may see.")
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
 

@@ -23,7 +23,12 @@ def test_an_unknown_api_path_is_a_json_404(api: Any) -> None:
 def test_a_missing_object_is_a_json_404(world: Any, api: Any) -> None:
     response = api.get("/api/v1/runs/999999/")
     assert response.status_code == 404
-    assert response.json() == {"error": {"code": "not_found", "message": "Not found."}}
+    assert response.json() == {
+        "error": {
+            "code": "not_found",
+            "message": "Nothing at /api/v1/runs/999999/: no such object, or not one this client may see.",
+        }
+    }
 
 
 def test_a_wrong_method_is_a_json_405(world: Any, api: Any) -> None:
