@@ -169,7 +169,8 @@ class RunRerunView(APIView):
         results = data.get("results")
         note = str(data.get("note") or "")
         if (upload is None) == (results is None):
-            raise ApiError(code="rerun_input", message="Give either a 'bundle' file or 'results', not both.")
+            said = "not both" if upload is not None else "neither was given"
+            raise ApiError(code="rerun_input", message=f"Give either a 'bundle' file or 'results' ({said}).")
         try:
             if upload is not None:
                 rerun = run_rerun_record_bundle(run=run, actor=signed_in_user(request), bundle_file=upload, note=note)

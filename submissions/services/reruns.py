@@ -240,7 +240,9 @@ def _entered_results(results: object, spec: gap.ReleaseSpec) -> dict[str, gap.Ta
         measured = entry.get("measured")
         if isinstance(measured, bool) or not isinstance(measured, int | float) or not math.isfinite(measured):
             raise RerunError("results_invalid", f"{where}.measured: expected a finite number")
-        rates = entry.get("rates") or {}
+        # Absent or null: no rates. Anything else must be the object ([] or 0 was read as {}).
+        rates = entry.get("rates")
+        rates = {} if rates is None else rates
         if not isinstance(rates, Mapping) or not all(
             isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in rates.values()
         ):

@@ -507,3 +507,30 @@ def test_the_admin_re_run_form_reads_results_nested_past_the_json_parsers_limit_
     form = RerunForm(data={"results": "[" * 100_000})
     assert not form.is_valid()
     assert form.errors["results"] == ["not valid JSON: nested too deeply to read"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("rates", [[], 0, "", False])
+def test_entered_rates_that_are_not_an_object_are_refused_not_read_as_none(run, maintainer, rates):
+    results = entered_from(run)
+    first = next(iter(results))
+    results[first]["rates"] = rates
+    with pytest.raises(RerunError) as refused:
+        run_rerun_record_results(run=run, actor=maintainer, results=results)
+    assert (refused.value.code, refused.value.message) == (
+        "results_invalid",
+        f"results[{first!r}].rates: expected an object of metric -> finite number",
+    )
+    assert OfficialRerun.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_re_run_request_with_neither_bundle_nor_results_says_neither_was_given(run, maintainer):
+    api = APIClient()
+    api.force_authenticate(maintainer)
+    response = api.post(f"/api/v1/admin/runs/{run.pk}/reruns/", {"note": "x"}, format="json")
+    assert response.json()["error"] == {
+        "code": "rerun_input",
+        "message": "Give either a 'bundle' file or 'results' (neither was given).",
+    }
+    assert not OfficialRerun.objects.exists()
