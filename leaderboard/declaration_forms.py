@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
@@ -13,6 +14,10 @@ from leaderboard.models.declarations import MAX_BASE_MODELS, MAX_DESCRIPTION_CHA
 LINK_FIELDS = ("code_url", "paper_url", "model_card_url")
 # A run costing more than this is a typo (a missing decimal point), not a declaration.
 MAX_DECLARED_COST_USD = Decimal(1_000_000)
+
+
+# An amount as typed: ASCII digits, an optional point and decimals.
+_PLAIN_AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)
 
 
 class AgentVersionMetaForm(forms.ModelForm):
@@ -98,6 +103,11 @@ class AgentVersionMetaForm(forms.ModelForm):
 
     def clean_declared_cost_usd(self) -> Decimal | None:
         value = self.cleaned_data.get("declared_cost_usd")
+        # Decimal() also reads "1_000", "-0" and non-ASCII digits, which the page would then show
+        # otherwise than they were typed; an amount is plain ASCII digits with an optional point.
+        raw = str(self.data.get(self.add_prefix("declared_cost_usd"), "")).strip()
+        if value is not None and raw and not _PLAIN_AMOUNT.fullmatch(raw):
+            raise forms.ValidationError("Expected an amount such as 12.50 (digits and a point only).", code="format")
         if value is not None and (value < 0 or value > MAX_DECLARED_COST_USD):
             raise forms.ValidationError(f"Expected 0 to {MAX_DECLARED_COST_USD} USD.", code="range")
         return value

@@ -110,6 +110,11 @@ def test_a_private_only_version_is_not_found_for_another_account(world):
         ({"base_models": ["a,b"]}, "base_models"),
         ({"base_models": [f"m{i}" for i in range(9)]}, "base_models"),
         ({"declared_cost_usd": -1}, "declared_cost_usd"),
+        # Decimal() reads these too; the page would show them otherwise than typed.
+        ({"declared_cost_usd": "1_000"}, "declared_cost_usd"),
+        ({"declared_cost_usd": "-0"}, "declared_cost_usd"),
+        ({"declared_cost_usd": "\u0663"}, "declared_cost_usd"),
+        ({"declared_cost_usd": "1e3"}, "declared_cost_usd"),
         ({"organisation": {"x": 1}}, "organisation"),
         ({"colour": "blue"}, "colour"),
     ],
