@@ -424,7 +424,7 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
         _finish(locked, accepted)
         scheme.record(submission=locked, outcome=outcome, context=context)
         # Earlier unbound filings of these results by other accounts: copies of this run's.
-        runs_hide_copies(runs=[copy.run for copy in copies if copy.run is not None], original_run_id=locked.run_id)
+        runs_hide_copies(runs=[copy.run for copy in copies if copy.run is not None])
         return accepted
 
     return _conclude(submission, None, write)

@@ -150,8 +150,14 @@ def run_unhide(*, run_id: int, user: User) -> Run:
     return _save(run, action=RunVisibilityEvent.Action.UNHIDDEN, actor=user)
 
 
-def runs_hide_copies(*, runs: list[Run], original_run_id: int | None) -> None:
-    """Hide ``runs`` as copies of run ``original_run_id`` (no actor: verification decides it),
+COPY_HIDDEN_REASON = (
+    "Its results are identical to results a registered evaluator signed for another account's run; "
+    "this filing carried no such proof, so it is taken as a copy."
+)
+
+
+def runs_hide_copies(*, runs: list[Run]) -> None:
+    """Hide ``runs`` as copies of a run just recorded (no actor: verification decides it),
     inside the caller's transaction. Each rests on results another account's evaluator signed
     over that account's own challenge, while the copy carried no such proof
     (submissions.services.challenges.results_duplicate_check); the public reason says so, and
@@ -161,8 +167,6 @@ def runs_hide_copies(*, runs: list[Run], original_run_id: int | None) -> None:
         if run.hidden_at is not None:
             continue
         run.hidden_at = timezone.now()
-        run.hidden_reason = (
-            f"Its results are identical to results a registered evaluator signed for another account's run "
-            f"(run {original_run_id}); this filing carried no such proof, so it is taken as a copy."
-        )[:HIDDEN_REASON_MAX_CHARS]
+        # Public: the original is not named (it may be private; staff find it by the digest).
+        run.hidden_reason = COPY_HIDDEN_REASON
         _save(run, action=RunVisibilityEvent.Action.HIDDEN, actor=None, reason=run.hidden_reason)

@@ -220,6 +220,7 @@ def test_results_signed_over_their_own_challenge_outrank_an_unsigned_copy_filed_
     from leaderboard.models import Standing
     from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
     from submissions.models import RunVisibilityEvent
+    from submissions.services.visibility import COPY_HIDDEN_REASON
 
     recipient = str(site_identity.to_public())
     alice = write_paper_gap_bundle_dir(
@@ -232,7 +233,8 @@ def test_results_signed_over_their_own_challenge_outrank_an_unsigned_copy_filed_
     assert original.error_code == "" and original.verdict in ("validated", "attested")
     copied_run = Run.objects.get(submission=copy)
     assert copied_run.hidden_at is not None and copied_run.is_private
-    assert f"run {Run.objects.get(submission=original).pk}" in copied_run.hidden_reason
+    assert copied_run.hidden_reason == COPY_HIDDEN_REASON  # the original (maybe private) is not named
+    assert Run.objects.get(submission=original).hidden_at is None
     event = RunVisibilityEvent.objects.get(run=copied_run)
     assert (event.action, event.actor) == ("hidden", None)
     assert set(Standing.objects.filter(release=demo_release).values_list("agent_slug", flat=True)) == {"alice"}
