@@ -236,7 +236,8 @@ def test_simultaneous_uploads_with_different_keys_let_exactly_the_limit_through(
 
     settings.MEDIA_ROOT = tmp_path / "media"
     user = get_user_model().objects.create_user("racer", password="pw-racer-1234")
-    Benchmark.objects.create(slug="limited", name="Limited", scheme="paper_gap", daily_submission_limit=2)
+    benchmark = Benchmark.objects.create(slug="limited", name="Limited", scheme="paper_gap", daily_submission_limit=2)
+    benchmark.releases.create(version="1.0", published=True)  # uploads go to public benchmarks only
     keys = [api_key_create(user=user, name=f"ci-{n}").plaintext for n in range(6)]
     barrier = threading.Barrier(6)
 
