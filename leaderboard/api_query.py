@@ -24,6 +24,15 @@ MAX_ID = 2**63 - 1
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,19}")
 
 
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def boolean(raw: str) -> bool | None:
+    """``raw`` (a query parameter or form field) as a boolean, or None when it is not one (the
+    caller names the field in its 400). One parser for every such flag of the API."""
+    return _BOOLEANS.get(raw.strip().lower())
+
+
 def whole_number(raw: str, *, minimum: int = 0, maximum: int = MAX_ID) -> int | None:
     """``raw`` as an int in [minimum, maximum], or None when it is not one (the caller names the
     parameter in its 400). One parser for every integer in a query string, pages and API alike."""

@@ -32,7 +32,7 @@ from leaderboard.api.serializers import (
     TaskSerializer,
 )
 from leaderboard.api_errors import ApiError
-from leaderboard.api_query import MAX_ID, whole_number
+from leaderboard.api_query import MAX_ID, boolean, whole_number
 from leaderboard.models import Standing, Task
 from leaderboard.selectors.paper_gap import SORTS, BoardQueryError, board_query_from_params, board_rows_all
 
@@ -51,11 +51,9 @@ def _bool_param(request: Request, name: str) -> bool | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
-    lowered = raw.lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
+    value = boolean(raw)
+    if value is not None:
+        return value
     raise ApiError(code="invalid_query", message=f"{name}: expected true or false, got {raw[:20]!r}.")
 
 

@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
@@ -22,14 +23,17 @@ from django.db.models import F
 from django.utils import timezone
 
 from leaderboard.manifest import ReleaseManifest
-from leaderboard.models import Release, ReleaseTask, Task
+from leaderboard.models import Benchmark, Release, ReleaseTask, Task
 from leaderboard.permissions import PUBLISH_RELEASE, staff_write_actor
 
 __all__ = [
+    "BENCHMARK_TEXT_FIELDS",
     "SCRIPTED_NOTE",
     "TASK_SNAPSHOT_FIELDS",
     "ReleaseGateError",
     "anchor_within_tolerance",
+    "benchmark_text_changes",
+    "benchmark_text_write",
     "clear_anchor_sign_off",
     "clear_calibration",
     "publish_release_text",
@@ -124,6 +128,10 @@ def publish_release_text(release: Release) -> None:
         task.save()
 
 
+# The benchmark's text a release's manifest carries (and sync or publication writes).
+BENCHMARK_TEXT_FIELDS = ("name", "description")
+
+
 def _publish_benchmark_text(release: Release) -> None:
     spec = (release.manifest or {}).get("benchmark") or {}
     newest = (
@@ -134,8 +142,15 @@ def _publish_benchmark_text(release: Release) -> None:
     )
     if newest != release.pk or not spec:
         return
-    benchmark = release.benchmark
-    changed = [name for name in ("name", "description") if name in spec and getattr(benchmark, name) != spec[name]]
+    benchmark_text_write(release.benchmark, spec, changed=benchmark_text_changes(release.benchmark, spec))
+
+
+def benchmark_text_changes(benchmark: Benchmark, spec: Mapping[str, Any]) -> list[str]:
+    """Which of the benchmark's name and description ``spec`` (a manifest's) would change."""
+    return [name for name in BENCHMARK_TEXT_FIELDS if name in spec and getattr(benchmark, name) != spec[name]]
+
+
+def benchmark_text_write(benchmark: Benchmark, spec: Mapping[str, Any], *, changed: list[str]) -> None:
     for name in changed:
         setattr(benchmark, name, spec[name])
     if changed:

@@ -40,6 +40,9 @@ from leaderboard.manifest import (
 from leaderboard.manifest.review import review_manifest
 from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
 from leaderboard.services.release_gates import (
+    BENCHMARK_TEXT_FIELDS,
+    benchmark_text_changes,
+    benchmark_text_write,
     clear_anchor_sign_off,
     clear_calibration,
     publish_release_text,
@@ -207,15 +210,14 @@ def _upsert_benchmark(benchmark: Benchmark | None, m: ReleaseManifest, changes: 
         return Benchmark.objects.create(
             slug=spec.slug, name=spec.name, scheme=spec.scheme, description=spec.description
         )
-    changed = [name for name in ("name", "description") if getattr(benchmark, name) != getattr(spec, name)]
+    text = {name: getattr(spec, name) for name in BENCHMARK_TEXT_FIELDS}
+    changed = benchmark_text_changes(benchmark, text)
     if not changed:
         return benchmark
     if benchmark.releases.filter(published=True).exists():
         changes.append(f"benchmark {spec.slug}: {', '.join(changed)} changed (shown once this release is published)")
         return benchmark
-    for name in changed:
-        setattr(benchmark, name, getattr(spec, name))
-    benchmark.save(update_fields=changed)
+    benchmark_text_write(benchmark, text, changed=changed)
     changes.append(f"benchmark {spec.slug}: {', '.join(changed)} updated")
     return benchmark
 

@@ -30,6 +30,7 @@ from rest_framework.views import APIView
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api_errors import ApiError
+from leaderboard.api_query import boolean
 from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
@@ -54,7 +55,6 @@ ERRORS = {
 # ``is_private`` would otherwise have it silently ignored, and a run it meant to keep private
 # published).
 UPLOAD_FIELDS = ("bundle", "benchmark", "private")
-_PRIVATE_VALUES = {"true": True, "1": True, "false": False, "0": False}
 
 
 def _refuse_unknown_upload_fields(data: Any) -> None:
@@ -68,7 +68,7 @@ def _refuse_unknown_upload_fields(data: Any) -> None:
 
 def _upload_private(data: Any) -> bool:
     raw = data.get("private", "false")
-    value = _PRIVATE_VALUES.get(str(raw).strip().lower()) if isinstance(raw, str) else None
+    value = boolean(raw) if isinstance(raw, str) else None
     if value is None:
         raise ApiError(code="invalid", message=f"private: expected true or false, got {str(raw)[:20]!r}.")
     return value

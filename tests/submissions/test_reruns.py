@@ -170,24 +170,27 @@ def test_bad_entered_results_are_refused(run, maintainer, results, code):
     assert OfficialRerun.objects.count() == 0
 
 
-@pytest.mark.django_db
-def test_an_entered_value_that_is_not_a_finite_number_is_refused(run, maintainer):
+def entered_refusal(run, maintainer, field: str, value) -> tuple[str, RerunError]:
+    """The run's own values entered as a re-run with the first task's ``field`` set to ``value``:
+    (that task's slug, the refusal)."""
     results = entered_from(run)
     first = next(iter(results))
-    results[first]["measured"] = float("inf")
+    results[first][field] = value
     with pytest.raises(RerunError) as refused:
         run_rerun_record_results(run=run, actor=maintainer, results=results)
-    assert refused.value.message == f"results[{first!r}].measured: expected a finite number"
+    return first, refused.value
+
+
+@pytest.mark.django_db
+def test_an_entered_value_that_is_not_a_finite_number_is_refused(run, maintainer):
+    first, refused = entered_refusal(run, maintainer, "measured", float("inf"))
+    assert refused.message == f"results[{first!r}].measured: expected a finite number"
 
 
 @pytest.mark.django_db
 def test_an_entered_result_holding_a_nul_is_refused_by_its_path(run, maintainer):
-    results = entered_from(run)
-    first = next(iter(results))
-    results[first]["rates"] = {"collision\x00rate": 0.1}
-    with pytest.raises(RerunError) as refused:
-        run_rerun_record_results(run=run, actor=maintainer, results=results)
-    assert (refused.value.code, refused.value.message) == (
+    first, refused = entered_refusal(run, maintainer, "rates", {"collision\x00rate": 0.1})
+    assert (refused.code, refused.message) == (
         "results_invalid",
         f"results.{first}.rates (a key): holds a NUL character (U+0000), which no text can hold; leave it out",
     )
@@ -512,12 +515,8 @@ def test_the_admin_re_run_form_reads_results_nested_past_the_json_parsers_limit_
 @pytest.mark.django_db
 @pytest.mark.parametrize("rates", [[], 0, "", False])
 def test_entered_rates_that_are_not_an_object_are_refused_not_read_as_none(run, maintainer, rates):
-    results = entered_from(run)
-    first = next(iter(results))
-    results[first]["rates"] = rates
-    with pytest.raises(RerunError) as refused:
-        run_rerun_record_results(run=run, actor=maintainer, results=results)
-    assert (refused.value.code, refused.value.message) == (
+    first, refused = entered_refusal(run, maintainer, "rates", rates)
+    assert (refused.code, refused.message) == (
         "results_invalid",
         f"results[{first!r}].rates: expected an object of metric -> finite number",
     )
