@@ -87,6 +87,13 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             task = Task.objects.filter(benchmark=benchmark, slug=slug).first() if benchmark is not None else None
             if task is None:
                 raise ApiError(code="owner_unknown", message=f"tasks: no task {slug[:100]!r} on the named benchmark.")
+            if task in tasks:
+                # Which rubric would the key be scoped to? Not the last one silently: the admin says.
+                raise ApiError(
+                    code="task_listed_twice",
+                    message=f"tasks: {slug[:100]!r} is listed twice ({tasks[task][:100]!r} and {rubric[:100]!r}); "
+                    "list each task once, with the one rubric version the key is calibrated for.",
+                )
             tasks[task] = rubric
         existed = SigningKey.objects.filter(public_key=form.validated_data["public_key"].strip()).exists()
         try:

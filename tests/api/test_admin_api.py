@@ -79,6 +79,27 @@ def test_an_unknown_owner_is_refused(world: Any, client_for: Any) -> None:
     assert response.json()["error"]["message"] == "owner: no validator with slug 'ghost'."
 
 
+def test_a_task_listed_twice_is_refused_and_no_key_is_registered(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {
+            "owner_kind": "judge",
+            "owner": "judge-one",
+            "benchmark": world.benchmark.slug,
+            "tasks": ["pick-cube@r1", "stack-blocks@r1", "pick-cube@r2"],
+            "public_key": _key(),
+        },
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "task_listed_twice",
+        "message": "tasks: 'pick-cube' is listed twice ('r1' and 'r2'); list each task once, with the one rubric "
+        "version the key is calibrated for.",
+    }
+    assert not SigningKey.objects.exists()
+
+
 def test_a_missing_field_names_the_field(world: Any, client_for: Any) -> None:
     response = client_for(world.staff).post("/api/v1/admin/signing-keys/", {"owner_kind": "evaluator"}, format="json")
     assert response.status_code == 400
