@@ -118,7 +118,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "leaderboard.admin_site.PodiumAdminConfig",  # django.contrib.admin, its site guarded
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

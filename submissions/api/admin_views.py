@@ -40,6 +40,25 @@ STAFF_ERRORS = {
 }
 
 
+def _scoped_tasks(benchmark: Benchmark | None, items: list[str]) -> dict[Task, str]:
+    """The registration's ``tasks`` ('slug@rubric' each) as {task: rubric version} on ``benchmark``."""
+    tasks: dict[Task, str] = {}
+    for item in items:
+        slug, _, rubric = item.partition("@")
+        task = Task.objects.filter(benchmark=benchmark, slug=slug).first() if benchmark is not None else None
+        if task is None:
+            raise ApiError(code="owner_unknown", message=f"tasks: no task {slug[:100]!r} on the named benchmark.")
+        if task in tasks:
+            # Which rubric would the key be scoped to? Not the last one silently: the admin says.
+            raise ApiError(
+                code="task_listed_twice",
+                message=f"tasks: {slug[:100]!r} is listed twice ({tasks[task][:100]!r} and {rubric[:100]!r}); "
+                "list each task once, with the one rubric version the key is calibrated for.",
+            )
+        tasks[task] = rubric
+    return tasks
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="Registered signing keys (staff)", responses={200: SigningKeySerializer, **STAFF_ERRORS}
@@ -81,20 +100,7 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 raise ApiError(
                     code="owner_unknown", message=f"benchmark: no benchmark {form.validated_data['benchmark']!r}."
                 )
-        tasks = {}
-        for item in form.validated_data.get("tasks") or []:
-            slug, _, rubric = item.partition("@")
-            task = Task.objects.filter(benchmark=benchmark, slug=slug).first() if benchmark is not None else None
-            if task is None:
-                raise ApiError(code="owner_unknown", message=f"tasks: no task {slug[:100]!r} on the named benchmark.")
-            if task in tasks:
-                # Which rubric would the key be scoped to? Not the last one silently: the admin says.
-                raise ApiError(
-                    code="task_listed_twice",
-                    message=f"tasks: {slug[:100]!r} is listed twice ({tasks[task][:100]!r} and {rubric[:100]!r}); "
-                    "list each task once, with the one rubric version the key is calibrated for.",
-                )
-            tasks[task] = rubric
+        tasks = _scoped_tasks(benchmark, form.validated_data.get("tasks") or [])
         existed = SigningKey.objects.filter(public_key=form.validated_data["public_key"].strip()).exists()
         try:
             key = signing_key_register(
