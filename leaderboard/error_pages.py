@@ -1,4 +1,4 @@
-"""Site-wide 400, 403, 404 and 500 answers.
+"""Site-wide 400, 403, 404, 405 and 500 answers.
 
 Under /api/ a client always gets the API's JSON error shape; elsewhere a plain
 page in the site's layout. Neither ever carries a traceback or a settings value.
@@ -9,6 +9,7 @@ be the database or a context processor.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
@@ -87,6 +88,32 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
         # The layout builds links from the request's host: rendered without the request.
         return HttpResponseBadRequest(loader.render_to_string("400.html", {"message": message}))
     return HttpResponseBadRequest(loader.render_to_string("400.html", {"message": message}, request))
+
+
+def method_not_allowed_message(method: str, allow: str) -> str:
+    return f"{method[:20]} is not a method this address answers; it answers {allow or 'none'}."
+
+
+class MethodNotAllowedMiddleware:
+    """Django's 405 (require_safe, require_POST, a class-based view without the handler) has an
+    empty body: a client was told neither what was wrong nor what to send instead. The bodiless
+    405 gets the site's answer: JSON under /api/ (DRF's own 405s already carry one), else a page;
+    the Allow header is kept."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code != 405 or response.streaming or response.content:
+            return response
+        message = method_not_allowed_message(request.method or "", response.get("Allow", ""))
+        if _wants_json(request):
+            answer: HttpResponse = JsonResponse(error_body("method_not_allowed", message), status=405)
+        else:
+            answer = HttpResponse(loader.render_to_string("405.html", {"message": message}, request), status=405)
+        answer["Allow"] = response.get("Allow", "")
+        return answer
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -134,6 +134,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Django's bodiless 405s get a JSON error or a page saying what the address answers.
+    "leaderboard.error_pages.MethodNotAllowedMiddleware",
     # PostgreSQL (or storage) down: a 503 page or JSON error, never a traceback.
     "leaderboard.unavailable.ServiceUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

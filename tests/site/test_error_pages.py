@@ -3,8 +3,10 @@ import json
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.http import HttpResponse
 from django.test import Client, override_settings
 from django.urls import path
+from django.views.decorators.http import require_safe
 
 from leaderboard.site import urls as root_urls
 
@@ -13,7 +15,13 @@ def boom(request):
     raise RuntimeError("secret internals: DATABASE_URL=postgres://hidden")
 
 
+@require_safe
+def plain_api_view(request):
+    return HttpResponse("ok")
+
+
 urlpatterns = [
+    path("api/v1/plain/", plain_api_view),
     path("api/v1/boom/", boom),
     path("boom/", boom),
     *root_urls.urlpatterns,
@@ -118,3 +126,25 @@ def test_a_refusal_without_a_sentence_of_its_own_says_so_in_the_site_layout_and_
         403,
         {"error": {"code": "permission_denied", "message": "Not yours."}},
     )
+
+
+@pytest.mark.django_db
+def test_a_wrong_method_on_a_page_gets_a_page_saying_what_the_address_answers(client):
+    response = client.post("/")
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD"
+    assert response["Content-Type"].startswith("text/html")
+    assert b"<h1>Method not allowed</h1>" in response.content
+    assert b"POST is not a method this address answers; it answers GET, HEAD." in response.content
+
+
+@pytest.mark.django_db
+def test_a_wrong_method_on_a_plain_django_view_under_the_api_is_the_apis_json_405(crashing_client):
+    response = crashing_client.delete("/api/v1/plain/")
+    assert response.status_code == 405 and response["Allow"] == "GET, HEAD"
+    assert response.json() == {
+        "error": {
+            "code": "method_not_allowed",
+            "message": "DELETE is not a method this address answers; it answers GET, HEAD.",
+        }
+    }
