@@ -137,7 +137,7 @@ class RaceOverallView(_PublicView):
         responses={200: RaceOverallSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, benchmark: str) -> Response:
-        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
         anchor, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
         return Response(
             {
@@ -160,7 +160,7 @@ class RaceResultsView(_PublicView):
     def get(self, request: Request, benchmark: str, number: int) -> Response:
         if number > MAX_ID:  # beyond a bigint the database would raise instead of finding nothing
             raise ApiError(code="not_found", message="No such race.", status_code=404)
-        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
         race = race_selectors.race_get(benchmark=race_benchmark, number=number)
         try:
             rows = boards.race_result_records(race=race, user=request.user)
@@ -175,7 +175,7 @@ class RaceQualifyingView(_PublicView):
         responses={200: QualifyingSerializer, **NOT_FOUND},
     )
     def get(self, request: Request, benchmark: str) -> Response:
-        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+        race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
         release = race_selectors.qualifying_release(benchmark=race_benchmark)
         rows: list[dict[str, Any]] = boards.qualifying_records(release=release) if release is not None else []
         return Response(

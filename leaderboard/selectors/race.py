@@ -29,8 +29,9 @@ FAILURE_MESSAGES: dict[str, str] = {category.code: category.message for category
 EMBARGO_NOTE = "Under embargo until the race result is released"
 
 
-def race_benchmark_get(*, benchmark_slug: str) -> Benchmark:
-    return benchmark_of_scheme(benchmark_slug, Benchmark.Scheme.RACE)
+def race_benchmark_get(*, benchmark_slug: str, user: Viewer) -> Benchmark:
+    """The race benchmark ``slug`` as ``user`` may see it (a draft-only one is staff's), or 404."""
+    return benchmark_of_scheme(benchmark_slug, Benchmark.Scheme.RACE, staff=_is_staff(user))
 
 
 def races_of(*, benchmark: Benchmark) -> list[Race]:

@@ -16,7 +16,7 @@ from django.db.models import Field, Model
 from django.http import Http404
 
 from leaderboard.models import Benchmark, Release, ReleaseTask, Task
-from leaderboard.selectors.visibility import releases_visible
+from leaderboard.selectors.visibility import benchmarks_visible, releases_visible
 from scoring.errors import ScoringError
 from scoring.gap import ReleaseSpec, TaskSpec
 
@@ -31,9 +31,10 @@ __all__ = [
 ]
 
 
-def benchmark_of_scheme(slug: str, scheme: str) -> Benchmark:
-    """The benchmark ``slug`` of ``scheme`` (a scorecard or race page's address), or 404."""
-    benchmark = Benchmark.objects.filter(slug=slug, scheme=scheme).first()
+def benchmark_of_scheme(slug: str, scheme: str, *, staff: bool) -> Benchmark:
+    """The benchmark ``slug`` of ``scheme`` (a scorecard or race page's address), or 404: also for a
+    benchmark this viewer may not see (only draft releases), as for one that does not exist."""
+    benchmark = benchmarks_visible(staff=staff).filter(slug=slug, scheme=scheme).first()
     if benchmark is None:
         raise Http404(f"No {scheme} benchmark {slug!r}")
     return benchmark

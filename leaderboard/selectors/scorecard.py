@@ -17,8 +17,8 @@ from leaderboard.selectors.releases import benchmark_of_scheme
 
 
 def scorecard_release_current(*, benchmark_slug: str) -> Release:
-    """The newest published release of a scorecard benchmark."""
-    benchmark = benchmark_of_scheme(benchmark_slug, Benchmark.Scheme.SCORECARD)
+    """The newest published release of a scorecard benchmark (staff too: a draft has no board)."""
+    benchmark = benchmark_of_scheme(benchmark_slug, Benchmark.Scheme.SCORECARD, staff=False)
     release = benchmark.releases.filter(published=True).order_by("-published_at", "-id").first()
     if release is None:
         raise Http404(f"{benchmark.name} has no published release yet")

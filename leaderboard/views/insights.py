@@ -210,7 +210,7 @@ def race_history_page(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
         return bad_request(request, _bad_n(request))
-    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
     history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
     return render(
         request,
@@ -230,6 +230,6 @@ def race_history_json(request: HttpRequest, benchmark: str) -> HttpResponse:
     n = _history_n(request)
     if n is None:
         return _json_error("invalid_query", _bad_n(request), 400)
-    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
     history = history_selectors.race_overall_history(benchmark=race_benchmark, n=n)
     return _json({"benchmark": race_benchmark.slug, "n": n, **history.record()}, f"{benchmark}-overall-history")

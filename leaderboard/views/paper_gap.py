@@ -27,7 +27,7 @@ from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
 from leaderboard.selectors.release_diff import release_diff_rows
 from leaderboard.selectors.releases import release_previous
 from leaderboard.selectors.task_ranking import task_ranking
-from leaderboard.selectors.visibility import viewer_is_staff
+from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
 from leaderboard.views.declarations import cost_cell, declared_line
 
@@ -203,7 +203,10 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_safe
 def benchmark_detail(request: HttpRequest, benchmark: str) -> HttpResponse:
     """A benchmark's address: its current release's board (or the scheme's own page)."""
-    scheme = Benchmark.objects.filter(slug=benchmark).values_list("scheme", flat=True).first()
+    staff = viewer_is_staff(request.user)
+    # Through visibility: a draft-only benchmark of another scheme is the same 404 as none at all
+    # (a redirect would confirm it exists).
+    scheme = benchmarks_visible(staff=staff).filter(slug=benchmark).values_list("scheme", flat=True).first()
     if scheme is not None and scheme != Benchmark.Scheme.PAPER_GAP:
         # Scorecard and race benchmarks have their own pages (leaderboard/scheme_urls.py).
         for name in (f"{scheme}_benchmark", f"{scheme}s:benchmark", f"{scheme}_board"):
@@ -211,7 +214,7 @@ def benchmark_detail(request: HttpRequest, benchmark: str) -> HttpResponse:
                 return redirect(reverse(name, kwargs={"benchmark": benchmark}))
             except NoReverseMatch:
                 continue
-    release = selectors.release_current(benchmark_slug=benchmark, staff=viewer_is_staff(request.user))
+    release = selectors.release_current(benchmark_slug=benchmark, staff=staff)
     return redirect("release_board", benchmark=benchmark, version=release.version)
 
 

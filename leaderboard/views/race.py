@@ -22,8 +22,8 @@ STATUS_NOTES = {
 }
 
 
-def _race_context(benchmark_slug: str) -> dict:
-    benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark_slug)
+def _race_context(request: HttpRequest, benchmark_slug: str) -> dict:
+    benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark_slug, user=request.user)
     return {"benchmark": benchmark, "races": race_selectors.races_of(benchmark=benchmark)}
 
 
@@ -42,7 +42,7 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
     """Leaderboard -> Overall. The view follows the running race (status, who has runs landed)
     while the standings shown are those as of the latest race whose results are public: an
     Overall that folds in a running or embargoed race would give its deltas away (docs/scoring.md)."""
-    context = _race_context(benchmark)
+    context = _race_context(request, benchmark)
     live = race_selectors.race_anchor(benchmark=context["benchmark"])
     anchor = race_selectors.race_overall_anchor(benchmark=context["benchmark"], user=request.user)
     rows = race_selectors.overall_board(race=anchor) if anchor is not None else []
@@ -67,7 +67,7 @@ def race_overall(request: HttpRequest, benchmark: str) -> HttpResponse:
 @require_safe
 def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
     """Leaderboard -> Race: one race's raw results (staff only until the race is released)."""
-    context = _race_context(benchmark)
+    context = _race_context(request, benchmark)
     race = race_selectors.race_get(benchmark=context["benchmark"], number=number)
     visible = race_selectors.race_values_visible(race, request.user)
     context.update(
@@ -87,7 +87,7 @@ def race_leaderboard(request: HttpRequest, benchmark: str, number: int) -> HttpR
 def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpResponse:
     """The race page: each qualifier's raw score and vs Field, and every validator run
     (values only once released, or for staff; a run's score also for the account that filed it)."""
-    context = _race_context(benchmark)
+    context = _race_context(request, benchmark)
     race = race_selectors.race_get(benchmark=context["benchmark"], number=number)
     visible = race_selectors.race_values_visible(race, request.user)
     runs = race_selectors.race_runs_of(race=race, user=request.user)
@@ -111,7 +111,7 @@ def race_detail(request: HttpRequest, benchmark: str, number: int) -> HttpRespon
 
 @require_safe
 def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
-    context = _race_context(benchmark)
+    context = _race_context(request, benchmark)
     release = race_selectors.qualifying_release(benchmark=context["benchmark"])
     context.update(
         {"release": release, "rows": race_selectors.qualifying_board(release=release) if release is not None else []}
@@ -122,7 +122,7 @@ def race_qualifying(request: HttpRequest, benchmark: str) -> HttpResponse:
 
 @require_safe
 def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version: str) -> HttpResponse:
-    context = _race_context(benchmark)
+    context = _race_context(request, benchmark)
     agent_version = race_selectors.agent_version_get(
         benchmark=context["benchmark"], agent_slug=agent, version=version, user=request.user
     )

@@ -85,14 +85,14 @@ def scorecard_board_json(request: HttpRequest, benchmark: str, version: str) -> 
 
 @require_safe
 def race_overall_csv(request: HttpRequest, benchmark: str) -> HttpResponseBase:
-    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
     _, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
     return _csv(rows, boards.OVERALL_COLUMNS, f"{benchmark}-overall")
 
 
 @require_safe
 def race_overall_json(request: HttpRequest, benchmark: str) -> HttpResponse:
-    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
     anchor, rows = boards.race_overall_records(benchmark=race_benchmark, user=request.user)
     payload = {
         "benchmark": race_benchmark.slug,
@@ -106,7 +106,7 @@ def race_overall_json(request: HttpRequest, benchmark: str) -> HttpResponse:
 def _race(request: HttpRequest, benchmark: str, number: int) -> tuple[Any, list[dict[str, Any]]]:
     if number > MAX_ID:  # beyond a bigint the database would raise instead of finding nothing
         raise Http404("No such race")
-    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
     race = race_selectors.race_get(benchmark=race_benchmark, number=number)
     return race, boards.race_result_records(race=race, user=request.user)
 
@@ -130,21 +130,21 @@ def race_results_json(request: HttpRequest, benchmark: str, number: int) -> Http
     return _json(payload, f"{benchmark}-race-{number}")
 
 
-def _qualifying(benchmark: str) -> tuple[Any, Any, list[dict[str, Any]]]:
-    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark)
+def _qualifying(request: HttpRequest, benchmark: str) -> tuple[Any, Any, list[dict[str, Any]]]:
+    race_benchmark = race_selectors.race_benchmark_get(benchmark_slug=benchmark, user=request.user)
     release = race_selectors.qualifying_release(benchmark=race_benchmark)
     return race_benchmark, release, boards.qualifying_records(release=release) if release is not None else []
 
 
 @require_safe
 def race_qualifying_csv(request: HttpRequest, benchmark: str) -> HttpResponseBase:
-    _, _, rows = _qualifying(benchmark)
+    _, _, rows = _qualifying(request, benchmark)
     return _csv(rows, boards.QUALIFYING_COLUMNS, f"{benchmark}-qualifying")
 
 
 @require_safe
 def race_qualifying_json(request: HttpRequest, benchmark: str) -> HttpResponse:
-    race_benchmark, release, rows = _qualifying(benchmark)
+    race_benchmark, release, rows = _qualifying(request, benchmark)
     payload = {
         "benchmark": race_benchmark.slug,
         "release": release.version if release is not None else None,
