@@ -24,6 +24,7 @@ from django.db.models import F
 
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, Release, ReleasePrice, Run, RunCost
 from leaderboard.permissions import ADD_BASELINE, DELETE_BASELINE, staff_write_actor
+from leaderboard.selectors.visibility import runs_public_q
 from leaderboard.services.paper_gap_standings import standings_update_version
 from leaderboard.users import Viewer
 
@@ -43,8 +44,11 @@ def agent_meta_may_declare(*, user: Viewer | None, agent_version: AgentVersion) 
     return bool(user is not None and user.is_authenticated and owner_id is not None and owner_id == user.pk)
 
 
-def _releases_of_version(agent_version: AgentVersion) -> list[int]:
-    return list(Run.objects.filter(agent_version=agent_version).values_list("release_id", flat=True).distinct())
+def _releases_of_version(agent_version: AgentVersion, *, public_only: bool = False) -> list[int]:
+    runs = Run.objects.filter(agent_version=agent_version)
+    if public_only:
+        runs = runs.filter(runs_public_q())
+    return list(runs.values_list("release_id", flat=True).distinct())
 
 
 def releases_generation_bump(*, release_ids: Iterable[int]) -> None:
@@ -63,10 +67,12 @@ def agent_version_meta_declare(
     meta, _ = AgentVersionMeta.objects.update_or_create(
         agent_version=agent_version, defaults={**data, "declared_by": user}
     )
-    release_ids = _releases_of_version(agent_version)
-    for release_id in release_ids:
+    for release_id in _releases_of_version(agent_version):
         run_costs_refresh(release=Release(pk=release_id), agent_version=agent_version)
-    releases_generation_bump(release_ids=release_ids)
+    # Only the boards that show this version: where its runs are all private, withdrawn, hidden or
+    # on a draft, the board shows nothing of it, and a bump there (a public generation, an ETag)
+    # told a visitor polling it that a hidden run exists and its owner just acted.
+    releases_generation_bump(release_ids=_releases_of_version(agent_version, public_only=True))
     return meta
 
 

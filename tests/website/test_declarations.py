@@ -174,6 +174,23 @@ def test_changing_the_price_table_bumps_the_release_generation(release):
     assert Release.objects.get(pk=release.pk).generation == before + 1
 
 
+def test_declaring_a_version_bumps_only_the_releases_whose_boards_show_it(release):
+    from leaderboard.services.declarations import agent_version_meta_declare
+    from tests.website.conftest import make_release
+
+    owner = make_user("declarer")
+    shown = make_run(release, agent_name="Alpha", submitter=owner)
+    own(shown, owner)
+    elsewhere = make_release(release.benchmark, "v0.6")
+    make_run(elsewhere, agent_name="Alpha", submitter=owner, is_private=True, with_standings=False)
+    generations = dict(Release.objects.values_list("pk", "generation"))
+    agent_version_meta_declare(user=owner, agent_version=shown.agent_version, data={"organisation": "Acme"})
+    after = dict(Release.objects.values_list("pk", "generation"))
+    # The board of v0.5 shows the version (its declaration changed there); v0.6 holds only a private
+    # run of it: a bump there would tell anyone polling v0.6's generation that a hidden run exists.
+    assert after == {release.pk: generations[release.pk] + 1, elsewhere.pk: generations[elsewhere.pk]}
+
+
 def test_the_board_shows_the_cost_labelled_and_the_declaration_under_the_name(client, release):
     run = make_run(release, agent_name="Alpha")
     declare(run, organisation="Acme Labs", weights="open")
