@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
@@ -22,6 +23,7 @@ from rest_framework.views import APIView, set_rollback
 
 from leaderboard import unavailable
 from leaderboard.api.errors import error_body
+from leaderboard.error_pages import bad_request_message
 
 logger = logging.getLogger("podium.api")
 
@@ -109,7 +111,21 @@ def _framework_error(exc: exceptions.APIException) -> Response:
     return Response(body, status=exc.status_code, headers=headers)
 
 
+def request_limit_error(exc: Exception) -> ApiError | None:
+    """Django's own refusal of a request it will not read (raised from ``request.data`` or
+    ``request.GET``, past every view's checks), as the API's error; None for any other exception.
+    It was a 500. The sentence is the error pages' (one wording for pages and API)."""
+    if isinstance(exc, RequestDataTooBig):
+        return ApiError(
+            code="too_large", message=bad_request_message(exc), status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+        )
+    if isinstance(exc, (TooManyFieldsSent, TooManyFilesSent)):
+        return ApiError(code="malformed_request", message=bad_request_message(exc))
+    return None
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    exc = request_limit_error(exc) or exc
     if isinstance(exc, Http404):
         # Names what was asked for (DRF's "Not found." did not); one sentence whether the object
         # does not exist or is not visible to this client, so a private id is not confirmed.

@@ -57,16 +57,17 @@ def bad_request_message(exception: Exception | None) -> str:
     or echo the Host, so they are not shown): a form body that is not valid multipart, has too many fields or files,
     or is too large; a Host this site does not serve; else a generic sentence."""
     if isinstance(exception, TooManyFieldsSent):
+        # Query parameters count too: a GET with too many of them is refused the same way.
         return (
-            f"the form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; "
-            "send only the fields of the page's form."
+            f"the request sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields (query parameters "
+            "or form fields); send only those the page or endpoint takes."
         )
     if isinstance(exception, TooManyFilesSent):
         return f"the form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files; send one bundle at a time."
     if isinstance(exception, RequestDataTooBig):
         return (
-            f"the form's fields hold more than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes of text; "
-            "a bundle goes in the upload form's file field."
+            f"the request's form fields or JSON body hold more than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes; "
+            "a bundle goes in the upload's file field, every other field is short."
         )
     if isinstance(exception, MultiPartParserError):
         return (
@@ -114,6 +115,24 @@ class MethodNotAllowedMiddleware:
             answer = HttpResponse(loader.render_to_string("405.html", {"message": message}, request), status=405)
         answer["Allow"] = response.get("Allow", "")
         return answer
+
+
+class QueryLimitsMiddleware:
+    """Parses the query string first and answers the 400 itself when Django refuses it (more than
+    DATA_UPLOAD_MAX_NUMBER_FIELDS parameters). Left to the middleware that reads it later, the
+    refusal went through Django's exception response, which under DEBUG (make run's default)
+    reads the query string again to build its page, failed the same way, and ended as a bare
+    plain-text 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            request.GET  # noqa: B018 - parsed here on purpose (cached on the request after)
+        except TooManyFieldsSent as exc:
+            return bad_request(request, exc)
+        return self.get_response(request)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -8,6 +8,7 @@ ManifestFiles view, never from outside the manifest or under reference/.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
@@ -17,7 +18,13 @@ from leaderboard.manifest.loader import parse_yaml
 from leaderboard.manifest.types import EpisodeLevel, EpisodeSet, ManifestFiles, Problem
 from scoring.sokoban import OVER_BUDGET, UNSOLVABLE, LevelError, parse_xsb, solve
 
-__all__ = ["LEVEL_SEARCH_MAX_NODES", "MAX_LEVEL_CHARS", "parse_episode_set"]
+__all__ = ["LEVEL_ID_PATTERN", "LEVEL_SEARCH_MAX_NODES", "MAX_LEVEL_CHARS", "parse_episode_set"]
+
+# A level id is a path segment of the play API (/api/v1/scorecards/<id>/levels/<level id>/...):
+# the API's routes use this very pattern, so every level a release syncs can be played (an id
+# such as "lvl 1" synced, counted in every card's padded total, and could never be reset).
+LEVEL_ID_PATTERN = r"[A-Za-z0-9._-]{1,100}"
+_LEVEL_ID = re.compile(LEVEL_ID_PATTERN)
 
 # A hidden Sokoban level: XSB of at most 50 x 50 cells (scoring.sokoban.engine.MAX_SIDE) plus newlines.
 MAX_LEVEL_CHARS = 51 * 50
@@ -102,6 +109,14 @@ def _parse_levels(value: Any, check: Checker, path: tuple[Any, ...]) -> list[Epi
         level_id = check.string(data, "id", where, max_len=100)
         stated = check.integer(data, "optimal_len", where, minimum=1, required=False)
         if level_id is None or not check.required(data, "xsb", where):
+            ok = False
+            continue
+        if not _LEVEL_ID.fullmatch(level_id):
+            check.problem(
+                (*where, "id"),
+                f"level id {level_id[:100]!r}: expected 1 to 100 of A-Z, a-z, 0-9, '.', '_' and '-' "
+                "(it is a path segment of the play API)",
+            )
             ok = False
             continue
         if level_id in seen:

@@ -11,7 +11,7 @@ half-way (inside its transaction), lands on the same rows.
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from leaderboard.models import Release, ScorecardRun
 from leaderboard.models.races import ScorecardStanding
@@ -38,6 +38,17 @@ def _entrant_key(agent_id: int) -> str:
     return f"{agent_id:012d}"
 
 
+def _ranked_cards(release: Release) -> QuerySet[ScorecardRun]:
+    """The cards of ``release`` that may rank (the one rule of the rebuild and the update): cards
+    played on the server (submissions.services.cards; rows left by the retired self-reported
+    bundle kind have no card) at a leaderboard level, on which at least one move was sent. A card
+    opened and closed without a move measured nothing: it ranked, above cards that tried and
+    failed (fewer actions), and filled the board with names (docs/schemes.md)."""
+    return ScorecardRun.objects.filter(
+        release=release, level__in=LEADERBOARD_LEVELS, card__isnull=False, total_actions__gt=0
+    )
+
+
 @transaction.atomic
 def scorecard_standings_refresh(*, release: Release) -> int:
     """Rewrite a scorecard release's board: each agent's best card, ranked
@@ -46,13 +57,7 @@ def scorecard_standings_refresh(*, release: Release) -> int:
     # Serialize refreshes of one release: two verifications finishing together would
     # otherwise both delete and both re-insert the same rows.
     Release.objects.select_for_update().filter(pk=release.pk).first()
-    runs = (
-        # Only cards played on the server rank (submissions.services.cards); rows left by the
-        # retired self-reported bundle kind have no card and never do.
-        ScorecardRun.objects.filter(release=release, level__in=LEADERBOARD_LEVELS, card__isnull=False)
-        .select_related("agent_version")
-        .order_by("created_at", "id")
-    )
+    runs = _ranked_cards(release).select_related("agent_version").order_by("created_at", "id")
     by_key: dict[tuple[str, int], ScorecardRun] = {}
     cards = []
     for run in runs:
@@ -79,13 +84,7 @@ def scorecard_standings_refresh(*, release: Release) -> int:
 def _agent_best_card(release: Release, agent_id: int) -> ScorecardRun | None:
     """An agent's best public card on a release (the first of equal cards, as the rebuild keeps)."""
     best: tuple[tuple[float, int, float, float, int, float, int], ScorecardRun] | None = None
-    for run in ScorecardRun.objects.filter(
-        release=release,
-        agent_version__agent_id=agent_id,
-        level__in=LEADERBOARD_LEVELS,
-        # Only cards played on the server rank, exactly as in scorecard_standings_refresh.
-        card__isnull=False,
-    ).order_by("created_at", "id"):
+    for run in _ranked_cards(release).filter(agent_version__agent_id=agent_id).order_by("created_at", "id"):
         key = scorecard_scoring.rank_key(scorecard_from_run(run))
         if best is None or key < best[0]:
             best = (key, run)

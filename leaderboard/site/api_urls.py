@@ -9,6 +9,7 @@ from leaderboard.api import declarations
 from leaderboard.api import scheme_views as scheme_boards
 from leaderboard.api import views as public
 from leaderboard.api_errors import JsonErrorsView, api_not_found
+from leaderboard.manifest.episode_parser import LEVEL_ID_PATTERN
 from submissions.api import account_views
 from submissions.api import admin_views as keys_admin
 from submissions.api import schema as _schema  # noqa: F401 - registers the Api-Key scheme
@@ -50,7 +51,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # First: the play loop's action is the API's most frequent request, and Django tries
     # patterns in order (no two patterns here match one path, so order decides nothing else).
     re_path(
-        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/actions/?$",
+        rf"^scorecards/(?P<card_id>[0-9]{{1,18}})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/actions/?$",
         play.level_action,
         name="api-scorecard-action",
     ),
@@ -91,7 +92,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/?$", play.CardDetailView.as_view(), name="api-scorecard"),
     re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/close/?$", play.CardCloseView.as_view(), name="api-scorecard-close"),
     re_path(
-        r"^scorecards/(?P<card_id>[0-9]{1,18})/levels/(?P<level_id>[A-Za-z0-9._-]{1,100})/reset/?$",
+        rf"^scorecards/(?P<card_id>[0-9]{{1,18}})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/reset/?$",
         play.LevelResetView.as_view(),
         name="api-scorecard-reset",
     ),
@@ -116,6 +117,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<int:run_id>/hide/", account_views.RunHideView.as_view(), name="api-run-hide"),
     path("runs/<int:run_id>/unhide/", account_views.RunUnhideView.as_view(), name="api-run-unhide"),
     *router.urls,
-    # Unknown paths under /api/ answer JSON, never the HTML 404 page.
-    re_path(r"^.*$", api_not_found),
+    # Unknown paths under /api/ answer JSON, never the HTML 404 page. [\s\S], not ".": a path
+    # holding a newline (%0A) fell through to Django's HTML 404 (and Django cannot reverse the
+    # inline flag (?s) that would make "." match it).
+    re_path(r"^[\s\S]*$", api_not_found),
 ]

@@ -136,6 +136,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Django's bodiless 405s get a JSON error or a page saying what the address answers.
     "leaderboard.error_pages.MethodNotAllowedMiddleware",
+    # Too many query parameters: the 400 answered here, not a DEBUG-mode 500 later.
+    "leaderboard.error_pages.QueryLimitsMiddleware",
     # PostgreSQL (or storage) down: a 503 page or JSON error, never a traceback.
     "leaderboard.unavailable.ServiceUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

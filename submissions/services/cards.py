@@ -49,6 +49,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
+from leaderboard.selectors.visibility import benchmarks_visible
 from leaderboard.services.scorecard_standings import scorecard_standing_update
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
@@ -120,7 +121,9 @@ def _is_expired(card: Card, now: dt.datetime) -> bool:
 
 
 def _current_release(benchmark_slug: str) -> Release:
-    benchmark = Benchmark.objects.filter(slug=benchmark_slug).first()
+    # Through visibility: a benchmark with no published release answers as one that does not
+    # exist (it answered wrong_scheme or release_not_ready, confirming it and its scheme).
+    benchmark = benchmarks_visible(staff=False).filter(slug=benchmark_slug).first()
     if benchmark is None:
         raise CardError(404, "benchmark_unknown", f"benchmark: no benchmark with slug {benchmark_slug[:64]!r}.")
     if benchmark.scheme != Benchmark.Scheme.SCORECARD:
@@ -899,8 +902,11 @@ def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
 @_card_request
 def card_close(*, card_id: int, user: User) -> Card:
     """The player closes the card (closing a closed card again is refused: card_closed)."""
+    card = _owned_card_locked(card_id, user)
+    # The clock is read once the card's lock is held: read before, a move applied while the close
+    # waited for the lock was counted yet stamped later than the card's closed_at.
     now = timezone.now()
-    card = _open_card_for_play(card_id, user, now, closing=True)
+    _check_playable(card, now, closing=True)
     _close(card, closed_by=Card.ClosedBy.PLAYER, now=now)
     return card
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -18,6 +19,15 @@ def test_an_unknown_api_path_is_a_json_404(api: Any) -> None:
     response = api.get("/api/v1/no-such-thing/")
     assert response.status_code == 404
     assert response.json() == {"error": {"code": "not_found", "message": "No API endpoint at /api/v1/no-such-thing/."}}
+
+
+def test_an_unknown_api_path_holding_a_newline_is_the_same_json_404_even_in_debug(api: Any) -> None:
+    # The catch-all's "." did not match a newline: such a path fell through to Django's 404, an
+    # HTML page listing the URL patterns under DEBUG (make run's default).
+    with override_settings(DEBUG=True):
+        response = api.get("/api/v1/nothing%0A/")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": "No API endpoint at /api/v1/nothing\n/."}}
 
 
 def test_a_missing_object_is_a_json_404(world: Any, api: Any) -> None:
@@ -106,3 +116,47 @@ def test_production_cookies_are_secure_and_hsts_is_on() -> None:
         timeout=120,
     )
     assert result.stdout.split() == ["True", "True", "True", "DENY", "False"], result.stderr
+
+
+def test_a_json_body_over_djangos_memory_limit_is_a_413_not_a_500(world: Any, client_for: Any) -> None:
+    big = '{"owner_kind": "judge", "owner": "' + "d" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1) + '"}'
+    response = client_for(world.staff).post("/api/v1/admin/signing-keys/", data=big, content_type="application/json")
+    assert response.status_code == 413
+    assert response.json() == {
+        "error": {
+            "code": "too_large",
+            "message": f"the request's form fields or JSON body hold more than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} "
+            "bytes; a bundle goes in the upload's file field, every other field is short.",
+        }
+    }
+
+
+def test_a_multipart_text_field_over_djangos_memory_limit_is_a_413_on_uploads(world: Any, client_for: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from submissions.models import Submission
+
+    before = Submission.objects.count()
+    response = client_for(world.staff).post(
+        "/api/v1/submissions/",
+        {"benchmark": "b" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1), "bundle": SimpleUploadedFile("x.age", b"x")},
+        format="multipart",
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "too_large"
+    assert Submission.objects.count() == before
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_too_many_query_parameters_are_a_400_naming_the_limit_on_the_api_and_pages(api: Any, debug: bool) -> None:
+    query = "&".join(f"f{n}=1" for n in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1))
+    message = (
+        f"the request sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields (query parameters or form "
+        "fields); send only those the page or endpoint takes."
+    )
+    with override_settings(DEBUG=debug):
+        response = api.get(f"/api/v1/runs/?{query}")
+        page = api.get(f"/?{query}")
+    assert response.status_code == 400
+    assert response.json() == {"error": {"code": "malformed_request", "message": message}}
+    assert page.status_code == 400 and message.encode() in page.content

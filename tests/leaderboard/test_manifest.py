@@ -335,6 +335,11 @@ def test_a_scorecard_manifest_carries_each_levels_text_and_its_bfs_optimal_lengt
             "but BFS finds a shortest solution of 3 moves",
         ),
         ("- {id: l2}\n", "levels.yaml:2: [1]: missing required field 'xsb'"),
+        (
+            f'- {{id: "lvl 2", xsb: "{CORRIDOR}"}}\n',
+            "levels.yaml:2: [1].id: level id 'lvl 2': expected 1 to 100 of A-Z, a-z, 0-9, '.', '_' and '-' "
+            "(it is a path segment of the play API)",
+        ),
     ],
 )
 def test_a_level_that_cannot_be_served_is_refused_naming_file_line_and_level(

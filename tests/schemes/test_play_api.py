@@ -99,10 +99,28 @@ def test_opening_a_card_on_an_unknown_benchmark_is_refused(api, benchmark, expec
 
 
 def test_a_card_cannot_be_opened_on_a_paper_gap_benchmark(api):
-    from leaderboard.models import Benchmark
+    from leaderboard.models import Benchmark, Release
 
-    Benchmark.objects.create(slug="papers", name="Papers", scheme="paper_gap")
+    benchmark = Benchmark.objects.create(slug="papers", name="Papers", scheme="paper_gap")
+    Release.objects.create(
+        benchmark=benchmark, version="1", required_task_set_hash="0" * 64, manifest_sha256="0" * 64, published=True
+    )
     assert error(open_card(api, benchmark="papers")) == (400, "wrong_scheme")
+
+
+@pytest.mark.parametrize("scheme", ["scorecard", "paper_gap"])
+def test_a_benchmark_with_no_published_release_answers_as_one_that_does_not_exist(api, scheme):
+    from leaderboard.models import Benchmark, Release
+
+    benchmark = Benchmark.objects.create(slug="secret", name="Secret", scheme=scheme)
+    Release.objects.create(
+        benchmark=benchmark, version="1", required_task_set_hash="0" * 64, manifest_sha256="0" * 64, published=False
+    )
+    response = open_card(api, benchmark="secret")
+    assert error(response) == (404, "benchmark_unknown")
+    # Word for word what a slug nobody registered gets.
+    assert response.json()["error"]["message"] == "benchmark: no benchmark with slug 'secret'."
+    assert not Card.objects.exists()
 
 
 def test_a_card_cannot_play_as_another_accounts_agent(api, make_user, play_release):
@@ -331,6 +349,21 @@ def test_a_played_card_closes_to_the_metrics_scoring_computes_from_its_recorded_
     assert api.post(f"/api/v1/scorecards/{worse}/close").json()["success_rate"] == 0.2
     rows = list(ScorecardStanding.objects.filter(release=play_release))
     assert [(row.rank, row.scorecard.card_id) for row in rows] == [(1, card_id)]
+
+
+def test_a_card_closed_without_a_move_is_kept_but_never_ranks(api, play_release):
+    idle = open_card(api, agent="Idle Bot").json()["id"]
+    reset(api, idle, "corridor")  # a level looked at, no move sent
+    assert api.post(f"/api/v1/scorecards/{idle}/close").json()["total_actions"] == 0
+    tried = open_card(api, agent="Tryer").json()["id"]
+    reset(api, tried, "corridor")
+    act(api, tried, "corridor", "left")
+    api.post(f"/api/v1/scorecards/{tried}/close")
+    # Both closed cards are stored with their metrics; only the one that played ranks (it ranked
+    # below the idle one before: equal success, more actions).
+    assert ScorecardRun.objects.filter(card__pk__in=[idle, tried]).count() == 2
+    board = ScorecardStanding.objects.filter(release=play_release).order_by("rank")
+    assert [(row.rank, row.scorecard.card_id) for row in board] == [(1, tried)]
 
 
 def test_a_closed_card_refuses_play_and_a_second_close(api):

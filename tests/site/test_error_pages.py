@@ -100,7 +100,7 @@ def test_a_form_body_over_the_text_limit_is_a_400_page_saying_where_a_bundle_goe
         content_type="application/x-www-form-urlencoded",
     )
     assert response.status_code == 400
-    assert "a bundle goes in the upload form&#x27;s file field" in response.content.decode()
+    assert "a bundle goes in the upload&#x27;s file field, every other field is short" in response.content.decode()
 
 
 @pytest.mark.django_db

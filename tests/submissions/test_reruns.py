@@ -321,6 +321,28 @@ def test_the_staff_api_records_entered_results_and_lowers_levels(run, maintainer
     assert missing.status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"level": "attested", "reason": "  "}, 400, "reason_missing"),
+        ({"level": "attested"}, 400, "reason_missing"),
+        ({"level": "gold", "reason": "x"}, 400, "level_invalid"),
+        ({"reason": "x"}, 400, "invalid"),
+        ({"level": 5, "reason": "x"}, 400, "invalid"),
+    ],
+)
+@pytest.mark.django_db
+def test_the_level_api_refuses_with_the_documented_codes_and_records_nothing(run, maintainer, body, status, code):
+    api = APIClient()
+    api.force_authenticate(maintainer)
+    before = len(events(run))
+    response = api.post(f"/api/v1/admin/runs/{run.pk}/level/", body, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (status, code)
+    if code == "invalid":
+        assert "level" in response.json()["error"]["fields"]
+    assert len(events(run)) == before
+
+
 @pytest.fixture
 def signed_withheld(release_from_spec, seal, owner):
     """signed_withheld(**bundle kwargs) -> a run of ``owner`` on a release whose anchors are
