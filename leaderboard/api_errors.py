@@ -9,6 +9,7 @@ no stack trace, exception text or setting ever reaches a client.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -111,6 +112,22 @@ def _framework_error(exc: exceptions.APIException) -> Response:
     return Response(body, status=exc.status_code, headers=headers)
 
 
+def refuse_unknown_fields(data: Any, allowed: Sequence[str]) -> None:
+    """Refuse an API body's field that is not one of ``allowed`` (``invalid``, naming it): read
+    past, a misspelt field ("is_private") was silently ignored and its intent lost (a run meant
+    to stay private published). Call it before the body's own validation, which refuses a body
+    that is not an object (this passes one)."""
+    if not hasattr(data, "keys"):
+        return
+    unknown = sorted(str(key)[:40] for key in data if key not in allowed)
+    if unknown:
+        raise ApiError(
+            code="invalid",
+            message=f"{unknown[0]}: unknown field; expected {', '.join(allowed)}.",
+            extra={"fields": {unknown[0]: ["Unknown field."]}},
+        )
+
+
 def request_limit_error(exc: Exception) -> ApiError | None:
     """Django's own refusal of a request it will not read (raised from ``request.data`` or
     ``request.GET``, past every view's checks), as the API's error; None for any other exception.
@@ -124,6 +141,22 @@ def request_limit_error(exc: Exception) -> ApiError | None:
     return None
 
 
+def _other_scheme_named(exc: Exception, request: Any) -> Exception:
+    """A request refused as unauthenticated that sent an Authorization header of another scheme
+    ("Bearer <key>") is told the scheme this API reads: DRF's "credentials were not provided" left
+    a client sure it had sent them. Same code and WWW-Authenticate; only the sentence differs."""
+    if not isinstance(exc, exceptions.NotAuthenticated) or request is None:
+        return exc
+    scheme = str(request.META.get("HTTP_AUTHORIZATION", "")).strip().split(" ", 1)[0]
+    if not scheme or scheme.lower() == "api-key":
+        return exc
+    named = exceptions.NotAuthenticated(
+        f"Authorization: this API reads 'Api-Key <key>' (or a signed-in session), not {scheme[:20]!r} credentials."
+    )
+    named.auth_header = getattr(exc, "auth_header", None)  # type: ignore[attr-defined]
+    return named
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     exc = request_limit_error(exc) or exc
     if isinstance(exc, Http404):
@@ -134,6 +167,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
 
+    exc = _other_scheme_named(exc, context.get("request"))
     set_rollback()
     if isinstance(exc, ApiError):
         body = error_body(exc.error_code, exc.message, **exc.extra)

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictModelSerializer, json_type
 from leaderboard.api.selectors import releases_visible
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import ApiError, refuse_unknown_fields
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice
 from leaderboard.permissions import ADD_BASELINE, DELETE_BASELINE, staff_may
@@ -220,13 +220,7 @@ class AgentVersionBaselineView(APIView):
         payload = request.data
         if not isinstance(payload, dict):
             raise ApiError(code="invalid", message="Expected a JSON object.", extra={"fields": {}})
-        unknown = sorted(set(payload) - set(BASELINE_FIELDS))
-        if unknown:
-            raise ApiError(
-                code="invalid",
-                message=f"{str(unknown[0])[:40]}: unknown field; expected {', '.join(BASELINE_FIELDS)}.",
-                extra={"fields": {str(unknown[0])[:40]: ["Unknown field."]}},
-            )
+        refuse_unknown_fields(payload, BASELINE_FIELDS)
         serializer = BaselineSerializer(data=payload)
         if not serializer.is_valid():
             fields = {name: [str(e) for e in errors] for name, errors in serializer.errors.items()}

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictSlugField
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import ApiError, refuse_unknown_fields
 from leaderboard.users import signed_in_user
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
@@ -76,6 +76,7 @@ class ChallengeView(APIView):
         responses={201: ChallengeSerializer, 429: ErrorSerializer, **ERRORS},
     )
     def post(self, request: Request) -> Response:
+        refuse_unknown_fields(request.data, tuple(ChallengeRequestSerializer().fields))
         data = _valid(ChallengeRequestSerializer(data=request.data))
         try:
             challenge = challenge_issue(user=signed_in_user(request), request=ChallengeRequest(**data))
@@ -121,6 +122,7 @@ class RaceEntryView(APIView):
         responses={201: RaceEntrySerializer, **ERRORS},
     )
     def post(self, request: Request) -> Response:
+        refuse_unknown_fields(request.data, tuple(RaceEntryRequestSerializer().fields))
         data = _valid(RaceEntryRequestSerializer(data=request.data))
         try:
             version, entry = race_entry_create(

@@ -29,7 +29,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api.errors import ErrorSerializer
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import ApiError, refuse_unknown_fields
 from leaderboard.api_query import boolean
 from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
@@ -55,15 +55,6 @@ ERRORS = {
 # ``is_private`` would otherwise have it silently ignored, and a run it meant to keep private
 # published).
 UPLOAD_FIELDS = ("bundle", "benchmark", "private")
-
-
-def _refuse_unknown_upload_fields(data: Any) -> None:
-    unknown = sorted(set(data.keys()) - set(UPLOAD_FIELDS))
-    if unknown:
-        raise ApiError(
-            code="invalid",
-            message=f"{unknown[0][:40]}: unknown field; an upload takes {', '.join(UPLOAD_FIELDS)}.",
-        )
 
 
 def _upload_private(data: Any) -> bool:
@@ -134,6 +125,11 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
             200: OpenApiResponse(SubmissionSerializer, description="Identical retry: the existing submission"),
             413: OpenApiResponse(ErrorSerializer, description="Upload too large"),
             **ERRORS,
+            503: OpenApiResponse(
+                ErrorSerializer,
+                description="storage_unavailable, broker_unavailable, site_key_unavailable or database_unavailable "
+                "(with Retry-After); nothing is recorded",
+            ),
         },
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -143,7 +139,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         data = request.data  # parses the body through the guard
         if guard is not None and guard.too_large:
             raise _rejection_error(bundle_too_large())
-        _refuse_unknown_upload_fields(data)
+        refuse_unknown_fields(data, UPLOAD_FIELDS)
         upload = request.FILES.get("bundle")
         if upload is None:
             raise ApiError(code="bundle_missing", message="bundle: expected a file field named 'bundle'.")

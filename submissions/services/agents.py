@@ -40,13 +40,21 @@ def agent_slug(name: str) -> str:
     return slugify(name)[:AGENT_SLUG_MAX]
 
 
-def _checked_slug(name: str, version: str) -> str:
+# Where a bundle names its agent; the API's forms pass their own field name.
+MANIFEST_AGENT = "manifest.json: agent"
+
+
+def _checked_slug(name: str, version: str, where: str) -> str:
+    if not version.strip():
+        raise BundleError("agent_invalid", f"{where}: the agent version is empty; give the version these runs are of")
     slug = agent_slug(name)
-    if not slug or not version:
+    if not slug:
+        # A name made only of characters the identity drops ("Новый") is told which one.
+        agent_name_check(name, where=where)
         raise BundleError(
             "agent_invalid",
-            f"manifest.json: agent name {name[:100]!r} and version {version[:100]!r} must both be non-empty "
-            "(the name needs at least one letter or digit)",
+            f"{where}: agent name {name[:100]!r} has no letter or digit; an agent's identity (its slug) is made "
+            "of its letters and digits",
         )
     return slug
 
@@ -60,20 +68,20 @@ def _dropped_by_slug(char: str) -> bool:
     return not (" " <= char <= "~" or unicodedata.category(char) == "Mn")
 
 
-def agent_name_check(name: str) -> None:
+def agent_name_check(name: str, *, where: str = MANIFEST_AGENT) -> None:
     """Raise ``agent_name_ambiguous`` when ``name`` has a character its slug would drop (see
     the module docstring). Checked when an agent is first named, never for an existing one."""
     dropped = next((char for char in unicodedata.normalize("NFD", name) if _dropped_by_slug(char)), None)
     if dropped is not None:
         raise BundleError(
             "agent_name_ambiguous",
-            f"manifest.json: agent name {name[:100]!a} has the character {dropped!a}, which an agent's "
+            f"{where}: agent name {name[:100]!a} has the character {dropped!a}, which an agent's "
             "identity (its slug) does not keep, so the name could pass for another agent's; a new agent's name "
             "uses ASCII letters, digits, spaces and punctuation (accented letters are fine)",
         )
 
 
-def agent_owner_check(*, name: str, account: User) -> Agent | None:
+def agent_owner_check(*, name: str, account: User, where: str = MANIFEST_AGENT) -> Agent | None:
     """The agent ``name`` stands for when ``account`` may file under it (None: not yet known).
 
     Raises ``agent_not_yours`` when the slug belongs to another account or to no account.
@@ -83,23 +91,24 @@ def agent_owner_check(*, name: str, account: User) -> Agent | None:
     if agent is not None and (account is None or agent.owner_id != account.pk):
         raise BundleError(
             "agent_not_yours",
-            f"manifest.json: agent {agent.slug!r} belongs to another account; only its owner can submit runs "
+            f"{where}: agent {agent.slug!r} belongs to another account; only its owner can submit runs "
             "under it (names that differ only in case, spaces or punctuation are the same agent); "
             "choose another agent name",
         )
     return agent
 
 
-def agent_version_claim(*, name: str, version: str, account: User) -> AgentVersion:
+def agent_version_claim(*, name: str, version: str, account: User, where: str = MANIFEST_AGENT) -> AgentVersion:
     """The version of ``account``'s agent ``name``, creating the agent (owned by ``account``)
-    and the version on first use. Raises ``agent_not_yours`` / ``agent_invalid``."""
-    slug = _checked_slug(name, version)
-    agent = agent_owner_check(name=name, account=account)
+    and the version on first use. Raises ``agent_not_yours`` / ``agent_invalid`` /
+    ``agent_name_ambiguous``, their messages starting with ``where`` (the field the name came in)."""
+    slug = _checked_slug(name, version, where)
+    agent = agent_owner_check(name=name, account=account, where=where)
     if agent is None:
-        agent_name_check(name)
+        agent_name_check(name, where=where)
         agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:AGENT_NAME_MAX], "owner": account})
         # A concurrent first use by another account may have won the get_or_create.
-        agent_owner_check(name=name, account=account)
+        agent_owner_check(name=name, account=account, where=where)
     agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:AGENT_VERSION_MAX])
     return agent_version
 

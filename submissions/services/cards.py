@@ -178,10 +178,10 @@ def card_open(*, user: User, api_key: ApiKey | None, benchmark_slug: str, agent_
     with transaction.atomic():
         try:
             # The one agent-ownership rule of every scheme (submissions.services.agents).
-            version = agent_version_claim(name=agent_name, version=agent_version, account=user)
+            version = agent_version_claim(name=agent_name, version=agent_version, account=user, where="agent")
         except BundleError as exc:
             status = 403 if exc.code == "agent_not_yours" else 400
-            raise CardError(status, exc.code, exc.message.replace("manifest.json: ", "", 1)) from None
+            raise CardError(status, exc.code, exc.message) from None
         _consume_daily_card(user=user, api_key=api_key, benchmark=release.benchmark)
         now = timezone.now()
         return Card.objects.create(

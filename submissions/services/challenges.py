@@ -105,10 +105,17 @@ def challenge_issue(*, user: User, request: ChallengeRequest) -> SubmissionChall
             f"(they last {CHALLENGE_TTL.total_seconds() / 3600:g} hours)",
         )
     race = None
+    if request.race is not None and release.benchmark.scheme != Benchmark.Scheme.RACE:
+        # Read past, a client that believed it asked for a race's challenge got another kind.
+        raise BundleError(
+            "unknown_race", f"race: benchmark {release.benchmark.slug!r} runs no races; leave race out (or null)"
+        )
     if release.benchmark.scheme == Benchmark.Scheme.RACE:
         race, agent_version = _race_target(request, release, user)
     else:
-        agent_version = agent_version_claim(name=request.agent_name, version=request.agent_version, account=user)
+        agent_version = agent_version_claim(
+            name=request.agent_name, version=request.agent_version, account=user, where="agent_name"
+        )
     return SubmissionChallenge.objects.create(
         token=secrets.token_urlsafe(32),
         user=user,

@@ -300,7 +300,7 @@ def race_entry_create(
             raise BundleError("unknown_race", f"race: benchmark {benchmark.slug!r} has no race number {race_number}")
         if race.status not in (Race.Status.SCHEDULED, Race.Status.RUNNING):
             raise BundleError("race_closed", f"race: {race} is {race.status}; it takes no new entries")
-    version = agent_version_claim(name=agent_name, version=agent_version, account=user)
+    version = agent_version_claim(name=agent_name, version=agent_version, account=user, where="agent_name")
     if race is None:
         QualifyingEntry.objects.get_or_create(benchmark=benchmark, agent_version=version, defaults={"entered_by": user})
         return version, None

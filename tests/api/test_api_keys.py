@@ -42,6 +42,23 @@ def test_a_wrong_secret_is_refused_with_a_json_error(world: Any, api: Any, owner
     assert response["WWW-Authenticate"] == "Api-Key"
 
 
+def test_a_key_sent_under_another_scheme_is_told_the_scheme_this_api_reads(
+    world: Any, api: Any, owner_key: str
+) -> None:
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Bearer {owner_key}")
+    assert response.status_code == 401
+    assert response.json() == {
+        "error": {
+            "code": "not_authenticated",
+            "message": "Authorization: this API reads 'Api-Key <key>' (or a signed-in session), not 'Bearer' "
+            "credentials.",
+        }
+    }
+    assert response["WWW-Authenticate"] == "Api-Key"
+    # A public read still serves the request anonymously, whatever header came with it.
+    assert api.get("/api/v1/benchmarks/", HTTP_AUTHORIZATION=f"Bearer {owner_key}").status_code == 200
+
+
 def test_a_revoked_key_no_longer_authenticates(world: Any, api: Any, owner_key: str) -> None:
     api_key_revoke(user=world.owner, key_id=ApiKey.objects.get(user=world.owner).pk)
     response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")

@@ -94,11 +94,14 @@ def test_an_accept_the_api_docs_or_schema_cannot_render_is_the_apis_json_406(pat
 
 
 @pytest.mark.django_db
-def test_an_unknown_format_of_the_schema_is_the_apis_json_404() -> None:
+def test_an_unknown_format_of_the_schema_is_the_apis_json_406_naming_the_formats_it_answers() -> None:
+    # It was a 404 "Nothing at /api/v1/schema/": the address was right, the parameter was not.
     response = Client().get("/api/v1/schema/", {"format": "xml"})
-    assert response.status_code == 404
-    assert response.json()["error"]["code"] == "not_found"
-    assert response.json()["error"]["message"].startswith("Nothing at /api/v1/schema/")
+    assert response.status_code == 406
+    assert response.json()["error"] == {
+        "code": "not_acceptable",
+        "message": "format: 'xml' is not a format this endpoint answers; it answers json, yaml.",
+    }
 
 
 @pytest.mark.django_db

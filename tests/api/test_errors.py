@@ -160,3 +160,15 @@ def test_too_many_query_parameters_are_a_400_naming_the_limit_on_the_api_and_pag
     assert response.status_code == 400
     assert response.json() == {"error": {"code": "malformed_request", "message": message}}
     assert page.status_code == 400 and message.encode() in page.content
+
+
+def test_an_unknown_format_parameter_is_a_406_naming_it_not_a_404(api: Any) -> None:
+    response = api.get("/api/v1/benchmarks/?format=xml")
+    assert response.status_code == 406
+    assert response.json() == {
+        "error": {
+            "code": "not_acceptable",
+            "message": "format: 'xml' is not a format this endpoint answers; it answers json.",
+        }
+    }
+    assert api.get("/api/v1/benchmarks/?format=json").status_code == 200

@@ -200,7 +200,8 @@ def test_an_unknown_upload_field_is_refused_by_name_and_nothing_is_stored(
     assert response.status_code == 400
     assert response.json()["error"] == {
         "code": "invalid",
-        "message": "is_private: unknown field; an upload takes bundle, benchmark, private.",
+        "message": "is_private: unknown field; expected bundle, benchmark, private.",
+        "fields": {"is_private": ["Unknown field."]},
     }
     bad = _upload(api, b"some bytes", key=owner_key, private="maybe")
     assert bad.json()["error"] == {"code": "invalid", "message": "private: expected true or false, got 'maybe'."}

@@ -92,3 +92,24 @@ def test_a_card_under_a_new_lookalike_agent_name_is_refused_for_everyone(play_re
     assert error(open_card(api_for(request.getfixturevalue(who)), LOOKALIKE)) == (400, "agent_name_ambiguous")
     assert list(Agent.objects.values_list("slug", flat=True)) == ["alice-shopper"]
     assert Card.objects.count() == 1
+
+
+def test_a_name_with_no_letter_its_identity_keeps_is_told_which_character_in_the_field_it_came_in(
+    running, play_release, alice
+):
+    # "Новый" has letters, none an agent's slug keeps: it was agent_invalid saying the name needs a
+    # letter and pointing at manifest.json, which an API form does not have.
+    response = enter_race(api_for(alice), "\u041d\u043e\u0432\u044b\u0439")
+    assert error(response) == (400, "agent_name_ambiguous")
+    expected = "agent_name: agent name '\\u041d\\u043e\\u0432\\u044b\\u0439' has the character '\\u041d'"
+    assert response.json()["error"]["message"].startswith(expected)
+    card = open_card(api_for(alice), "\u65e5\u672c")
+    assert error(card) == (400, "agent_name_ambiguous")
+    assert card.json()["error"]["message"].startswith("agent: agent name")
+    punctuation = enter_race(api_for(alice), "--")
+    assert error(punctuation) == (400, "agent_invalid")
+    assert punctuation.json()["error"]["message"] == (
+        "agent_name: agent name '--' has no letter or digit; an agent's identity (its slug) is made of its letters "
+        "and digits"
+    )
+    assert not Agent.objects.exists() and not Card.objects.exists() and not RaceEntry.objects.exists()

@@ -112,7 +112,12 @@ def test_a_level_the_card_did_not_play_has_no_replay(played, client):
 def test_staff_audit_cards_and_moves_in_the_admin_read_only(played, client, django_user_model):
     admin_user = django_user_model.objects.create_superuser(username="root", password="a-long-test-password-123")
     client.force_login(admin_user)
-    assert client.get(reverse("admin:submissions_card_changelist")).status_code == 200
+    listing = client.get(reverse("admin:submissions_card_changelist"))
+    assert listing.status_code == 200
+    # Levels started and moves sent per card (what scouting the hidden set looks like).
+    (row,) = listing.context["cl"].result_list
+    assert (row.started, row.sent) == (played.episodes.count(), sum(e.steps for e in played.episodes.all()))
+    assert "Levels started" in listing.content.decode()
     page = client.get(reverse("admin:submissions_card_change", args=[played.pk])).content.decode()
     assert "corridor" in page and 'name="_save"' not in page
     assert client.get(reverse("admin:submissions_cardmove_changelist")).status_code == 200

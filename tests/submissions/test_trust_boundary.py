@@ -93,6 +93,27 @@ def test_a_challenge_is_issued_over_the_api_bound_to_the_account_release_and_age
     assert Agent.objects.get(slug="alice-agent").owner == owner
 
 
+@pytest.mark.parametrize(
+    ("extra", "code", "message"),
+    [
+        (
+            {"rcae": 1},
+            "invalid",
+            "rcae: unknown field; expected benchmark, release, agent_name, agent_version, race.",
+        ),
+        ({"race": 1}, "unknown_race", "race: benchmark 'ale-robotics' runs no races; leave race out (or null)"),
+    ],
+)
+def test_a_challenge_request_that_would_be_read_past_is_refused_and_issues_nothing(
+    api, owner, demo_release, extra, code, message
+):
+    body = {"benchmark": "ale-robotics", "release": "0.5", "agent_name": "Alice Agent", "agent_version": "1.0"}
+    response = api(owner).post("/api/v1/challenges/", {**body, **extra}, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (400, code)
+    assert response.json()["error"]["message"] == message
+    assert not SubmissionChallenge.objects.exists() and not Agent.objects.exists()
+
+
 def test_anonymous_clients_get_no_challenge(demo_release):
     response = APIClient().post("/api/v1/challenges/", {"benchmark": "ale-robotics"}, format="json")
     assert response.status_code == 401
