@@ -52,6 +52,20 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     return HttpResponseForbidden(loader.render_to_string("403.html", {"message": message}, request))
 
 
+# Said for a form the CSRF check refused (Django's own page, unstyled, spoke of its middleware).
+CSRF_MESSAGE = (
+    "The form could not be accepted: its security token was missing or out of date (the page may have "
+    "been open a long time, or this browser blocks cookies for the site). Reload the page and send the form again."
+)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: the refusal in the site's layout (JSON under /api/), saying what to do."""
+    if _wants_json(request):
+        return JsonResponse(error_body("csrf_failed", CSRF_MESSAGE), status=403)
+    return HttpResponseForbidden(loader.render_to_string("403.html", {"message": CSRF_MESSAGE}, request))
+
+
 def bad_request_message(exception: Exception | None) -> str:
     """What was wrong with a request Django could not read (Django's own words name settings
     or echo the Host, so they are not shown): a form body that is not valid multipart, has too many fields or files,

@@ -118,6 +118,8 @@ else:
 DEBUG = env_bool("DEBUG", not PRODUCTION)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+# A refused form gets the site's page saying what to do, not Django's page about its middleware.
+CSRF_FAILURE_VIEW = "leaderboard.error_pages.csrf_failure"
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
 
 INSTALLED_APPS = [

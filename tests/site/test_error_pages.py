@@ -148,3 +148,12 @@ def test_a_wrong_method_on_a_plain_django_view_under_the_api_is_the_apis_json_40
             "message": "DELETE is not a method this address answers; it answers GET, HEAD.",
         }
     }
+
+
+@pytest.mark.django_db
+def test_a_form_refused_by_the_csrf_check_gets_the_sites_page_saying_what_to_do():
+    response = Client(enforce_csrf_checks=True).post("/accounts/login/", {"username": "x", "password": "y"})
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert "<h1>Not allowed</h1>" in body
+    assert "its security token was missing or out of date" in body and "CsrfViewMiddleware" not in body
