@@ -24,7 +24,7 @@ from django.utils.html import format_html, format_html_join
 
 # The race, declaration and user admins live in their own modules; importing them registers them.
 from leaderboard import admin_declarations, admin_races, admin_users  # noqa: F401
-from leaderboard.admin_mixins import ReadOnlyFieldsMixin
+from leaderboard.admin_mixins import ReadOnlyFieldsMixin, SuperuserDeletesMixin
 from leaderboard.manifest import ManifestError, ZipLimits, read_manifest_zip
 from leaderboard.models import (
     Agent,
@@ -37,6 +37,7 @@ from leaderboard.models import (
     Task,
     Validator,
 )
+from leaderboard.permissions import CHANGE_RACE, PUBLISH_RELEASE, staff_may
 from leaderboard.selectors.release_diff import release_diff
 from leaderboard.selectors.releases import release_previous
 from leaderboard.services.release_gates import (
@@ -108,7 +109,7 @@ class ManifestUploadForm(forms.Form):
 
 
 @admin.register(Benchmark)
-class BenchmarkAdmin(admin.ModelAdmin):
+class BenchmarkAdmin(SuperuserDeletesMixin, admin.ModelAdmin):
     list_display = ["slug", "name", "scheme", "daily_submission_limit", "created_at"]
     search_fields = ["slug", "name"]
     # Defined by manifests; only the submission rate limit is an admin setting.
@@ -119,7 +120,7 @@ class BenchmarkAdmin(admin.ModelAdmin):
 
 
 @admin.register(Evaluator)
-class EvaluatorAdmin(admin.ModelAdmin):
+class EvaluatorAdmin(SuperuserDeletesMixin, admin.ModelAdmin):
     """Evaluators may be pre-registered here; a manifest's evaluators list registers them too."""
 
     list_display = ["simulator", "name"]
@@ -404,7 +405,9 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     def _gate_view(
         self, request: HttpRequest, pk: int, form_class: type[forms.Form], title: str, apply: Any
     ) -> HttpResponse:
-        if not request.user.has_perm("leaderboard.change_releasetask"):
+        # The permission the gate services check (release_gates), by its one name: spelled here
+        # as change_releasetask, it refused the maintainers the service would have let through.
+        if not staff_may(request.user, PUBLISH_RELEASE):
             raise PermissionDenied
         row = get_object_or_404(ReleaseTask.objects.select_related("task", "release__benchmark"), pk=pk)
         form = form_class(request.POST or None)
@@ -442,17 +445,34 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
 
 
 @admin.register(Validator)
-class ValidatorAdmin(admin.ModelAdmin):
+class ValidatorAdmin(SuperuserDeletesMixin, admin.ModelAdmin):
     list_display = ["slug", "name"]
     # The accounts that act for the validator: they get race-run challenges and see owed runs.
     filter_horizontal = ["accounts"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # Who acts for a validator is a race write (docs/security-model.md: filing for a validator
+        # needs change_race): with only change_validator a helper added itself to one.
+        return [] if staff_may(request.user, CHANGE_RACE) else ["accounts"]
+
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(SuperuserDeletesMixin, admin.ModelAdmin):
+    """Agents are named by their owners' first runs (submissions.services.agents, the one rule
+    that refuses lookalike names). Here staff only give an owner-less agent (a row from before
+    ownership existed) its owner; every other field, and an owned agent, is read-only: a helper
+    could rename an agent, or take it, declare in its name and hand it back."""
+
     list_display = ["slug", "name", "owner", "created_at"]
     search_fields = ["slug", "name", "owner__username"]
     list_select_related = ["owner"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        fields = ["slug", "name", "created_at"]
+        return fields if obj is not None and obj.owner_id is None else [*fields, "owner"]
 
 
 @admin.register(AgentVersion)
