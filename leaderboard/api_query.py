@@ -1,9 +1,11 @@
-"""One rule for every API query string: a parameter that is present must carry a value.
+"""One rule for every API query string: a parameter that is present must carry a value, once.
 
 HTML forms send empty fields and the pages treat them as absent, but the API is
 for scripts, and its schema types every parameter (an integer offset, a boolean
 `complete`, an enum `verdict`). `?offset=` is not an integer, so it is refused
-with the API's JSON error instead of being silently read as "no filter".
+with the API's JSON error instead of being silently read as "no filter". No API parameter
+takes several values, so one given twice (`?limit=1&limit=2`) is refused too: read as the last,
+a script's intent was silently dropped.
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ class EmptyApiQueryParameterMiddleware:
                 names = ", ".join(name[:40] for name in empty[:5])
                 return JsonResponse(
                     error_body("invalid_query", f"{names}: a query parameter that is given needs a value."),
+                    status=400,
+                )
+            repeated = sorted(name for name, values in request.GET.lists() if len(values) > 1)
+            if repeated:
+                names = ", ".join(name[:40] for name in repeated[:5])
+                return JsonResponse(
+                    error_body("invalid_query", f"{names}: given more than once; give each query parameter once."),
                     status=400,
                 )
         return self.get_response(request)
