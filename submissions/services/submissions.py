@@ -58,8 +58,9 @@ class SubmissionRejected(Exception):
 
     @property
     def status(self) -> int:
-        """The HTTP status both upload views answer with: 413 for a bundle over the limit, else 400."""
-        return 413 if self.code == "too_large" else 400
+        """The HTTP status both upload views answer with: 413 for a bundle over the limit, 409 for a
+        retry that contradicts the earlier upload, else 400."""
+        return {"too_large": 413, "upload_differs": 409}.get(self.code, 400)
 
 
 def _chunks(uploaded_file: Any) -> Iterator[bytes]:
@@ -116,6 +117,25 @@ def _existing(*, sha256: str, user: User) -> Submission | None:
     let a stranger who uploaded a victim's sealed file first block the victim's own upload.
     """
     return Submission.objects.filter(sha256=sha256, submitter=user, carried_from__isnull=True).first()
+
+
+def _same_upload(existing: Submission, *, benchmark: Any, is_private: bool) -> None:
+    """An identical retry answers the earlier submission; a retry of the same bytes that asks for
+    another benchmark or another privacy is refused (``upload_differs``): answered with the earlier
+    submission, it was read as done, so a run re-sent as private stayed public."""
+    differs = []
+    declared = existing.declared_benchmark
+    if declared is not None and declared.pk != benchmark.pk:
+        differs.append(f"benchmark {declared.slug!r}")
+    if existing.is_private != is_private:
+        differs.append("private" if existing.is_private else "public")
+    if differs:
+        raise SubmissionRejected(
+            "upload_differs",
+            f"bundle: you already uploaded these bytes as submission {existing.pk} ({', '.join(differs)}); "
+            "a retry sends the same benchmark and privacy (a public run is taken off the boards by "
+            "withdrawing it on its page).",
+        )
 
 
 def _display_name(original_name: str, uploaded_file: Any) -> str:
@@ -216,6 +236,7 @@ def submission_upload(
         sha256, size = bundle_spool(file, spool)
         existing = _existing(sha256=sha256, user=user)
         if existing is not None:
+            _same_upload(existing, benchmark=benchmark, is_private=is_private)
             return UploadResult(existing, False, quota_peek(user=user, api_key=api_key, scope=scope, limit=limit))
         quota = quota_consume(user=user, api_key=api_key, scope=scope, limit=limit)
         name = bundle_storage_name(sha256)

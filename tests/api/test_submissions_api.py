@@ -41,6 +41,21 @@ def test_an_identical_retry_answers_200_with_the_same_submission(world: Any, api
     assert _upload(api, b"other bytes", key=owner_key).status_code == 201
 
 
+def test_a_retry_of_the_same_bytes_asking_for_other_privacy_is_refused_and_changes_nothing(
+    world: Any, api: Any, owner_key: str, media: Any
+) -> None:
+    first = _upload(api, b"same bytes", key=owner_key)
+    retry = _upload(api, b"same bytes", key=owner_key, private="true")
+    assert retry.status_code == 409
+    assert retry.json()["error"] == {
+        "code": "upload_differs",
+        "message": f"bundle: you already uploaded these bytes as submission {first.json()['id']} (public); a retry "
+        "sends the same benchmark and privacy (a public run is taken off the boards by withdrawing it on its page).",
+    }
+    assert not Submission.objects.get(pk=first.json()["id"]).is_private
+    assert Submission.objects.filter(sha256=first.json()["sha256"]).count() == 1
+
+
 def test_the_daily_limit_answers_429_with_retry_after(world: Any, api: Any, owner_key: str, media: Any) -> None:
     assert _upload(api, b"bundle one", key=owner_key).status_code == 201
     assert _upload(api, b"bundle two", key=owner_key).status_code == 201
