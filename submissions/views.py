@@ -111,16 +111,12 @@ def _csrf_checked(request: HttpRequest) -> HttpResponse:  # pragma: no cover - n
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
-    user = signed_in_user(request)
     benchmarks = list(benchmarks_visible(staff=viewer_is_staff(request.user)).order_by("name"))
-    context: dict[str, Any] = {
-        "site_key": _site_key(),
-        "benchmarks": benchmarks,
-        "limits": quota_overview(user=user, benchmarks=benchmarks),
-        "validator_limits": validator_quota_overview(user=user),
-        "open_challenges": _open_challenges(request.user),
-    }
+    context = _upload_context(request, benchmarks)
     if request.method == "GET":
+        # After the challenge form's redirect: the challenge just issued, shown first.
+        issued = request.GET.get("challenge", "")
+        context["new_challenge"] = next((c for c in context["open_challenges"] if str(c.pk) == issued), None)
         return render(request, "submissions/upload.html", context)
     size_error = _declared_size_error(request)
     if size_error is not None:
@@ -173,6 +169,19 @@ def _race_number(text: str) -> int:
     return number
 
 
+def _upload_context(request: HttpRequest, benchmarks: list[Any]) -> dict[str, Any]:
+    """What the upload page shows whichever form was sent: the site key, the benchmarks, the
+    account's daily limits and its open challenges."""
+    user = signed_in_user(request)
+    return {
+        "site_key": _site_key(),
+        "benchmarks": benchmarks,
+        "limits": quota_overview(user=user, benchmarks=benchmarks),
+        "validator_limits": validator_quota_overview(user=user),
+        "open_challenges": _open_challenges(user),
+    }
+
+
 def _open_challenges(user: Any) -> list[Any]:
     """The account's unused, unexpired challenges, newest first (shown on the upload page)."""
 
@@ -186,18 +195,18 @@ def _open_challenges(user: Any) -> list[Any]:
 @login_required
 @require_http_methods(["POST"])
 def challenge_new(request: HttpRequest) -> HttpResponse:
-    """Issue a submission challenge from the upload page's form and show it there."""
+    """Issue a submission challenge from the upload page's form, then show it there: a redirect
+    to the upload page (reloadable; the page whole, limits included), or the page with the form's
+    error. The POST's own address answered the page before, and reloading it sent the form again."""
     benchmarks = list(benchmarks_visible(staff=viewer_is_staff(request.user)).order_by("name"))
     fields = {
         name: request.POST.get(name, "").strip() for name in ("benchmark", "release", "agent_name", "agent_version")
     }
     race_text = request.POST.get("race", "").strip()
-    context: dict[str, Any] = {"site_key": _site_key(), "benchmarks": benchmarks, "challenge_form": fields}
-    status = 201
+    context = {**_upload_context(request, benchmarks), "challenge_form": fields}
     missing = [name for name, value in fields.items() if not value]
     if missing:
         context["challenge_error"] = {"code": "invalid", "message": f"{missing[0]}: this field is required."}
-        context["open_challenges"] = _open_challenges(request.user)
         return render(request, "submissions/upload.html", context, status=400)
     try:
         race = _race_number(race_text) if race_text else None
@@ -208,12 +217,12 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
             agent_version=fields["agent_version"][:100],
             race=race,
         )
-        context["new_challenge"] = challenge_issue(user=signed_in_user(request), request=request_)
+        challenge = challenge_issue(user=signed_in_user(request), request=request_)
     except BundleError as exc:
         context["challenge_error"] = {"code": exc.code, "message": exc.message}
         status = 403 if exc.code in ("agent_not_yours", "not_a_validator") else 400
-    context["open_challenges"] = _open_challenges(request.user)
-    return render(request, "submissions/upload.html", context, status=status)
+        return render(request, "submissions/upload.html", context, status=status)
+    return redirect(f"{reverse('submission_upload')}?challenge={challenge.pk}#challenge-heading")
 
 
 def _own(request: HttpRequest, submission_id: UUID) -> Submission:

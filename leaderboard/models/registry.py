@@ -16,9 +16,9 @@ from django.db import models
 
 class Benchmark(models.Model):
     class Scheme(models.TextChoices):
-        PAPER_GAP = "paper_gap", "Paper-gap (seed 000)"
-        SCORECARD = "scorecard", "Episode scorecard (seed 001)"
-        RACE = "race", "Race (seed 002)"
+        PAPER_GAP = "paper_gap", "Paper-gap"
+        SCORECARD = "scorecard", "Episode scorecard"
+        RACE = "race", "Race"
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)

@@ -79,6 +79,8 @@
       "step " + move.step + ": " + (move.action ? move.action + " — " + move.result : "action not shown");
     if (move.solved) text += " · solved";
     if (move.deadlocked) { text += " · DEADLOCK"; li.className = "is-deadlock"; }
+    // When the server received it (UTC, to the millisecond): the gaps are the agent's and the network's.
+    if (move.at) text += " · " + move.at.slice(11, 23) + " UTC";
     li.textContent = text;
     list.appendChild(li);
     return li;
@@ -96,6 +98,7 @@
     var note = "";
     if (last && last.deadlocked) note = " — deadlocked here: a crate is wedged in a corner";
     else if (last && last.solved) note = " — solved";
+    else if (last && last.result === "reset") note = " — the level set to its start";
     else if (position === moves.length && moves.length) note = " — end of the recorded moves";
     status.textContent = "Step " + steps + " (entry " + position + " of " + moves.length + ")" + note;
     root.setAttribute("data-position", String(position));

@@ -38,7 +38,9 @@ def test_a_submitter_creates_uses_and_revokes_a_key(live_server: Any, browser: A
 
         page.goto(f"{live_server.url}/accounts/api-keys/")
         assert plaintext not in page.content()
-        page.get_by_role("button", name="Revoke laptop").click()
+        # Two steps: the first tap only opens the confirmation.
+        page.get_by_text("Revoke…").click()
+        page.get_by_role("button", name="Revoke laptop for good").click()
         page.wait_for_selector("text=revoked")
         shoot(page, "api-keys-revoked")
     finally:

@@ -160,6 +160,8 @@ def test_without_the_reveal_setting_a_visitor_sees_steps_but_no_board_and_no_act
     assert "solved" in page.locator("[data-replay-status]").inner_text()
     text = page.locator("[data-replay-moves]").inner_text()
     assert "action not shown" in text
+    # The page promises when the server received each step: every entry says it.
+    assert all(line.endswith(" UTC") for line in text.splitlines() if line.strip()), text
     assert not any(word in text for word in (" up ", " down ", " left ", " right ", "pushed"))
     shoot(page, "schemes-replay-hidden")
     assert page.console_errors == []

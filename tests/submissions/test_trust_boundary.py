@@ -577,12 +577,13 @@ def _challenge_form(release="0.5", agent_name="Alice Agent", agent_version="1"):
 
 def test_the_upload_page_issues_a_challenge_to_a_signed_in_submitter(client, owner, demo_release):
     client.force_login(owner)
-    response = client.post("/submit/challenge/", _challenge_form())
-    assert response.status_code == 201
+    response = client.post("/submit/challenge/", _challenge_form(), follow=True)
     challenge = SubmissionChallenge.objects.get(user=owner)
+    # Back on the upload page's own address (reloading it sends nothing), the whole page shown.
+    assert response.redirect_chain == [(f"/submit/?challenge={challenge.pk}#challenge-heading", 302)]
     page = response.content.decode()
-    assert challenge.token in page
-    assert "Your open challenges" in page
+    assert f'<code class="hash" data-challenge-token>{challenge.token}</code>' in page
+    assert "Your open challenges" in page and 'data-limit="ale-robotics"' in page
     # Listed again on the plain upload page, for this account only.
     assert challenge.token in client.get("/submit/").content.decode()
 
@@ -636,7 +637,7 @@ def test_staff_get_challenges_like_anyone_and_own_the_agent_they_name(client, ma
     staff.is_staff = True
     staff.save(update_fields=["is_staff"])
     client.force_login(staff)
-    assert client.post("/submit/challenge/", _challenge_form(agent_name="Staff Bot")).status_code == 201
+    assert client.post("/submit/challenge/", _challenge_form(agent_name="Staff Bot")).status_code == 302
     assert Agent.objects.get(slug="staff-bot").owner == staff
 
 
@@ -850,3 +851,12 @@ def test_a_copy_of_results_whose_digest_was_stored_by_the_earlier_rule_is_still_
     write_members(bob)
     second = upload(api(stranger), seal_dir(bob, recipient).read_bytes())
     assert (second.verdict, second.error_code) == ("rejected", "duplicate_results")
+
+
+def test_the_upload_page_shows_as_new_only_a_challenge_of_this_account(client, owner, stranger, demo_release):
+    client.force_login(owner)
+    client.post("/submit/challenge/", _challenge_form())
+    challenge = SubmissionChallenge.objects.get(user=owner)
+    client.force_login(stranger)
+    page = client.get(f"/submit/?challenge={challenge.pk}").content.decode()
+    assert challenge.token not in page and "data-challenge-token" not in page

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from leaderboard.models import Agent, AgentVersion, Benchmark, Race, Standing
+from leaderboard.models import Agent, AgentVersion, Benchmark, Race, Release, Standing
 from leaderboard.models.races import OverallStanding
 from tests.browser import shoot
 from tests.website.conftest import make_release, make_run
@@ -37,6 +37,10 @@ def _world(benchmark: Any) -> tuple[Any, Any]:
 
 def _races() -> None:
     benchmark = Benchmark.objects.create(slug="shop-race", name="Shop race", scheme=Benchmark.Scheme.RACE)
+    # Public once one of its releases is (a draft-only race benchmark is a 404 to visitors).
+    Release.objects.create(
+        benchmark=benchmark, version="q1", required_task_set_hash="0" * 64, manifest_sha256="0" * 64, published=True
+    )
     versions = []
     for name in ("Alpha", "Bravo", "Charlie"):
         agent, _ = Agent.objects.get_or_create(slug=f"race-{name.lower()}", defaults={"name": f"Racer {name}"})
