@@ -111,8 +111,7 @@ def _csrf_checked(request: HttpRequest) -> HttpResponse:  # pragma: no cover - n
 @require_http_methods(["GET", "POST"])
 def upload(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (multipart, field ``bundle``): store the bundle and queue its verification."""
-    benchmarks = list(benchmarks_visible(staff=viewer_is_staff(request.user)).order_by("name"))
-    context = _upload_context(request, benchmarks)
+    context = _upload_context(request)
     if request.method == "GET":
         # After the challenge form's redirect: the challenge just issued, shown first.
         issued = request.GET.get("challenge", "")
@@ -129,7 +128,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     if upload_file is None:
         return _upload_error(request, context, "bundle_missing", "Choose a bundle file (.age) to upload.", 400)
     slug = request.POST.get("benchmark", "")
-    benchmark = next((b for b in benchmarks if b.slug == slug), None)
+    benchmark = next((b for b in context["benchmarks"] if b.slug == slug), None)
     if benchmark is None:
         message = "Choose the benchmark this bundle is for." if not slug else f"No benchmark with slug {slug[:64]!r}."
         return _upload_error(request, context, "benchmark_unknown", message, 400)
@@ -169,10 +168,11 @@ def _race_number(text: str) -> int:
     return number
 
 
-def _upload_context(request: HttpRequest, benchmarks: list[Any]) -> dict[str, Any]:
+def _upload_context(request: HttpRequest) -> dict[str, Any]:
     """What the upload page shows whichever form was sent: the site key, the benchmarks, the
     account's daily limits and its open challenges."""
     user = signed_in_user(request)
+    benchmarks = list(benchmarks_visible(staff=viewer_is_staff(user)).order_by("name"))
     return {
         "site_key": _site_key(),
         "benchmarks": benchmarks,
@@ -198,16 +198,23 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
     """Issue a submission challenge from the upload page's form, then show it there: a redirect
     to the upload page (reloadable; the page whole, limits included), or the page with the form's
     error. The POST's own address answered the page before, and reloading it sent the form again."""
-    benchmarks = list(benchmarks_visible(staff=viewer_is_staff(request.user)).order_by("name"))
     fields = {
         name: request.POST.get(name, "").strip() for name in ("benchmark", "release", "agent_name", "agent_version")
     }
     race_text = request.POST.get("race", "").strip()
-    context = {**_upload_context(request, benchmarks), "challenge_form": fields}
+
+    def refused(code: str, message: str, status: int) -> HttpResponse:
+        # The page is built only for a refusal: an issued challenge redirects.
+        context = {
+            **_upload_context(request),
+            "challenge_form": fields,
+            "challenge_error": {"code": code, "message": message},
+        }
+        return render(request, "submissions/upload.html", context, status=status)
+
     missing = [name for name, value in fields.items() if not value]
     if missing:
-        context["challenge_error"] = {"code": "invalid", "message": f"{missing[0]}: this field is required."}
-        return render(request, "submissions/upload.html", context, status=400)
+        return refused("invalid", f"{missing[0]}: this field is required.", 400)
     try:
         race = _race_number(race_text) if race_text else None
         request_ = ChallengeRequest(
@@ -219,9 +226,7 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
         )
         challenge = challenge_issue(user=signed_in_user(request), request=request_)
     except BundleError as exc:
-        context["challenge_error"] = {"code": exc.code, "message": exc.message}
-        status = 403 if exc.code in ("agent_not_yours", "not_a_validator") else 400
-        return render(request, "submissions/upload.html", context, status=status)
+        return refused(exc.code, exc.message, 403 if exc.code in ("agent_not_yours", "not_a_validator") else 400)
     return redirect(f"{reverse('submission_upload')}?challenge={challenge.pk}#challenge-heading")
 
 

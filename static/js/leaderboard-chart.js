@@ -219,7 +219,7 @@
         if (!rows.length) {
           // An empty chart read as broken: say why there is nothing to draw (the table says it too).
           var box = canvas.parentElement;
-          box.textContent = "No runs to chart on this view" + (canvas.dataset.url.indexOf("&") >= 0 ? ": none match these filters." : " yet.");
+          box.textContent = "No runs to chart on this view" + ("filtered" in canvas.dataset ? ": none match these filters." : " yet.");
           box.className = "chart-box chart-box--empty muted";
           box.setAttribute("data-chart-empty", "");
           syncTable();

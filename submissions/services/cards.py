@@ -300,10 +300,10 @@ def _check_playable(card: Card, now: dt.datetime, *, closing: bool = False) -> N
         _check_levels_hidden(card.release)
 
 
-def _open_card_for_play(card_id: int, user: User, now: dt.datetime, *, closing: bool = False) -> Card:
+def _open_card_for_play(card_id: int, user: User, now: dt.datetime) -> Card:
     """``user``'s card, locked, if it can be played now (only its owner plays a card)."""
     card = _owned_card_locked(card_id, user)
-    _check_playable(card, now, closing=closing)
+    _check_playable(card, now)
     return card
 
 
