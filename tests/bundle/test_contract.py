@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from submissions.bundle import open_bundle
 from submissions.bundle.bundle import read_bundle_dir
@@ -62,6 +66,60 @@ def test_the_results_digest_ignores_signatures_and_challenges_but_not_values():
     base = results_digest([("t", doc)])
     assert results_digest([("t", {**doc, "challenge": "x" * 43, "signature": {"sig": "s"}})]) == base
     assert results_digest([("t", {**doc, "episodes": [{"seed": 1, "metric": 0.6}]})]) != base
+
+
+# The digests stored on submissions, as first defined (a walk, then json.dumps): however they are
+# computed, they must stay these exact strings, or stored rows stop matching their duplicates.
+def _stored_definition(documents, as_signed):
+    def read(value):
+        if type(value) is float:
+            return int(value) if as_signed and value.is_integer() and abs(value) <= 2**53 else value
+        if type(value) is dict:
+            return {key: read(item) for key, item in value.items()}
+        if type(value) is list:
+            return [read(item) for item in value]
+        return value
+
+    canonical = {
+        name: {key: read(value) for key, value in doc.items() if key not in ("signature", "challenge")}
+        for name, doc in documents
+    }
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+# Numbers where the two readings part (integral floats, -0.0, 2**53 and its neighbours, large and
+# tiny floats) and strings that look like them (".0,", quotes, backslashes, non-ASCII).
+_NUMBERS = st.one_of(
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(min_value=-(2**54), max_value=2**54).map(float),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0**53, -(2.0**53), 2.0**53 + 2, 1e16, 1e-5, 9007199254740993.0]),
+)
+_TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["1.0,", '"2.0]"', "\\3.0}", "-0.0", 'a"b\\']))
+_VALUES = st.recursive(
+    st.one_of(_NUMBERS, _TEXT, st.booleans(), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_TEXT, inner, max_size=4)),
+    max_leaves=25,
+)
+_DOCUMENTS = st.lists(
+    st.tuples(_TEXT, st.dictionaries(st.one_of(_TEXT, st.sampled_from(["signature", "challenge"])), _VALUES)),
+    max_size=3,
+    unique_by=lambda pair: pair[0],
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DOCUMENTS)
+def test_both_results_digests_are_the_stored_definitions(documents):
+    expected = (_stored_definition(documents, True), _stored_definition(documents, False))
+    assert (results_digest(documents), results_digest(documents, as_signed=False)) == expected
+
+
+def test_an_integral_float_and_its_integer_share_the_signed_digest_but_not_the_stored_one():
+    integral, integer = [("t", {"episodes": [{"metric": 1.0}]})], [("t", {"episodes": [{"metric": 1}]})]
+    assert results_digest(integral) == results_digest(integer)
+    assert results_digest(integral, as_signed=False) != results_digest(integer, as_signed=False)
 
 
 def test_a_race_run_signed_by_a_key_of_another_benchmark_is_out_of_scope(tmp_path, site_identity):
