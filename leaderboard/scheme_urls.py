@@ -22,8 +22,10 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="race_leaderboard",
     ),
     path("races/<slug:benchmark>/race/<int:number>/", race_views.race_detail, name="race_detail"),
+    # An agent version is free text ("2026/05" is one): ``path`` takes its slashes, so every
+    # version a run was filed under has an address (``str`` would make its links a 500).
     path(
-        "races/<slug:benchmark>/agents/<slug:agent>/<str:version>/",
+        "races/<slug:benchmark>/agents/<slug:agent>/<path:version>/",
         race_views.race_agent_version,
         name="race_agent_version",
     ),

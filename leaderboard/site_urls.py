@@ -23,8 +23,9 @@ urlpatterns = [
     path("benchmarks/<slug:benchmark>/<str:version>/tasks/<slug:task>/", paper_gap.task_detail, name="task_detail"),
     path("runs/<int:run_id>/", run_page.run_detail, name="run_detail"),
     path("agents/<slug:agent>/", paper_gap.agent_detail, name="agent_detail"),
+    # ``path``: an agent version may hold slashes (see scheme_urls.race_agent_version).
     path(
-        "agents/<slug:agent>/versions/<str:version>/declare/",
+        "agents/<slug:agent>/versions/<path:version>/declare/",
         declarations.agent_version_declare,
         name="agent_version_declare",
     ),

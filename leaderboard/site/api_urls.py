@@ -98,14 +98,15 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("admin/runs/<int:run_id>/reruns/", keys_admin.RunRerunView.as_view(), name="api-run-rerun"),
     path("admin/runs/<int:run_id>/level/", keys_admin.RunLevelView.as_view(), name="api-run-level"),
+    # ``path`` for the version: free text that may hold slashes ("2026/05"), each addressable.
     path(
-        "agents/<slug:agent>/versions/<str:version>/metadata/",
+        "agents/<slug:agent>/versions/<path:version>/metadata/",
         declarations.AgentVersionDeclarationView.as_view(),
         name="api-agent-version-metadata",
     ),
     path("releases/<int:release_id>/prices/", declarations.ReleasePricesView.as_view(), name="api-release-prices"),
     path(
-        "agents/<slug:agent>/versions/<str:version>/baseline/",
+        "agents/<slug:agent>/versions/<path:version>/baseline/",
         declarations.AgentVersionBaselineView.as_view(),
         name="api-agent-version-baseline",
     ),

@@ -190,6 +190,20 @@ def test_the_launch_race_overall_averages_only_itself_then_the_window_fills(run_
     assert "Overall as of" in page and "race 4" in page
 
 
+@pytest.mark.parametrize("page", ["race_overall", "race_detail", "race_leaderboard", "race_history", "home"])
+def test_a_version_with_slashes_is_linked_from_every_race_page_and_opens(run_race, race_benchmark, client, page):
+    # An agent version is free text: "2026/05" is filed, ranked and linked like any other.
+    run_race(1, {("Alpha", "2026/05"): 0.8, ("Beta", "1"): 0.5}, is_launch=True)
+    args = {"home": [], "race_overall": [race_benchmark.slug], "race_history": [race_benchmark.slug]}
+    response = client.get(reverse(page, args=args.get(page, [race_benchmark.slug, 1])))
+    assert response.status_code == 200
+    version_page = reverse("race_agent_version", args=[race_benchmark.slug, "alpha", "2026/05"])
+    assert version_page == f"/races/{race_benchmark.slug}/agents/alpha/2026/05/"
+    assert version_page.encode() in response.content
+    opened = client.get(version_page)
+    assert opened.status_code == 200 and b"2026/05" in opened.content
+
+
 def test_races_before_the_launch_race_are_not_back_filled(run_race):
     run_race(1, {("Alpha", "1"): 0.2, ("Bravo", "1"): 0.9})
     launch = run_race(2, {("Alpha", "1"): 0.9, ("Bravo", "1"): 0.5}, is_launch=True)

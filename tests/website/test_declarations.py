@@ -56,6 +56,19 @@ def owned(release):
 # --- the declaration form: owner, another account, anonymous, staff ----------------------------
 
 
+def test_a_version_with_slashes_has_a_declaration_form_its_owner_reaches_from_the_agent_page(client, release):
+    owner = make_user("owner")
+    run = make_run(release, agent_name="Alpha", version="2026/05", submitter=owner)
+    own(run, owner)
+    client.force_login(owner)
+    agent_page = client.get(reverse("agent_detail", args=["alpha"]))
+    assert agent_page.status_code == 200
+    assert declare_url(run) == "/agents/alpha/versions/2026/05/declare/"
+    assert declare_url(run).encode() in agent_page.content
+    assert client.post(declare_url(run), FORM).status_code == 302
+    assert AgentVersionMeta.objects.get(agent_version=run.agent_version).organisation == "Acme Labs"
+
+
 def test_the_owner_declares_a_version_and_it_is_stored(client, owned):
     owner, run = owned
     client.force_login(owner)
