@@ -80,6 +80,24 @@ def _constant(text: str) -> Any:
     raise _NonFinite(text)
 
 
+# The fewest digits of an integer beyond a double's range (1.8e308 has 309): shorter ones are
+# never checked, so the common integer costs one length test.
+_DOUBLE_OVERFLOW_DIGITS = 309
+
+
+def _int(text: str) -> int:
+    """An integer, refused (as 1e400 is) when no double holds it: every number of a bundle is
+    read as a double somewhere (scores, rates, claims), where such an integer raised OverflowError
+    -- a worker crash retried as a server fault instead of a rejection naming the member."""
+    value = int(text)
+    if len(text) >= _DOUBLE_OVERFLOW_DIGITS:
+        try:
+            float(value)
+        except OverflowError:
+            raise _NonFinite(f"{text[:12]}... ({len(text.lstrip('-'))} digits)") from None
+    return value
+
+
 def _float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -125,11 +143,12 @@ def parse_json(data: bytes, *, member: str) -> Any:
         return _duplicates_object(pairs)
 
     try:
-        value = json.loads(text, object_pairs_hook=hook, parse_constant=_constant, parse_float=_float)
+        value = json.loads(text, object_pairs_hook=hook, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except _NonFinite as exc:
         raise BundleError(
             "non_finite_number",
-            f"{member}: {exc.text} is not a finite number; JSON numbers must be finite (no NaN or Infinity)",
+            f"{member}: {exc.text} is not a finite number; JSON numbers must be finite (no NaN or Infinity) "
+            "and within a double's range (about 1.8e308)",
         ) from None
     except json.JSONDecodeError as exc:
         raise BundleError(

@@ -90,7 +90,8 @@ def test_it_rejects_nan_in_a_result(sealed_demo, site_identity):
     err = _error(sealed_demo(tamper="nan"), site_identity[0])
     assert (err.code, err.message) == (
         "non_finite_number",
-        "results/act-aloha-transfer.json: NaN is not a finite number; JSON numbers must be finite (no NaN or Infinity)",
+        "results/act-aloha-transfer.json: NaN is not a finite number; JSON numbers must be finite (no NaN or "
+        "Infinity) and within a double's range (about 1.8e308)",
     )
 
 
@@ -104,8 +105,38 @@ def test_it_rejects_infinities(demo_dir, site_identity, token):
     err = _error(_reseal(directory, site_identity[1]), site_identity[0])
     assert err.code == "non_finite_number"
     assert err.message == (
-        f"score_breakdown.json: {token} is not a finite number; JSON numbers must be finite (no NaN or Infinity)"
+        f"score_breakdown.json: {token} is not a finite number; JSON numbers must be finite (no NaN or Infinity) "
+        "and within a double's range (about 1.8e308)"
     )
+
+
+# Where an integer beyond a double's range once reached float(): an episode's metric and rate,
+# a claimed value -- each a worker crash retried as a server fault. (The manifest is parsed alike;
+# the sealing tool refuses to seal one with such a number.)
+@pytest.mark.parametrize(
+    ("member", "change"),
+    [
+        ("results/act-aloha-transfer.json", lambda doc: doc["episodes"][0].__setitem__("metric", "HUGE")),
+        ("results/act-aloha-transfer.json", lambda doc: doc["episodes"][0]["rates"].__setitem__("x_rate", "HUGE")),
+        ("score_breakdown.json", lambda doc: doc["aggregates"].__setitem__("pass_rate", "HUGE")),
+    ],
+)
+def test_it_rejects_an_integer_no_double_holds_naming_the_member(demo_dir, site_identity, member, change):
+    directory = demo_dir()
+    path = directory / member
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc).replace('"HUGE"', "-" + "1" * 400))
+    err = _error(_reseal(directory, site_identity[1]), site_identity[0])
+    assert err.code == "non_finite_number"
+    assert err.message.startswith(f"{member}: -11111111111... (400 digits) is not a finite number;")
+
+
+def test_an_integer_a_double_holds_is_read_exactly():
+    from submissions.bundle.strict_json import parse_json
+
+    largest = "1" + "0" * 308  # 1e308: 309 digits, still a double's
+    assert parse_json(f'{{"n": {largest}, "m": -7}}'.encode(), member="x.json") == {"n": int(largest), "m": -7}
 
 
 def test_it_rejects_invalid_json(demo_dir, site_identity):

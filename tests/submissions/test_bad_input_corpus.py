@@ -154,6 +154,13 @@ CASES = {
         ),
         "non_finite_number",
     ),
+    # An integer no double holds: every number is read as a double somewhere (a crash, once).
+    "integer_beyond_a_double": (
+        lambda c: c.edited(
+            "score_breakdown.json", lambda text: text.replace('"overall": ', '"x": ' + "9" * 400 + ', "overall": ', 1)
+        ),
+        "non_finite_number",
+    ),
     "unknown_release": (lambda c: c.sealed(c.directory(benchmark="no-such-benchmark")), "unknown_release"),
     "release_hash_mismatch": (lambda c: c.tampered("release_hash"), "release_hash_mismatch"),
     "task_not_in_the_release": (lambda c: c.tampered("unknown_task"), "unknown_task"),
