@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import sys
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "Checker",
     "cap_ok",
     "describe",
+    "is_finite_number",
     "positive",
 ]
 
@@ -31,6 +33,16 @@ SIMULATOR = re.compile(r"^[a-z0-9][a-z0-9_.+-]{0,99}$")
 METRIC = re.compile(r"^[a-z][a-z0-9_]{0,99}$")
 ANCHOR_EXPECTED = "a number > 0, or null to withhold the anchor entirely"
 CAP_EXPECTED = "a number >= 1 (a cap lets beating the paper score above 1.0)"
+
+
+def is_finite_number(value: Any) -> bool:
+    """A YAML number a double holds: not a bool, not NaN or infinite, and not an integer beyond
+    a double's range (YAML reads 400 digits as an int; float() of it raised OverflowError, a 500)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= sys.float_info.max
+    return math.isfinite(value)
 
 
 class Checker:
@@ -133,7 +145,7 @@ class Checker:
             return default
         value = data[key]
         where = (*path, key)
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        ok = is_finite_number(value)
         if not ok or not accept(float(value)):
             got = f", got {describe(value)}" if echo or not ok else ""
             self.problem(where, f"expected {expected}{got}")

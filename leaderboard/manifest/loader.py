@@ -109,6 +109,11 @@ def parse_yaml(raw: bytes, file: str, problems: list[Problem]) -> tuple[Any, Lin
     except RecursionError:
         problems.append(Problem(file, None, "", "is not valid YAML: nested too deeply to read"))
         return None
+    except ValueError as exc:
+        # Raised while constructing a value, not parsing: an integer over Python's digit limit
+        # (4,300), a date that does not exist (2026-02-30). No line: the constructor has none.
+        problems.append(Problem(file, None, "", f"is not valid YAML: a value cannot be read ({exc})"))
+        return None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         detail = exc.problem or "malformed YAML"

@@ -8,7 +8,6 @@ line, the field path and what was expected; no message carries an anchor.
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from leaderboard.manifest.checker import (
     Checker,
     cap_ok,
     describe,
+    is_finite_number,
     positive,
 )
 from leaderboard.manifest.episode_parser import parse_episode_set
@@ -226,7 +226,11 @@ def _parse_published_at(release: Mapping[str, Any], check: Checker, published: b
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return moment.astimezone(dt.UTC).isoformat()
+    try:
+        return moment.astimezone(dt.UTC).isoformat()
+    except OverflowError:  # 9999-12-31T23:59-05:00 is in year 10000 in UTC
+        check.problem(("published_at",), f"expected a moment within the years 1 to 9999 in UTC, got {describe(value)}")
+        return None
 
 
 def _parse_budgets(release: Mapping[str, Any], check: Checker) -> dict[str, Any]:
@@ -248,11 +252,7 @@ def _parse_budgets(release: Mapping[str, Any], check: Checker) -> dict[str, Any]
 
 
 def _budget_value_ok(value: Any) -> bool:
-    if isinstance(value, str):
-        return True
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return math.isfinite(value) and value >= 0
+    return isinstance(value, str) or (is_finite_number(value) and value >= 0)
 
 
 def _parse_benchmark_versions(release: Mapping[str, Any], check: Checker) -> dict[str, str]:

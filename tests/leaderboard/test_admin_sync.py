@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import base as management_base
 from django.core.management import call_command, execute_from_command_line
 from django.db import connection
+from django.test import Client
 from django.urls import reverse
 
 from leaderboard.models import Benchmark, Release, ReleaseTask
@@ -194,6 +195,41 @@ def test_an_uploaded_bad_manifest_lists_its_problems_and_changes_nothing(
         "got 'live'",
     ]
     assert "The manifest was refused (2 problems); nothing was changed." in response.content.decode()
+    assert Benchmark.objects.count() == 0
+
+
+HUGE = "9" * 400  # a YAML integer no double holds
+
+
+@pytest.mark.parametrize(
+    ("relpath", "old", "new", "field"),
+    [
+        ("tasks/robomimic_lift_bc_rnn/task.yaml", "score_cap: 1.5", f"score_cap: {HUGE}", "metric.score_cap"),
+        ("tasks/drones_gate_racing/task.yaml", "limit: 0.1", f"limit: {HUGE}", "penalties[0].limit"),
+        ("release.yaml", "paper_value: 0.96", f"paper_value: {HUGE}", "paper_value"),
+        ("release.yaml", "default_score_cap: 1.5", f"default_score_cap: {HUGE}", "default_score_cap"),
+        ("release.yaml", "wall_clock_hours: 12", f"wall_clock_hours: {HUGE}", "budgets.wall_clock_hours"),
+        (
+            "release.yaml",
+            "published_at: 2026-06-01T00:00:00Z",
+            "published_at: 9999-12-31T23:59:59-05:00",
+            "published_at",
+        ),
+        ("release.yaml", "published_at: 2026-06-01T00:00:00Z", "published_at: 2026-02-30", "is not valid YAML"),
+        ("release.yaml", "wall_clock_hours: 12", "wall_clock_hours: " + "9" * 5000, "is not valid YAML"),
+    ],
+)
+def test_an_out_of_range_number_or_date_is_a_named_problem_not_a_500(
+    admin_user, demo_dir: Path, edit, relpath, old, new, field
+) -> None:
+    edit(demo_dir, relpath, old, new)
+    client = Client(raise_request_exception=False)
+    client.force_login(admin_user)
+    upload = SimpleUploadedFile("demo.zip", zipped(demo_dir), content_type="application/zip")
+    response = client.post(reverse(UPLOAD), {"archive": upload})
+    assert response.status_code == 400
+    problems = response.context["problems"]
+    assert any(problem.startswith(relpath) and field in problem for problem in problems), problems
     assert Benchmark.objects.count() == 0
 
 
