@@ -20,8 +20,10 @@ standalone number in the text equals the anchor (0.7 = 0.70 = .7), or as a
 percentage equals 100 x anchor (70%, 70 %, 70 percent), or is the anchor
 rounded to the decimals written (0.734 -> "0.73", "73%") when that rounding
 keeps at least two significant digits. Numbers right after Table/Figure/
-Section/Eq./Appendix or inside [..] citations are references, not values, and image tags
-(base:0.5) and version pins (pkg==0.5) are versions.
+Section/Eq./Appendix or inside [..] citations of whole numbers ([12], [3, 12]) are
+references, not values; version pins (pkg==0.5) and, on a line naming an image (FROM,
+docker pull/run), image tags (base:0.5) are versions. A unit written onto a number
+("9.8s", "0.21m") keeps it a number.
 """
 
 from __future__ import annotations
@@ -121,20 +123,30 @@ def _eval_config_leaks(task: TaskContract, file: str) -> list[Problem]:
 
 # ---------------------------------------------------------------- leak audit
 
-# A standalone number: not glued to a word, a dot or another digit (so "v0.5",
-# "1.2.3" and "x86" are not numbers), optional thousands commas, optional percent.
+# A standalone number: not glued to a word or dot before it, nor to another digit (so "v0.5",
+# "1.2.3" and "x86" are not numbers), optional thousands commas, optional percent. A unit
+# written onto it ("9.8s", "0.21m", "12ms", "0.5x") keeps it a number -- the usual way to write
+# a measured result; what stops it is an identifier or exponent going on after the letters
+# ("0x1F", "3d2", "1e-3", "5_000") or a word of five letters or more ("70percent").
 _NUMBER = re.compile(
-    r"(?<![\w.])(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?!\.?\d)(?![A-Za-z_])"
+    r"(?<![\w.])(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?!\.?\d)"
+    r"(?![eE][+-]?\d)(?![A-Za-z]*[\d_])(?![A-Za-z]{5})"
     r"(?P<percent>\s?(?:%|percent\b))?",
 )
 _CITATION_BEFORE = re.compile(
     r"(?:\btables?|\btab\.|\bfigures?|\bfigs?\.|\bsections?|\bsec\.|\bsecs?\.|\beqs?\.|\bequations?|\bappendix|"
-    r"\balgorithm|\balg\.|\bref\.|§|\[|\bchapter|\bline)\s*$",
+    r"\balgorithm|\balg\.|\bref\.|§|\bchapter|\bline)\s*$",
     re.IGNORECASE,
 )
-# Image tags (base:0.5) and version pins (pkg==0.5, >=0.5) are versions, not values;
-# a plain assignment (ENV TARGET=0.96) is still a value.
-_VERSION_BEFORE = re.compile(r"(?:[\w\]]:|[=<>~!]=)$")
+# A citation in brackets, "[12]" or "[3, 12]": whole numbers only ("[0.96]" is a value).
+_BRACKET_BEFORE = re.compile(r"\[(?:\s*\d+\s*[,;\u2013-])*\s*$")
+# Version pins (pkg==0.5, >=0.5) are versions, not values; a plain assignment (ENV TARGET=0.96)
+# is still a value.
+_PIN_BEFORE = re.compile(r"[=<>~!]=$")
+# An image tag (base:0.5) is a version only where an image is named: a Dockerfile FROM (or
+# --from=) and a docker pull/run; elsewhere "success_rate:0.96" is a value.
+_TAG_BEFORE = re.compile(r"[\w\]]:$")
+_IMAGE_LINE = re.compile(r"^\s*FROM\s|--from=|\bdocker\s+(?:pull|run)\b", re.IGNORECASE)
 _URL = re.compile(r"https?://\S+")
 _REFERENCE_PATH = re.compile(r"(?<![\w-])reference/")
 
@@ -159,12 +171,23 @@ def _number_matches(token: str, percent: bool, anchor: float) -> bool:
     return False
 
 
+def _is_reference_or_version(number: str, before: str, names_image: bool) -> bool:
+    """Whether a number written after ``before`` cites (Table 3, [12]) or versions (==0.5, and
+    base:0.5 on a line that names an image) rather than states a value."""
+    if _CITATION_BEFORE.search(before) or _PIN_BEFORE.search(before):
+        return True
+    if "." not in number and _BRACKET_BEFORE.search(before):
+        return True
+    return names_image and _TAG_BEFORE.search(before) is not None
+
+
 def mentions_anchor(line: str, anchor: float) -> bool:
     """True when ``line`` writes ``anchor`` in one of its textual forms (see the module docs)."""
     text = _URL.sub(" ", line)
+    names_image = _IMAGE_LINE.search(text) is not None
     for match in _NUMBER.finditer(text):
         before = text[max(0, match.start() - 16) : match.start()]
-        if _CITATION_BEFORE.search(before) or _VERSION_BEFORE.search(before):
+        if _is_reference_or_version(match.group("number"), before, names_image):
             continue
         if _number_matches(match.group("number"), bool(match.group("percent")), anchor):
             return True

@@ -178,6 +178,14 @@ def test_an_eval_config_value_writing_the_anchor_is_refused_naming_its_path_not_
         ("ends with 12", 12.0),
         ("ENV TARGET_SUCCESS=0.5", 0.5),
         ("scored 0.5: the best", 0.5),
+        # A unit written onto the number, a metric:value label, a bracketed decimal (outsider review).
+        ("The baseline controller laps the track in 9.8s.", 9.8),
+        ("a mean lateral error of 0.21m.", 0.21),
+        ("planning takes 12ms per step", 12.0),
+        ("runs 0.5x as fast", 0.5),
+        ("Paper result: success_rate:0.96", 0.96),
+        ("BC-RNN (PH) reaches a success rate of [0.96].", 0.96),
+        ("LABEL target=success_rate:0.96", 0.96),
     ],
 )
 def test_an_anchor_is_found_in_its_textual_forms(line: str, anchor: float) -> None:
@@ -198,6 +206,13 @@ def test_an_anchor_is_found_in_its_textual_forms(line: str, anchor: float) -> No
         ("about 7% of the time", 0.7),
         ("FROM ghcr.io/ale-robotics/sandbox-base:0.5", 0.5),
         ("RUN pip install gymnasium==0.29 mujoco>=2.3", 0.29),
+        ("cited as [3, 12]", 12.0),
+        ("RUN docker pull ghcr.io/org/sim:0.5", 0.5),
+        ("COPY --from=builder:0.5 /app /app", 0.5),
+        ("a tolerance of 1e-3", 1.0),
+        ("the register 0x1F", 1.0),
+        ("an x86_64 image", 86.0),
+        ("about 70percent", 0.7),
     ],
 )
 def test_other_numbers_are_not_taken_for_the_anchor(line: str, anchor: float) -> None:
