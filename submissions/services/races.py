@@ -38,6 +38,7 @@ from leaderboard.models import (
 )
 from leaderboard.permissions import CHANGE_RACE, staff_may
 from leaderboard.selectors.releases import unknown_release_message
+from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.services.race_standings import race_standings_update
 from scoring import race as race_scoring
 from submissions.bundle.contract import ValidatorKey
@@ -290,7 +291,10 @@ def race_entry_create(
     The agent becomes ``user``'s on first use; another account's agent is ``agent_not_yours``.
     Entering twice returns the existing entry. A race that has ended takes no new entries.
     """
-    benchmark = Benchmark.objects.filter(slug=benchmark_slug, scheme=Benchmark.Scheme.RACE).first()
+    # Through visibility: a benchmark with only draft releases is staff's, so an outsider is told
+    # it does not exist (as its pages 404) and can probe neither it nor its race numbers.
+    visible = benchmarks_visible(staff=viewer_is_staff(user))
+    benchmark = visible.filter(slug=benchmark_slug, scheme=Benchmark.Scheme.RACE).first()
     if benchmark is None:
         raise BundleError("unknown_benchmark", f"benchmark: no race benchmark with slug {benchmark_slug[:64]!r}")
     race = None

@@ -244,6 +244,36 @@ def test_an_owner_enters_a_race_over_the_api_and_another_account_cannot_enter_th
     assert list(RaceEntry.objects.values_list("entered_by__username", flat=True)) == ["alice"]
 
 
+@pytest.mark.parametrize("race", [None, 1, 2])
+def test_a_race_benchmark_with_only_a_draft_release_takes_entries_like_one_that_does_not_exist(
+    race_benchmark, make_user, race
+):
+    # Its name and races are staff's until a release is published: an outsider's entry must not
+    # tell it (or its race numbers) from a slug nobody uses, nor land.
+    from leaderboard.models import Race, Release
+
+    draft = Release.objects.create(
+        benchmark=race_benchmark, version="q0", required_task_set_hash="0" * 64, manifest_sha256="0" * 64
+    )
+    Race.objects.create(benchmark=race_benchmark, release=draft, number=1, status=Race.Status.SCHEDULED, task_ids=["t"])
+    outsider = api_for(make_user("outsider"))
+    body = {"race": race, "agent_name": "Probe", "agent_version": "1"}
+    answers = [
+        outsider.post("/api/v1/race-entries/", {**body, "benchmark": slug}, format="json")
+        for slug in ("shop-race", "no-such-race")
+    ]
+    assert [(a.status_code, a.json()["error"]["code"]) for a in answers] == [(400, "unknown_benchmark")] * 2
+    assert not RaceEntry.objects.exists() and not QualifyingEntry.objects.exists()
+    staff = make_user("staffer")
+    staff.is_staff = True
+    staff.save()
+    if race != 2:  # staff see the draft: their entry lands
+        assert (
+            api_for(staff).post("/api/v1/race-entries/", {**body, "benchmark": "shop-race"}, format="json").status_code
+            == 201
+        )
+
+
 def test_only_validator_accounts_get_race_run_challenges(running, make_user, make_validator):
     make_validator("validator-a")  # the "submitter" account acts for it
     enter("Shopper", "1", 1)
@@ -304,7 +334,7 @@ def test_the_race_entry_page_enters_the_owners_version_and_refuses_another_accou
     assert client.get(reverse("race_entries")).status_code == 302
 
 
-def test_the_race_entry_page_with_no_race_registers_the_version_for_qualifying(race_benchmark, client, make_user):
+def test_the_race_entry_page_with_no_race_registers_the_version_for_qualifying(race_release, client, make_user):
     body = {"benchmark": "shop-race", "race": "", "agent_name": "Page Qualifier", "agent_version": "1"}
     client.force_login(make_user("owner-page"))
     entered = client.post(reverse("race_entries"), body)
