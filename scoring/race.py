@@ -175,7 +175,9 @@ def failure_category(outcome: TaskOutcome) -> FailureCategory | None:
         return AGENT_ERROR
     if outcome.step_limit_hit and not outcome.order_placed:
         return DID_NOT_FINISH
-    if outcome.time_limit_hit:
+    # Seed 002: "finished episodes keep their rewards and unfinished tasks score 0". A graded
+    # order is a finished episode: a budget that ran out afterwards takes nothing from it.
+    if outcome.time_limit_hit and not (outcome.order_placed and outcome.verdict_status is not None):
         return TIME_LIMIT
     if not outcome.order_placed:
         return NO_ORDER

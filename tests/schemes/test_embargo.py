@@ -27,7 +27,7 @@ def every_category(tasks: list[str]) -> list[TaskOutcome]:
         TaskOutcome(t[1], order_placed=False, verifier_error=True),
         TaskOutcome(t[2], order_placed=False, agent_error=True),
         TaskOutcome(t[3], order_placed=False, step_limit_hit=True),
-        TaskOutcome(t[4], order_placed=True, verdict_status="accepted", reward=1.0, time_limit_hit=True),
+        TaskOutcome(t[4], order_placed=True, time_limit_hit=True),  # placed, never graded: time ran out
         TaskOutcome(t[5], order_placed=False),
         TaskOutcome(t[6], order_placed=True, verdict_status="rejected", reward=0.0),
         TaskOutcome(t[7], order_placed=True, verdict_status="accepted", reward=0.5),

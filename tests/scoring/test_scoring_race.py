@@ -92,6 +92,18 @@ def test_an_unfinished_task_when_the_run_budget_ran_out_is_a_time_limit() -> Non
     assert failure_category(TaskOutcome("t0", False, time_limit_hit=True)) is TIME_LIMIT
 
 
+def test_a_graded_order_keeps_its_reward_when_the_time_budget_ran_out_afterwards():
+    # Seed 002: finished episodes keep their rewards; only an unfinished task scores 0.
+    graded = TaskOutcome("t0", True, verdict_status="accepted", reward=1.0, time_limit_hit=True)
+    assert (failure_category(graded), paid_reward(graded)) == (None, 1.0)
+    partial = TaskOutcome("t0", True, verdict_status="accepted", reward=0.5, time_limit_hit=True)
+    assert (failure_category(partial), paid_reward(partial)) == (PARTIAL_ORDER, 0.5)
+    rejected = TaskOutcome("t0", True, verdict_status="rejected", reward=0.0, time_limit_hit=True)
+    assert failure_category(rejected) is REJECTED_ORDER
+    ungraded = TaskOutcome("t0", True, time_limit_hit=True)
+    assert (failure_category(ungraded), paid_reward(ungraded)) == (TIME_LIMIT, 0.0)
+
+
 def test_an_episode_ending_without_an_order_is_no_order() -> None:
     assert failure_category(TaskOutcome("t0", False)) is NO_ORDER
 
