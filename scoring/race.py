@@ -13,7 +13,7 @@ Four layers, each a named function:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scoring.validate import fail, finite, non_negative, positive_int, unit_interval
@@ -40,6 +40,7 @@ __all__ = [
     "RaceEntry",
     "RunScore",
     "TaskOutcome",
+    "competition_ranks",
     "failure_category",
     "field_baseline",
     "is_infrastructure_failure",
@@ -372,6 +373,19 @@ def overall(
     if not recent:
         return None
     return math.fsum(recent) / span
+
+
+def competition_ranks(scores: Sequence[float]) -> list[int]:
+    """The rank of each of ``scores`` (sorted best first): 1 plus how many score strictly better,
+    so equal scores share a rank and the next one skips ("1, 2, 2, 4"). Seed 002 ranks by
+    score and names no tie-break; any order among equals (by name, by id) would be one the
+    scores do not make."""
+    ranks: list[int] = []
+    for position, score in enumerate(scores):
+        if position and score > scores[position - 1]:
+            raise ValueError("competition_ranks: scores must be sorted best (highest) first")
+        ranks.append(ranks[-1] if position and score == scores[position - 1] else position + 1)
+    return ranks
 
 
 def top_agent(

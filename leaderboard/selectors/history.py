@@ -152,7 +152,7 @@ def race_overall_history(*, benchmark: Benchmark, n: int = HISTORY_DEFAULT_N) ->
     rows = list(
         OverallStanding.objects.filter(race_id__in=index)
         .select_related("agent_version__agent")
-        .order_by("race__number", "rank")
+        .order_by("race__number", "rank", "pk")
     )
     top_ids = [row.agent_version_id for row in rows if row.race_id == last][:n]
     series: dict[int, OverallSeries] = {}

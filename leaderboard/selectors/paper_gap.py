@@ -472,7 +472,7 @@ def home_entries(*, staff: bool = False) -> list[HomeEntry]:
     for overall in (
         OverallStanding.objects.filter(race_id__in=benchmark_of_race)
         .select_related("agent_version__agent")
-        .order_by("rank")
+        .order_by("rank", "pk")  # ties share a rank: written in listing order
     ):
         benchmark_id = benchmark_of_race[overall.race_id]
         race_counts[benchmark_id] = race_counts.get(benchmark_id, 0) + 1

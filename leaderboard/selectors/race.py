@@ -148,12 +148,12 @@ def race_live_entries(*, race: Race, user: Viewer | None = None) -> list[tuple[A
 
 def overall_board(*, race: Race) -> list[OverallStanding]:
     """Agent versions ranked by their three-race Overall as of ``race``."""
-    return list(OverallStanding.objects.filter(race=race).select_related("agent_version__agent").order_by("rank"))
+    return list(OverallStanding.objects.filter(race=race).select_related("agent_version__agent").order_by("rank", "pk"))
 
 
 def race_results(*, race: Race) -> list[RaceResult]:
     """A race's raw results (rank by raw score), with baseline and vs Field delta."""
-    return list(RaceResult.objects.filter(race=race).select_related("agent_version__agent").order_by("rank"))
+    return list(RaceResult.objects.filter(race=race).select_related("agent_version__agent").order_by("rank", "pk"))
 
 
 def race_baseline(*, race: Race) -> float | None:

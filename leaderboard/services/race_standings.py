@@ -46,19 +46,21 @@ def _race_results(race: Race) -> list[RaceResult]:
         included = sum(1 for run in runs if run.status == race_scoring.RUN_OK)
         raw[version_id] = (score, included, len(runs) - included)
     baseline = race_scoring.field_baseline(value[0] for value in raw.values())
+    # Listed by score, then name; ranked by score alone (equal raw scores share a rank).
     ordered = sorted(raw, key=lambda version_id: (-raw[version_id][0], names[version_id], version_id))
+    ranks = race_scoring.competition_ranks([raw[version_id][0] for version_id in ordered])
     return [
         RaceResult(
             race=race,
             agent_version_id=version_id,
             raw_score=raw[version_id][0],
-            rank=position,
+            rank=rank,
             baseline=baseline,
             delta=race_scoring.race_delta(raw[version_id][0], baseline),
             runs_included=raw[version_id][1],
             runs_excluded=raw[version_id][2],
         )
-        for position, version_id in enumerate(ordered, start=1)
+        for rank, version_id in zip(ranks, ordered, strict=True)
         if baseline is not None
     ]
 
@@ -161,6 +163,7 @@ def _race_standings_from(benchmark: Benchmark, *, first: Race | None) -> None:
             race.challenge_margin,
         )
         ordered = sorted(overalls, key=lambda version_id: (-overalls[version_id][0], version_id))
+        ranks = race_scoring.competition_ranks([overalls[version_id][0] for version_id in ordered])
         OverallStanding.objects.bulk_create(
             OverallStanding(
                 race=race,
@@ -171,5 +174,5 @@ def _race_standings_from(benchmark: Benchmark, *, first: Race | None) -> None:
                 window=span,
                 is_top=holder == _version_key(version_id),
             )
-            for rank, version_id in enumerate(ordered, start=1)
+            for rank, version_id in zip(ranks, ordered, strict=True)
         )

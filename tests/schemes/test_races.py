@@ -204,6 +204,17 @@ def test_a_version_with_slashes_is_linked_from_every_race_page_and_opens(run_rac
     assert opened.status_code == 200 and b"2026/05" in opened.content
 
 
+def test_equal_raw_scores_share_a_race_rank_and_an_overall_rank(run_race, race_benchmark, client):
+    race = run_race(1, {("Zulu", "1"): 0.6, ("Alpha", "1"): 0.6, ("Mike", "1"): 0.9}, is_launch=True)
+    ranks = {r.agent_version.agent.name: r.rank for r in RaceResult.objects.filter(race=race)}
+    assert ranks == {"Mike": 1, "Alpha": 2, "Zulu": 2}
+    overall = {s.agent_version.agent.name: s.rank for s in OverallStanding.objects.filter(race=race)}
+    assert overall == {"Mike": 1, "Alpha": 2, "Zulu": 2}
+    # Listed in a stable order among equals (by name) on every read.
+    page = client.get(reverse("race_detail", args=[race_benchmark.slug, 1])).content.decode()
+    assert page.index("Alpha") < page.index("Zulu")
+
+
 def test_races_before_the_launch_race_are_not_back_filled(run_race):
     run_race(1, {("Alpha", "1"): 0.2, ("Bravo", "1"): 0.9})
     launch = run_race(2, {("Alpha", "1"): 0.9, ("Bravo", "1"): 0.5}, is_launch=True)

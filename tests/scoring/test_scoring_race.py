@@ -23,6 +23,7 @@ from scoring.race import (
     RaceEntry,
     RunScore,
     TaskOutcome,
+    competition_ranks,
     failure_category,
     field_baseline,
     is_infrastructure_failure,
@@ -378,3 +379,13 @@ def test_a_negative_margin_is_rejected() -> None:
     with pytest.raises(ScoringError) as error:
         top_agent({"a": 0.1}, None, -0.01)
     assert str(error.value) == "top_agent: margin must be a finite number >= 0, got -0.01"
+
+
+def test_equal_scores_share_a_rank_and_the_next_rank_skips():
+    assert competition_ranks([0.9, 0.6, 0.6, 0.5, 0.5, 0.5, 0.1]) == [1, 2, 2, 4, 4, 4, 7]
+    assert competition_ranks([]) == []
+
+
+def test_competition_ranks_refuse_scores_not_sorted_best_first():
+    with pytest.raises(ValueError, match="sorted best"):
+        competition_ranks([0.5, 0.6])
