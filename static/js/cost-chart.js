@@ -96,6 +96,10 @@
         var box = canvas.parentElement;
         box.textContent = "No ranked run on this view has a cost yet (no recorded tokens with a price, and none declared).";
         box.className = "chart-box chart-box--empty muted";
+        box.setAttribute("data-chart-empty", "");
+        // The key describes points and the table repeats them: with none, both only add noise.
+        var card = box.closest(".cost-card");
+        if (card) card.querySelectorAll(".chart-key, .chart-table").forEach(function (el) { el.hidden = true; });
         syncTable([], []);
         return;
       }

@@ -77,3 +77,23 @@ def test_a_board_of_several_agents_still_counts_them_in_its_chart_heading(
     context, page = open_page(browser, f"{live_server.url}{BOARD}", DESKTOP)
     assert chart_heading_once_loaded(page) == "Top 3 agents by score — Overall"
     context.close()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_a_board_whose_runs_have_no_cost_says_so_in_place_of_the_cost_chart(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    release = make_release(benchmark)
+    for name in ("Alpha", "Bravo"):
+        make_run(release, agent_name=name)  # no price table and no declared cost: no run has a cost
+    context, page = open_page(browser, f"{live_server.url}{BOARD}", size)
+    card = page.locator(".cost-card")
+    card.locator("[data-chart-empty]").wait_for()
+    assert "No ranked run on this view has a cost yet" in card.inner_text()
+    assert card.locator("canvas").count() == 0
+    # Neither the key to the points nor the table of points shows when there are none.
+    assert not card.locator(".chart-key").is_visible()
+    assert not card.locator(".chart-table").is_visible()
+    card.scroll_into_view_if_needed()
+    shoot(page, f"review-pages/board-no-cost-{label(size)}", full_page=False)
+    context.close()
