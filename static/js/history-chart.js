@@ -13,6 +13,29 @@
   var DASHES = [[], [6, 3], [2, 2], [8, 3, 2, 3], [1, 3]];
 
   function day(ms) { return new Date(ms).toISOString().slice(0, 10); }
+  function clock(ms) { return new Date(ms).toISOString().slice(11, 16); }
+
+  // The time axis. Left to itself Chart.js spread a history of a few minutes (every run verified
+  // the same day) over the whole width with every tick labelled the same date, and a single point
+  // over a zero-width range. So: at least an hour around the points, a round step (minutes to
+  // months) giving at most six ticks, the range widened to whole steps, and the ticks labelled
+  // with what tells them apart (the time within one day, the date beyond). UTC, as the tables.
+  var MINUTE = 60000, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
+  var STEPS = [MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR,
+    DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 60 * DAY, 90 * DAY, 180 * DAY, 365 * DAY];
+  function timeAxis(xs) {
+    var lo = Math.min.apply(null, xs), hi = Math.max.apply(null, xs);
+    if (hi - lo < HOUR) { var mid = (lo + hi) / 2; lo = mid - HOUR / 2; hi = mid + HOUR / 2; }
+    var step = STEPS[STEPS.length - 1];
+    for (var i = 0; i < STEPS.length; i++) { if ((hi - lo) / STEPS[i] <= 6) { step = STEPS[i]; break; } }
+    lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
+    var oneDay = day(lo) === day(hi - 1);
+    return {
+      min: lo, max: hi, step: step,
+      title: oneDay && step < DAY ? "Verified on " + day(lo) + " (UTC)" : "Verified (UTC)",
+      label: function (v) { return step >= DAY ? day(v) : oneDay ? clock(v) : day(v).slice(5) + " " + clock(v); }
+    };
+  }
   function fmt(v, digits) { return v === null || v === undefined ? "—" : Number(v).toFixed(digits); }
 
   function releaseChart(data) {
@@ -24,7 +47,8 @@
     }
     var top = data.top.map(function (p) { return { x: Date.parse(p.at), y: p.score, label: "#" + p.rank + " " + p.label }; });
     var xs = leader.concat(top).map(function (p) { return p.x; });
-    var reference = xs.length ? [{ x: Math.min.apply(null, xs), y: 1 }, { x: Math.max.apply(null, xs), y: 1 }] : [];
+    var axis = xs.length ? timeAxis(xs) : null;
+    var reference = axis ? [{ x: axis.min, y: 1 }, { x: axis.max, y: 1 }] : [];
     return {
       type: "line",
       data: {
@@ -37,12 +61,16 @@
       options: {
         parsing: false,
         scales: {
-          x: { type: "linear", ticks: { color: INK, maxTicksLimit: 6, callback: function (v) { return day(v); } }, grid: { color: GRID } },
+          x: axis ? {
+            type: "linear", min: axis.min, max: axis.max,
+            title: { display: true, text: axis.title, color: INK },
+            ticks: { color: INK, stepSize: axis.step, callback: function (v) { return axis.label(v); } }, grid: { color: GRID }
+          } : { type: "linear", ticks: { display: false }, grid: { color: GRID } },
           y: { title: { display: true, text: "Score (ratio to paper)", color: INK }, ticks: { color: INK }, grid: { color: GRID }, suggestedMin: 0 }
         },
         plugins: {
           tooltip: { callbacks: {
-            title: function (items) { return items.length ? day(items[0].parsed.x) : ""; },
+            title: function (items) { return items.length ? day(items[0].parsed.x) + " " + clock(items[0].parsed.x) + " UTC" : ""; },
             label: function (item) { return (item.raw.label || item.dataset.label) + ": " + fmt(item.parsed.y, 2); }
           } }
         }

@@ -5,11 +5,14 @@ comparison, and the phone's tap targets. Screenshots: test-output/screenshots/re
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
+from leaderboard.models import Standing
 from tests.browser import DESKTOP, PHONE, shoot
 from tests.website.conftest import make_release, make_run
 
@@ -96,4 +99,46 @@ def test_a_board_whose_runs_have_no_cost_says_so_in_place_of_the_cost_chart(
     assert not card.locator(".chart-table").is_visible()
     card.scroll_into_view_if_needed()
     shoot(page, f"review-pages/board-no-cost-{label(size)}", full_page=False)
+    context.close()
+
+
+def history_axis(page: Any) -> dict[str, Any]:
+    page.wait_for_selector("#history-chart[data-drawn]")
+    return page.evaluate(
+        """() => { const x = Chart.getChart(document.getElementById('history-chart')).scales.x;
+                   return {min: x.min, max: x.max, labels: x.ticks.map(t => t.label)}; }"""
+    )
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_a_history_of_one_day_labels_its_time_axis_with_distinct_ticks(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    release = make_release(benchmark)
+    first = make_run(release, agent_name="Alpha", score=0.7)
+    make_run(release, agent_name="Bravo", score=0.9)
+    # Verified two hours and one hour ago: the whole history fits in a few hours.
+    Standing.objects.filter(run=first).update(verified_at=timezone.now() - dt.timedelta(hours=2))
+    Standing.objects.exclude(run=first).update(verified_at=timezone.now() - dt.timedelta(hours=1))
+    context, page = open_page(browser, f"{live_server.url}{BOARD}history/", size)
+    axis = history_axis(page)
+    labels = [label for label in axis["labels"] if label]
+    assert len(labels) >= 2
+    assert len(set(labels)) == len(labels), f"ticks repeat a label: {labels}"
+    shoot(page, f"review-pages/history-one-day-{label(size)}", full_page=False)
+    context.close()
+
+
+def test_a_history_of_one_point_draws_an_axis_of_an_hour_around_it(
+    live_server: Any, browser: Any, benchmark: Any
+) -> None:
+    run = make_run(make_release(benchmark), agent_name="Solo", score=0.8)
+    context, page = open_page(browser, f"{live_server.url}{BOARD}history/", DESKTOP)
+    axis = history_axis(page)
+    verified = Standing.objects.filter(run=run).first().verified_at.timestamp() * 1000
+    assert axis["max"] - axis["min"] >= 3_600_000
+    assert axis["min"] < verified < axis["max"]
+    labels = [label for label in axis["labels"] if label]
+    assert len(set(labels)) == len(labels) >= 2
+    shoot(page, "review-pages/history-one-point-desktop", full_page=False)
     context.close()
