@@ -538,6 +538,17 @@ def run_rank(*, run: Run) -> dict[str, int]:
     return dict(ranked.values_list("tab", "rank"))  # type: ignore[misc]  # "rank" is with_rank's annotation
 
 
+def release_leader(*, release_id: int) -> Standing | None:
+    """The release's rank 1 on the Overall tab (one query), for the run page's "compare with
+    the leader" link: a visitor knows no other run's number to type into the comparison form."""
+    return (
+        Standing.objects.filter(release_id=release_id, tab=Standing.Tab.OVERALL)
+        .only("run_id", "agent_name", "version")
+        .order_by(*RANK_ORDER, "id")
+        .first()
+    )
+
+
 # --- task, release and agent pages --------------------------------------------------------------
 
 

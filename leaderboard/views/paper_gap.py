@@ -386,6 +386,11 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
         shown = {key: disclosure.aggregate(key, getattr(run, key)) for key in ("overall", "reproduction", "open")}
         run.shown = shown  # type: ignore[attr-defined]
         run.withheld = disclosure.aggregates_hidden  # type: ignore[attr-defined]
+    # Each run links the comparison with the agent's run before it on the same benchmark (the
+    # runs are newest first): how a new version moved is the question this page is visited for.
+    for position, run in enumerate(runs):
+        earlier = (r for r in runs[position + 1 :] if r.release.benchmark_id == run.release.benchmark_id)
+        run.compare_with = next(earlier, None)  # type: ignore[attr-defined]
     badges = []
     for release in {run.release_id: run.release for run in runs if run.release.published}.values():
         args = [release.benchmark.slug, release.version]

@@ -81,6 +81,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         for key, label in (("overall", "Overall score"), ("reproduction", "Reproduction"), ("open", "Open-ended"))
     ]
     ranks = {tab: rank for tab, rank in selectors.run_rank(run=run).items() if tab not in disclosure.aggregates_hidden}
+    leader = selectors.release_leader(release_id=run.release_id)
     # Official re-runs under the same rule (leaderboard.api.serializers.rerun_comparison).
     reruns = [
         {"rerun": rerun, "rows": rerun_comparison(rerun, disclosure=disclosure, run=run, user=request.user)}
@@ -98,6 +99,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "scores_withheld": bool(disclosure.aggregates_hidden),
             "withheld_reason": WITHHELD_SCORE_REASON,
             "ranks": ranks,
+            # Offered only beside another run: comparing the leader with itself is a 400.
+            "leader": leader if leader is not None and leader.run_id != run.pk else None,
             "tab_labels": TABS,
             "diff": diff,
             "diff_mismatches": sum(1 for d in diff if d.get("status") != "match"),

@@ -142,3 +142,51 @@ def test_a_history_of_one_point_draws_an_axis_of_an_hour_around_it(
     assert len(set(labels)) == len(labels) >= 2
     shoot(page, "review-pages/history-one-point-desktop", full_page=False)
     context.close()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_a_run_page_links_the_comparison_with_the_leader(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    release = make_release(benchmark)
+    leader = make_run(release, agent_name="Alpha", score=1.1)
+    other = make_run(release, agent_name="Bravo", score=0.7)
+    context, page = open_page(browser, f"{live_server.url}/runs/{other.pk}/", size)
+    link = page.locator("a[data-compare-leader]")
+    assert "Alpha 1.0 (run #%d)" % leader.pk in link.inner_text()
+    link.scroll_into_view_if_needed()
+    shoot(page, f"review-pages/run-compare-leader-{label(size)}", full_page=False)
+    link.click()
+    page.wait_for_url(f"**/runs/compare/?a={other.pk}&b={leader.pk}")
+    assert page.locator("table.compare-table").first.is_visible()
+    context.close()
+
+
+def test_the_leaders_own_run_page_offers_no_comparison_with_itself(
+    live_server: Any, browser: Any, benchmark: Any
+) -> None:
+    release = make_release(benchmark)
+    leader = make_run(release, agent_name="Alpha", score=1.1)
+    make_run(release, agent_name="Bravo", score=0.7)
+    context, page = open_page(browser, f"{live_server.url}/runs/{leader.pk}/", DESKTOP)
+    assert page.get_by_label("Compare with run #").is_visible()
+    assert page.locator("a[data-compare-leader]").count() == 0
+    context.close()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_an_agent_page_links_each_run_to_the_comparison_with_its_previous_run(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    release = make_release(benchmark)
+    older = make_run(release, agent_name="Alpha", version="1.0", score=0.8)
+    newer = make_run(release, agent_name="Alpha", version="1.1", score=0.9)
+    context, page = open_page(browser, f"{live_server.url}/agents/alpha/", size)
+    links = page.locator("a[data-compare-previous]")
+    assert links.count() == 1  # the oldest run has nothing before it
+    assert links.first.inner_text() == f"#{newer.pk} vs #{older.pk}"
+    links.first.scroll_into_view_if_needed()
+    shoot(page, f"review-pages/agent-compare-previous-{label(size)}", full_page=False)
+    links.first.click()
+    page.wait_for_url(f"**/runs/compare/?a={older.pk}&b={newer.pk}")
+    context.close()

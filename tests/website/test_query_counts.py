@@ -37,8 +37,9 @@ PAGES = [
     ("release", lambda run: reverse("release_detail", args=["ale-robotics", "v0.5"]), 3),
     # release, release task, the ranking of agents on the task (leaderboard.selectors.task_ranking)
     ("task", lambda run: reverse("task_detail", args=["ale-robotics", "v0.5", "grasp"]), 3),
-    # run (+task results, events, official re-runs with their actors), ranks
-    ("run", lambda run: reverse("run_detail", args=[run.pk]), 5),
+    # run (+task results, events, official re-runs with their actors), ranks, the release's
+    # leader (the "compare with the leader" link)
+    ("run", lambda run: reverse("run_detail", args=[run.pk]), 6),
     # the public agent, its runs, their task results (leaderboard.disclosure), their ranks,
     # its versions with their declarations
     ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 5),
