@@ -190,3 +190,50 @@ def test_an_agent_page_links_each_run_to_the_comparison_with_its_previous_run(
     links.first.click()
     page.wait_for_url(f"**/runs/compare/?a={older.pk}&b={newer.pk}")
     context.close()
+
+
+# The main interactive controls of each page: site and page navigation, tabs, releases,
+# pagination, the chart and filter controls, downloads and form buttons.
+CONTROLS = (
+    ".site-nav a, .site-nav button, .subnav a, .tabs__tab, .versions a, .pagination a, .segmented label, "
+    "main select, main button, .board-search input, .board-search__actions a, .exports a, label.checkbox"
+)
+# Under 44 CSS px, with half a pixel for the layout's rounding.
+TAP = 43.5
+
+
+def small_controls(page: Any) -> list[str]:
+    return page.evaluate(
+        """([selector, tap]) => Array.from(document.querySelectorAll(selector))
+             .filter(e => e.offsetParent !== null)
+             .map(e => [e, e.getBoundingClientRect()])
+             .filter(([e, r]) => r.width < tap || r.height < tap)
+             .map(([e, r]) => `${e.tagName.toLowerCase()} "${e.innerText.trim().slice(0, 20)}" ${Math.round(r.width)}x${Math.round(r.height)}`)""",
+        [CONTROLS, TAP],
+    )
+
+
+def test_the_boards_main_controls_are_tap_sized_on_a_phone(live_server: Any, browser: Any, benchmark: Any) -> None:
+    old = make_release(benchmark, "v0.4")
+    make_run(old, agent_name="Old timer")
+    release = make_release(benchmark)
+    for i in range(51):  # a page holds 50 rows: the 51st brings the pagination
+        make_run(release, agent_name=f"Agent {i}", score=1.2 - i * 0.01)
+    context, page = open_page(browser, f"{live_server.url}{BOARD}", PHONE)
+    page.wait_for_selector("#board-chart[data-loaded-n]", state="attached")
+    assert page.locator(".pagination a").count() == 1
+    assert small_controls(page) == []
+    shoot(page, "review-pages/board-tap-targets-phone")
+    context.close()
+
+
+def test_the_history_and_run_pages_controls_are_tap_sized_on_a_phone(
+    live_server: Any, browser: Any, benchmark: Any
+) -> None:
+    release = make_release(benchmark)
+    run = make_run(release, agent_name="Alpha")
+    context, page = open_page(browser, f"{live_server.url}{BOARD}history/", PHONE)
+    assert small_controls(page) == []
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    assert small_controls(page) == []
+    context.close()
