@@ -231,7 +231,7 @@ def test_a_new_version_is_damped_by_the_races_it_missed(run_race, client):
     assert fresh.overall == pytest.approx(0.25 / 3)
     assert (fresh.races_counted, fresh.window) == (1, 3)
     page = client.get(reverse("race_agent_version", args=["shop-race", "alpha", "2"])).content.decode()
-    assert page.count("Did not race: counts at the field baseline (delta 0.000)") == 2
+    assert page.count("Did not race: counts at the field baseline (vs Field 0.000)") == 2
     assert "+0.250" in page
 
 
@@ -472,3 +472,11 @@ def test_every_race_step_needs_its_permission_whoever_calls_the_service(race_ben
         step(race=race, user=changer)
         race.refresh_from_db()
         assert race.status == status
+
+
+def test_a_versions_page_names_its_result_vs_field_as_the_race_page_does(run_race, client):
+    run_race(1, {("Alpha", "1"): 0.9, ("Bravo", "1"): 0.5}, is_launch=True)
+    page = client.get(reverse("race_agent_version", args=["shop-race", "alpha", "1"])).content.decode()
+    race = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+    assert ">vs Field<" in page and ">vs Field<" in race
+    assert "Delta" not in page

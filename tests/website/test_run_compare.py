@@ -175,3 +175,11 @@ def test_a_private_runs_downloads_are_a_404_for_others(client, release, viewer):
         client.force_login(make_user())
     assert client.get(reverse("run_results_json", args=[run.pk])).status_code == 404
     assert client.get(reverse("run_results_csv", args=[run.pk])).status_code == 404
+
+
+def test_the_comparison_names_the_pass_rate_as_every_other_page_does(client, release):
+    a = make_run(release, agent_name="Alpha")
+    b = make_run(release, agent_name="Bravo")
+    body = _compare(client, a.pk, b.pk, kind="page").content.decode()
+    assert "Pass rate intervals" in body
+    assert "Pass-rate" not in body
