@@ -153,7 +153,7 @@ def test_a_run_page_links_the_comparison_with_the_leader(
     other = make_run(release, agent_name="Bravo", score=0.7)
     context, page = open_page(browser, f"{live_server.url}/runs/{other.pk}/", size)
     link = page.locator("a[data-compare-leader]")
-    assert "Alpha 1.0 (run #%d)" % leader.pk in link.inner_text()
+    assert f"Alpha 1.0 (run #{leader.pk})" in link.inner_text()
     link.scroll_into_view_if_needed()
     shoot(page, f"review-pages/run-compare-leader-{label(size)}", full_page=False)
     link.click()
@@ -208,7 +208,8 @@ def small_controls(page: Any) -> list[str]:
              .filter(e => e.offsetParent !== null)
              .map(e => [e, e.getBoundingClientRect()])
              .filter(([e, r]) => r.width < tap || r.height < tap)
-             .map(([e, r]) => `${e.tagName.toLowerCase()} "${e.innerText.trim().slice(0, 20)}" ${Math.round(r.width)}x${Math.round(r.height)}`)""",
+             .map(([e, r]) => `${e.tagName.toLowerCase()} "${e.innerText.trim().slice(0, 20)}" `
+                              + `${Math.round(r.width)}x${Math.round(r.height)}`)""",
         [CONTROLS, TAP],
     )
 
