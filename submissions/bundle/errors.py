@@ -59,6 +59,7 @@ ERROR_CODES: dict[str, str] = {
     "validator_key_unknown": "a race run is not signed by a registered, unrevoked validator key",
     "validator_mismatch": "a race run names another validator than the one whose key signed it",
     "validator_not_yours": "a race run is filed by an account that does not act for the validator whose key signed it",
+    "validator_conflict": "a race run's agent is owned by an account acting for the validator whose key signed it",
     # the server's records (checked by the verification service)
     "challenge_unknown": "the manifest's challenge was not issued by this server",
     "challenge_not_yours": "the manifest's challenge was issued to another account",

@@ -35,6 +35,7 @@ from leaderboard.models import (
     RaceTaskOutcome,
     Release,
     SigningKey,
+    Validator,
 )
 from leaderboard.permissions import CHANGE_RACE, staff_may
 from leaderboard.selectors.releases import unknown_release_message
@@ -196,6 +197,20 @@ def race_run_evaluate(bundle: Bundle, context: RaceContext) -> RaceOutcome:
     return evaluate_race_run(bundle, context.spec)
 
 
+def _refuse_own_agent(validator: Validator, agent_version: AgentVersion) -> None:
+    """A validator does not score its own agents: seed 002's runs are evaluated independently,
+    and the validator's signature is the whole of a race run's provenance, so a run of an agent
+    owned by one of the validator's own accounts would be the entrant attesting itself."""
+    owner_id = agent_version.agent.owner_id
+    if owner_id is not None and validator.accounts.filter(pk=owner_id).exists():
+        raise BundleError(
+            "validator_conflict",
+            f"race_run.json: agent {agent_version.agent.slug!r} belongs to an account that acts for validator "
+            f"{validator.slug!r}, which signed this run; a validator does not score its own agents -- another "
+            "validator runs it",
+        )
+
+
 def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: RaceContext) -> RaceRun:
     """Write the accepted run, then refresh the race standings. Idempotent: ``submission`` is the
     row verification locked (select_for_update), so its ``race_run_id`` is current and a second
@@ -205,6 +220,8 @@ def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: Ra
     key = SigningKey.objects.select_related("validator").get(key_id=outcome.key_id)
     if submission.race_run is not None:  # a null one-to-one reads no row
         return submission.race_run
+    assert key.validator is not None  # a validator key (signing_key_has_one_owner), as the evaluator checked
+    _refuse_own_agent(key.validator, context.agent_version)
     race = context.race
     if race is not None and race.status != Race.Status.RUNNING:
         # Past the load's check (the account's validators owe a re-run): the signer must owe it.
@@ -216,7 +233,6 @@ def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: Ra
     except QuotaExceeded as exc:
         # Raised inside the verdict's transaction: nothing of this run is written.
         raise BundleError("validator_daily_limit_reached", exc.message) from None
-    assert key.validator is not None  # a validator key (signing_key_has_one_owner), as the evaluator checked
     run = RaceRun.objects.create(
         validator=key.validator,
         agent_version=context.agent_version,

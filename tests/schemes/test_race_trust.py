@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.contrib.auth.models import User
 from django.urls import reverse
 from schemes_race_helpers import (
     QUALIFYING,
@@ -232,6 +233,33 @@ def test_a_race_run_filed_by_the_account_of_another_validator_is_refused(running
     assert (submission.verdict, submission.error_code) == ("rejected", "validator_not_yours")
     assert not RaceRun.objects.exists()
     assert not SubmissionChallenge.objects.filter(used_at__isnull=False).exists()
+
+
+def test_a_validator_does_not_score_an_agent_owned_by_one_of_its_own_accounts(running, submit, make_validator):
+    conflicted, conflicted_key = make_validator("validator-a")
+    independent, independent_key = make_validator("validator-b")
+    enter("Shopper", "1", 1)
+    conflicted.accounts.add(entrant())  # the agent's owner acts for validator-a
+    run = {"agent": "Shopper", "version": "1", "outcomes": scoring_outcomes(0.9), "race": 1}
+    token = challenge_for("Shopper", "1", 1, user=entrant())
+    refused = submit(entrant(), members(validator=conflicted, key=conflicted_key, challenge=token, **run))
+    assert (refused.verdict, refused.error_code) == ("rejected", "validator_conflict")
+    assert "a validator does not score its own agents" in refused.error_message
+    assert not RaceRun.objects.exists()
+    # Filed by another of validator-a's accounts, it is still validator-a's signature: refused too.
+    also_refused = submit(
+        User.objects.get(username="submitter"),
+        members(validator=conflicted, key=conflicted_key, **run),
+        name="again.age",
+    )
+    assert also_refused.error_code == "validator_conflict"
+    accepted = submit(
+        User.objects.get(username="submitter"),
+        members(validator=independent, key=independent_key, **run),
+        name="independent.age",
+    )
+    assert accepted.verdict == "attested"
+    assert list(RaceRun.objects.values_list("validator__slug", flat=True)) == ["validator-b"]
 
 
 def test_an_owner_enters_a_race_over_the_api_and_another_account_cannot_enter_their_agent(running, make_user):
