@@ -11,6 +11,7 @@ reads as proven; this check makes that a failing test instead.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -70,6 +71,36 @@ def dangling_references(text: str, root: Path) -> list[str]:
         if not candidates & names:
             dangling.append(f"{last_file}::{'::'.join(parts)}")
     return dangling
+
+
+# A test named alone in backticks (`test_name`, no file): it must at least exist somewhere.
+_ALONE = re.compile(r"(?<!::)`(?P<name>test_\w+)`")
+
+
+@functools.lru_cache(maxsize=4)
+def _every_test_name(root: Path) -> frozenset[str]:
+    names: set[str] = set()
+    for path in (root / "tests").rglob("test_*.py"):
+        names |= {name.rsplit("::", 1)[-1] for name in _defined_names(path.read_text())}
+    return frozenset(names)
+
+
+def unknown_lone_names(text: str, root: Path) -> list[str]:
+    """Test names cited alone in ``text`` that no test file under ``root`` defines."""
+    known = _every_test_name(root)
+    return [match.group("name") for match in _ALONE.finditer(text) if match.group("name") not in known]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
+def test_every_test_a_document_names_alone_exists_somewhere(document: Path) -> None:
+    assert unknown_lone_names(document.read_text(), ROOT) == []
+
+
+def test_the_lone_name_check_reports_a_name_no_test_defines(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("def test_here():\n    pass\n")
+    text = "proved by `test_here` and `test_gone`, and `tests/test_x.py::test_also_gone`"
+    assert unknown_lone_names(text, tmp_path) == ["test_gone"]
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
