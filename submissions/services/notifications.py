@@ -29,6 +29,7 @@ import http.client
 import ipaddress
 import json
 import logging
+import re
 import secrets
 import socket
 import ssl
@@ -109,7 +110,9 @@ def _public_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         return False
     if isinstance(ip, ipaddress.IPv4Address):
         return True
-    if any(ip in network for network in _IPV6_REFUSED):
+    # Site-local fec0::/10 is deprecated (RFC 3879) but still numbers some internal networks,
+    # and ipaddress calls it global.
+    if ip.is_site_local or any(ip in network for network in _IPV6_REFUSED):
         return False
     return all(_public_address(address) for address in _embedded_ipv4(ip))
 
@@ -297,23 +300,59 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
 
     def connect(self) -> None:
         sock = socket.create_connection((self._address, self.port), self.timeout)
+        # The handshake's wait is one deadline (CPython's ssl counts the socket timeout across
+        # the whole handshake): what is left of the delivery's, set by _post before connecting.
         self.sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
 
 
+# What is read of the answer: its status line, nothing more.
+_STATUS_LINE_MAX_BYTES = 1024
+_STATUS_LINE = re.compile(rb"HTTP/\d(?:\.\d)? (\d{3})[ \r]")
+
+
+def _time_left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the receiver did not answer within PODIUM_WEBHOOK_TIMEOUT_SECONDS")
+    return left
+
+
+def _status_by(sock: socket.socket, deadline: float) -> int:
+    """The status code of the answer's first line, read by ``deadline``. A socket timeout bounds
+    one wait, so a receiver trickling a byte at a time would never trip it (http.client's
+    getresponse also reads up to 100 header lines): each wait here gets only what is left."""
+    data = b""
+    while b"\n" not in data and len(data) < _STATUS_LINE_MAX_BYTES:
+        sock.settimeout(_time_left(deadline))
+        chunk = sock.recv(_STATUS_LINE_MAX_BYTES - len(data))
+        if not chunk:
+            break
+        data += chunk
+    match = _STATUS_LINE.match(data)
+    if match is None:
+        raise http.client.BadStatusLine(repr(data[:80]))
+    return int(match.group(1))
+
+
 def _post(target: _Target, body: bytes, headers: dict[str, str]) -> int:
-    timeout = settings.PODIUM_WEBHOOK_TIMEOUT_SECONDS
+    """POST ``body`` and answer the receiver's status code, all within one deadline of
+    PODIUM_WEBHOOK_TIMEOUT_SECONDS (connect, TLS, send, status line): a delivery runs on a
+    worker that also verifies, which no receiver may hold longer than that."""
+    deadline = time.monotonic() + settings.PODIUM_WEBHOOK_TIMEOUT_SECONDS
     if target.scheme == "https":
         conn: http.client.HTTPConnection = _PinnedHTTPSConnection(
-            target.host, target.address, port=target.port, timeout=timeout
+            target.host, target.address, port=target.port, timeout=_time_left(deadline)
         )
     else:
-        conn = http.client.HTTPConnection(target.address, target.port, timeout=timeout)
+        conn = http.client.HTTPConnection(target.address, target.port, timeout=_time_left(deadline))
     try:
+        conn.connect()
+        assert conn.sock is not None
+        conn.sock.settimeout(_time_left(deadline))  # sendall counts its timeout across the send
         host = target.host if ":" not in target.host else f"[{target.host}]"
+        # http.client builds the request (and refuses a CR or LF in its path or headers).
         conn.request("POST", target.path, body=body, headers={"Host": f"{host}:{target.port}", **headers})
-        response = conn.getresponse()
-        response.read(1024)  # bounded: we only want the status
-        return response.status
+        return _status_by(conn.sock, deadline)
     finally:
         conn.close()
 

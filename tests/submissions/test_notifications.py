@@ -8,7 +8,9 @@ import hashlib
 import hmac
 import io
 import json
+import socket
 import threading
+import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
@@ -59,6 +61,39 @@ class Receiver:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class Trickler:
+    """A loopback receiver that reads the request, sends ``first`` at once, then one byte every
+    ``gap`` seconds for ``seconds``: every wait shorter than a socket timeout, the whole far longer."""
+
+    def __init__(self, first: bytes, *, gap: float, seconds: float):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/hook"
+        self.first, self.gap, self.seconds = first, gap, seconds
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        try:
+            conn.recv(65536)
+            conn.sendall(self.first)
+            end = time.monotonic() + self.seconds
+            while time.monotonic() < end:
+                time.sleep(self.gap)
+                conn.sendall(b"H")
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.sock.close()
 
 
 @pytest.fixture
@@ -229,6 +264,29 @@ class TestWebhookDelivery:
         delivery = NotificationDelivery.objects.get(submission=garbage)
         assert delivery.state == "pending" and delivery.last_error.startswith("webhook_unreachable")
 
+    @pytest.mark.parametrize("trickled", ["headers", "status line"])
+    def test_a_receiver_trickling_its_answer_holds_a_delivery_no_longer_than_the_timeout(
+        self, owner, loopback_allowed, garbage, settings, trickled
+    ):
+        # One byte per 0.4 s never trips a 1 s socket timeout; the delivery's deadline does.
+        settings.PODIUM_WEBHOOK_TIMEOUT_SECONDS = 1
+        trickler = Trickler(b"HTTP/1.1 200 OK\r\nX-Slow: " if trickled == "headers" else b"", gap=0.4, seconds=8)
+        try:
+            notifications.webhook_set(user=owner, url=trickler.url)
+            submission_verify(submission_id=garbage.pk)  # on_commit not run: owed, delivered below
+            delivery = NotificationDelivery.objects.get(submission=garbage)
+            started = time.monotonic()
+            notifications.notification_deliver(delivery_id=delivery.pk)
+            assert time.monotonic() - started < 2.5
+            delivery.refresh_from_db()
+            if trickled == "headers":  # the status line came at once: that is the answer
+                assert (delivery.state, delivery.attempts) == ("sent", 1)
+            else:
+                assert delivery.state == "pending"
+                assert delivery.last_error.startswith("webhook_unreachable: TimeoutError")
+        finally:
+            trickler.close()
+
     def test_a_removed_webhook_is_not_posted(self, owner, receiver, loopback_allowed, garbage):
         notifications.webhook_set(user=owner, url=receiver.url)
         submission = submission_verify(submission_id=garbage.pk)  # on_commit not run: owed, not sent
@@ -252,6 +310,8 @@ class TestWebhookUrlRule:
             ("http://[::1]/hook", "webhook_url_private"),
             ("http://0.0.0.0/hook", "webhook_url_private"),
             ("http://[::ffff:127.0.0.1]/hook", "webhook_url_private"),
+            ("http://[fec0::1]/hook", "webhook_url_private"),  # site-local (deprecated, still internal)
+            ("http://[feff::1]/hook", "webhook_url_private"),
             ("http://100.64.0.1/hook", "webhook_url_private"),
             ("http://[fd00::1]/hook", "webhook_url_private"),
             ("http://224.0.0.1/hook", "webhook_url_private"),
