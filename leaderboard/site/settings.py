@@ -152,6 +152,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "leaderboard.security.ContentSecurityPolicyMiddleware",
+    # A credentialed request's answer (a private run, the account's submissions) is never stored.
+    "leaderboard.security.CredentialedNoStoreMiddleware",
     "leaderboard.api_query.EmptyApiQueryParameterMiddleware",
     # A NUL in the path, a query parameter or a form field: 400 invalid_text before any view
     # (PostgreSQL refuses NUL in text; it was a DataError from every route with a text segment).
