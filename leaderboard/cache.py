@@ -2,7 +2,8 @@
 
 Everything Podium keeps in the cache can be recomputed from the database (rendered
 boards, the release pointer, chart data) or is a rate limit, so an unreachable
-Redis must never turn a page, a read API call or an API-key check into a 500:
+Redis, or one that refuses what it is asked (out of memory, a read-only replica),
+must never turn a page, a read API call or an API-key check into a 500:
 
 * reads answer the default (a miss: the caller recomputes from the database);
 * writes are dropped (``set``/``add``/``delete`` answer as if nothing was stored);
@@ -30,14 +31,16 @@ from typing import Any, TypeVar
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError
 
 logger = logging.getLogger("podium.cache")
 
 # How long a process treats Redis as down after a connection error before trying again.
 RETRY_AFTER_SECONDS = 5.0
-UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
+# Every error Redis answers, not only a refused or timed-out connection: a Redis at its
+# maxmemory with noeviction (OutOfMemoryError) or a read-only replica after a failover
+# (ReadOnlyError) answers ResponseErrors, which were 500s on every page and API call.
+UNAVAILABLE = (RedisError,)
 
 T = TypeVar("T")
 

@@ -26,6 +26,8 @@ logger = logging.getLogger("podium.readyz")
 # Seconds a Redis ping may take before the check counts as failed.
 REDIS_TIMEOUT_SECONDS = 1.0
 OK, FAILED, SKIPPED = "ok", "unavailable", "not configured"
+# What the Redis check writes (and lets expire).
+READY_KEY, READY_KEY_SECONDS = "podium:readyz", 10
 
 
 def check_database() -> str:
@@ -42,7 +44,9 @@ def _ping_redis(url: str) -> str:
         url, socket_connect_timeout=REDIS_TIMEOUT_SECONDS, socket_timeout=REDIS_TIMEOUT_SECONDS
     )
     try:
-        client.ping()
+        # A write, not a PING: a Redis at its maxmemory (noeviction) or a read-only replica
+        # answers PING but refuses the cache's writes and every enqueue.
+        client.set(READY_KEY, "1", ex=READY_KEY_SECONDS)
     finally:
         client.close()
     return OK

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import time
 
 import pytest
+import redis
 
 from leaderboard.cache import FailSoftRedisCache
 
@@ -55,3 +58,59 @@ def test_api_key_failures_are_not_counted_while_redis_is_down_so_the_throttle_fa
     assert api_keys.failed_attempts("203.0.113.9") == 0
     assert api_keys.record_failed_attempt("203.0.113.9") == 1
     assert api_keys.failed_attempts("203.0.113.9") == 0
+
+
+@pytest.fixture
+def full_redis():
+    """A real Redis that refuses every write (maxmemory 1 byte, noeviction), as a Redis at its
+    memory limit does; it answers PING and reads."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("needs the redis-server binary")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--maxmemory", "1", "--maxmemory-policy", "noeviction"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.exceptions.ConnectionError:
+            if time.monotonic() > deadline:
+                server.kill()
+                raise
+            time.sleep(0.05)
+    FailSoftRedisCache._down_until = 0.0
+    yield url
+    FailSoftRedisCache._down_until = 0.0
+    server.kill()
+    server.wait()
+
+
+def test_a_redis_that_refuses_writes_is_a_miss_not_an_error(full_redis):
+    cache = FailSoftRedisCache(full_redis, {})
+    assert cache.set("board", "html") is None  # OOM: dropped, not raised
+    assert cache.add("counter", 0) is False
+    with pytest.raises(ValueError, match="cache unavailable"):
+        cache.incr("counter")
+
+
+def test_a_redis_that_refuses_writes_leaves_pages_and_the_api_serving(full_redis, client, settings, db):
+    # Django's own setting_changed handler rebuilds the cache handlers for the new CACHES.
+    settings.CACHES = {"default": {"BACKEND": "leaderboard.cache.FailSoftRedisCache", "LOCATION": full_redis}}
+    assert client.get("/").status_code == 200
+    assert client.get("/api/v1/benchmarks/").status_code == 200
+
+
+def test_readyz_fails_the_cache_when_redis_refuses_writes(full_redis, client, settings):
+    settings.REDIS_URL = full_redis
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["cache"] == "unavailable"
