@@ -79,6 +79,16 @@ class PrivateRedis:
         _stop(self.process, kill=True)
         self.process = None
 
+    def freeze(self) -> None:
+        """SIGSTOP: a Redis that stops answering without refusing (a frozen host, a partition):
+        the kernel still accepts connections, nothing ever replies."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
 
 class WebServer:
     """The web process: gunicorn with leaderboard/site/gunicorn.conf.py, on a free loopback port."""

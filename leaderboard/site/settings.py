@@ -232,12 +232,23 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Seconds a broker connection may wait on Redis (connect or read).
+BROKER_SOCKET_TIMEOUT_SECONDS = 3
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60),
     # A worker consuming several queues polls them in the order given (-Q verify,followups):
     # a waiting verdict is always taken before a waiting follow-up (Redis transport).
     "queue_order_strategy": "priority",
+    # A Redis that stops answering (a frozen host, a partition) must fail an enqueue in
+    # seconds, not hang it: without these the publish's PING blocked until gunicorn killed the
+    # worker, a 500 after 60 s for an upload that was in fact committed. Reads wait longer than
+    # the worker's blocking poll (BRPOP, 1 s).
+    "socket_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
+    "socket_connect_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
 }
+# One retry of a failed publish, promptly: the upload is committed either way (the sweeper
+# enqueues what a publish lost), so a long retry only delays its answer.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 # Two queues: verdicts, and the follow-ups of a verdict (a run's confidence intervals). A
 # worker consumes both, verdicts first: `celery -A leaderboard.site worker -Q podium,podium-followups`
 # (the values of these two settings), so a burst of intervals never delays an upload's verdict.

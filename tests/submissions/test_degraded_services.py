@@ -161,6 +161,38 @@ def test_an_upload_while_redis_is_stopped_stays_queued_in_the_database_and_reach
 
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
+def test_an_upload_while_redis_stops_answering_is_accepted_in_seconds_not_a_500_after_a_minute(
+    owner, demo_release, seal, private_redis, tmp_path
+):
+    # A frozen Redis accepts connections and never replies: the enqueue's broker PING used to
+    # block until gunicorn killed the worker (a 500 at 60 s for an upload already committed).
+    from submissions.api_keys import api_key_create
+    from submissions.bundle.demo import DEMO_BENCHMARK
+
+    key = api_key_create(user=owner, name="frozen").plaintext
+    web = WebServer(tmp_path, redis_env(tmp_path, private_redis)).start()
+    private_redis.freeze()
+    try:
+        content_type, body = multipart({"benchmark": DEMO_BENCHMARK}, {"bundle": ("run.age", seal())})
+        started = time.monotonic()
+        status, _, answer = request(
+            "POST",
+            f"{web.base}/api/v1/submissions/",
+            headers={"Authorization": f"Api-Key {key}", "Content-Type": content_type},
+            body=body,
+        )
+        took = time.monotonic() - started
+    finally:
+        private_redis.thaw()
+        web.stop()
+    assert status == 201, answer
+    assert took < 20, took
+    assert Submission.objects.get(pk=json.loads(answer)["id"]).status == "received"  # the sweeper's now
+    assert "could not enqueue verification" in web.log()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
 def test_with_postgresql_unreachable_pages_and_the_api_answer_503_without_a_traceback(tmp_path, settings):
     nowhere = f"postgres://postgres@127.0.0.1:{free_port()}/podium"
     web = WebServer(tmp_path, site_env(tmp_path / "web", DATABASE_URL=nowhere)).start()
