@@ -181,7 +181,13 @@ TEMPLATES = [
 # Database: SQLite in var/ unless DATABASE_URL names another (PostgreSQL via psycopg 3).
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    # Health checks: a kept connection that PostgreSQL dropped (a restart, a failover) is
+    # found dead and replaced before a request uses it, instead of answering that request 503.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+        )
+    }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # A database host that does not answer costs a request this many seconds, then a
         # 503 page (leaderboard.unavailable), instead of hanging a gunicorn worker.

@@ -50,10 +50,12 @@ VERDICT_EXIT = {"validated": EXIT_OK, "attested": EXIT_OK, "mismatch": EXIT_MISM
 class ClientError(Exception):
     """A failed request or bad configuration; ``exit_code`` says which."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_SERVER):
+    def __init__(self, message: str, exit_code: int = EXIT_SERVER, retry_after: float | None = None):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        # Seconds the site asked to wait (a 503 while a service it needs is away); None otherwise.
+        self.retry_after = retry_after
 
 
 def _config() -> tuple[str, str]:
@@ -83,7 +85,10 @@ def _call(
         except (ValueError, AttributeError):
             error = {}
         code = error.get("code", f"http_{exc.code}")
-        raise ClientError(f"the site answered {exc.code} [{code}]: {error.get('message', exc.reason)}") from None
+        retry_after = _retry_after(exc.headers.get("Retry-After")) if exc.code == 503 else None
+        raise ClientError(
+            f"the site answered {exc.code} [{code}]: {error.get('message', exc.reason)}", retry_after=retry_after
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise ClientError(f"cannot reach {url.split('/api/')[0]}: {reason}") from None
@@ -148,10 +153,28 @@ def _exit_code(body: dict[str, Any]) -> int:
     return VERDICT_EXIT.get(str(body.get("verdict")), EXIT_SERVER)
 
 
+def _retry_after(value: str | None) -> float:
+    """A Retry-After of seconds (the only form the site sends); POLL_SECONDS when absent or odd."""
+    try:
+        return max(0.0, float(value)) if value is not None else POLL_SECONDS
+    except ValueError:
+        return POLL_SECONDS
+
+
 def _wait(url: str, key: str, submission_id: str, seconds: float) -> dict[str, Any]:
+    """Poll until the verdict or ``seconds``. A 503 (the site's database restarting, say) is
+    waited out as the site asks (Retry-After) within the same deadline: the upload is stored,
+    and the verdict is what the caller waits for."""
     deadline = time.monotonic() + seconds
     while True:
-        _, body = _call("GET", f"{url}/api/v1/submissions/{submission_id}/", key=key)
+        try:
+            _, body = _call("GET", f"{url}/api/v1/submissions/{submission_id}/", key=key)
+        except ClientError as exc:
+            left = deadline - time.monotonic()
+            if exc.retry_after is None or left <= 0:
+                raise
+            time.sleep(min(exc.retry_after, left))
+            continue
         if body.get("status") == "done" or time.monotonic() >= deadline:
             return body
         time.sleep(POLL_SECONDS)

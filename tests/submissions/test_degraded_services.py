@@ -221,3 +221,27 @@ def test_with_postgresql_unreachable_pages_and_the_api_answer_503_without_a_trac
     assert healthz == 200
     logged = "podium.unavailable: database_unavailable on GET /benchmarks/ale-robotics/0.5/: OperationalError"
     assert logged in web.log()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_after_postgresql_drops_every_connection_the_next_requests_are_served_not_503(tmp_path):
+    # A restart or failover ends every backend; a web process keeping connections
+    # (DB_CONN_MAX_AGE, as deployed) must find them dead before using them, not answer 503.
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL")
+    web = WebServer(tmp_path, site_env(tmp_path / "web", DB_CONN_MAX_AGE="60"), workers=2).start()
+    try:
+        assert {get(web, "/api/v1/benchmarks/")[0] for _ in range(8)} == {200}  # every worker connected
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            assert cursor.fetchone()[0] >= 1
+        statuses = [get(web, "/api/v1/benchmarks/")[0] for _ in range(8)]
+    finally:
+        web.stop()
+    assert statuses == [200] * 8

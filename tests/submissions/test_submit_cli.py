@@ -118,3 +118,61 @@ def test_not_a_bundle_directory_is_a_local_error(tmp_path):
 def test_a_malformed_submission_id_is_a_local_error():
     result = tool("status", "not-a-uuid", url="http://127.0.0.1:9", key="pdm_x_y")
     assert result.returncode == 4 and "not a submission id" in result.stderr
+
+
+def _answers(sequence):
+    """A loopback server answering each GET with the next (status, headers, JSON body)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    remaining = list(sequence)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            status, headers, body = remaining.pop(0) if remaining else sequence[-1]
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            for name, value in {"Content-Type": "application/json", **headers}.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_waiting_for_a_verdict_waits_out_a_503_as_the_site_asks():
+    from submissions.bundle import client
+
+    unavailable = (503, {"Retry-After": "0"}, {"error": {"code": "database_unavailable", "message": "back soon"}})
+    done = (200, {}, {"id": "x", "status": "done", "verdict": "validated"})
+    server, url = _answers([unavailable, unavailable, done])
+    try:
+        assert client._wait(url, "pdm_k", "x", seconds=10)["verdict"] == "validated"
+    finally:
+        server.shutdown()
+
+
+def test_waiting_for_a_verdict_gives_up_on_503s_at_its_deadline_and_on_other_errors_at_once():
+    from submissions.bundle import client
+
+    unavailable = (503, {"Retry-After": "0.1"}, {"error": {"code": "database_unavailable", "message": "back soon"}})
+    server, url = _answers([unavailable])
+    try:
+        with pytest.raises(client.ClientError, match="database_unavailable"):
+            client._wait(url, "pdm_k", "x", seconds=0.5)
+    finally:
+        server.shutdown()
+    forbidden = (404, {}, {"error": {"code": "not_found", "message": "no such submission"}})
+    server, url = _answers([forbidden])
+    try:
+        with pytest.raises(client.ClientError, match="not_found"):
+            client._wait(url, "pdm_k", "x", seconds=30)
+    finally:
+        server.shutdown()
