@@ -27,10 +27,7 @@ from django.template import loader
 
 from leaderboard.api.errors import error_body
 from leaderboard.unavailable import is_service_unavailable, unavailable_response
-
-
-def _wants_json(request: HttpRequest) -> bool:
-    return request.path.startswith("/api/")
+from leaderboard.unavailable import wants_json as _wants_json
 
 
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

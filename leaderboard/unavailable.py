@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, InternalError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from kombu.exceptions import OperationalError as BrokerError
@@ -50,12 +50,26 @@ class StorageUnavailable(ServiceUnavailable):
     public_message = "The site's file storage is unavailable; the upload was not stored."
 
 
+# SQLSTATE of a write refused by a read-only database: a standby after a failover, or
+# default_transaction_read_only. psycopg raises it as an InternalError, not an OperationalError.
+READ_ONLY_SQLSTATE = "25006"
+
+
+def database_read_only(exc: BaseException) -> bool:
+    return isinstance(exc, InternalError) and getattr(exc.__cause__, "sqlstate", None) == READ_ONLY_SQLSTATE
+
+
 def unavailable_code(exc: BaseException | None) -> tuple[str, str] | None:
     """(code, message) when ``exc`` means a dependency is down, else None."""
     if isinstance(exc, ServiceUnavailable):
         return exc.code, exc.public_message
     if isinstance(exc, DATABASE_ERRORS):
         return "database_unavailable", "The site's database is unavailable; nothing was changed."
+    if exc is not None and database_read_only(exc):
+        return (
+            "database_unavailable",
+            "The site's database takes no changes right now (read-only); nothing was changed.",
+        )
     if isinstance(exc, BrokerError):
         # Publishing to a Redis broker that is down (e.g. the admin's "re-verify" action).
         # Uploads never get here: their enqueue failure is caught and the sweeper enqueues later.
@@ -84,13 +98,21 @@ def log_unavailable(request: Any, exc: BaseException) -> None:
     logger.error("%s on %s %s: %s: %s", code, method, path, type(exc).__name__, exc)
 
 
+def wants_json(request: HttpRequest) -> bool:
+    """Whether an error is answered as JSON: the API, and every ``.json`` download (a board's,
+    a chart's, a run's results), whose readers parse what comes back."""
+    return request.path.startswith("/api/") or request.path.endswith(".json")
+
+
 def unavailable_response(request: HttpRequest, exc: BaseException) -> HttpResponse:
-    """The 503 answer: JSON under /api/, a plain page elsewhere."""
+    """The 503 answer: JSON for the API and .json downloads, a plain page elsewhere, saying
+    which service is away (the database, the file storage, the task queue)."""
     log_unavailable(request, exc)
-    if request.path.startswith("/api/"):
+    if wants_json(request):
         response: HttpResponse = JsonResponse(unavailable_body(exc), status=503)
     else:
-        response = HttpResponse(loader.render_to_string("503.html"), status=503)
+        message = (unavailable_code(exc) or ("", ServiceUnavailable.public_message))[1]
+        response = HttpResponse(loader.render_to_string("503.html", {"message": message}), status=503)
     for name, value in unavailable_headers().items():
         response[name] = value
     return response

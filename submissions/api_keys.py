@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import logging
 import secrets
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,7 +31,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import exceptions
@@ -38,8 +39,11 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from leaderboard.unavailable import database_read_only
 from submissions import rows
 from submissions.models import ApiKey
+
+logger = logging.getLogger(__name__)
 
 KEY_SCHEME = "pdm"
 AUTH_KEYWORD = "Api-Key"
@@ -165,7 +169,17 @@ def api_key_record_use(*, key_id: int, last_used_at: dt.datetime | None) -> dt.d
     now = timezone.now()
     if last_used_at is not None and (now - last_used_at).total_seconds() < LAST_USED_RESOLUTION_SECONDS:
         return None
-    ApiKey.objects.filter(pk=key_id).update(last_used_at=now)
+    try:
+        # A bookkeeping write on a request that may only read: a database that takes no writes
+        # (a standby after a failover) must not turn every API-key read into an error. In a
+        # savepoint, so a refusal leaves the caller's transaction usable.
+        with transaction.atomic():
+            ApiKey.objects.filter(pk=key_id).update(last_used_at=now)
+    except DatabaseError as exc:
+        if not database_read_only(exc):
+            raise
+        logger.warning("API key %s: last use not recorded, the database is read-only", key_id)
+        return None
     return now
 
 

@@ -41,6 +41,16 @@ class DatabaseDownInMiddleware:
         return response
 
 
+def download_without_database(request):
+    raise OperationalError(DOWN)
+
+
+def page_without_storage(request):
+    from leaderboard.unavailable import StorageUnavailable
+
+    raise StorageUnavailable()
+
+
 def ok(request):
     from django.http import HttpResponse
 
@@ -51,6 +61,8 @@ urlpatterns = [
     path("api/v1/down/", ApiWithoutDatabase.as_view()),
     path("api/v1/up/", ApiThatWorks.as_view()),
     path("down/", page_without_database),
+    path("down/board.json", download_without_database),
+    path("storage-down/", page_without_storage),
     path("middleware-down/", ok),
     *root_urls.urlpatterns,
 ]
@@ -84,6 +96,21 @@ def test_an_api_view_whose_database_is_down_answers_the_json_error_database_unav
     assert (response.status_code, response["Retry-After"]) == (503, "30")
     assert response.json()["error"]["code"] == "database_unavailable"
     assert_no_internals(response)
+
+
+@pytest.mark.django_db
+def test_a_json_download_whose_database_is_down_answers_the_json_error_not_the_page(client_here):
+    response = client_here.get("/down/board.json")
+    assert (response.status_code, response["Content-Type"]) == (503, "application/json")
+    assert response.json()["error"]["code"] == "database_unavailable"
+    assert_no_internals(response)
+
+
+@pytest.mark.django_db
+def test_the_503_page_names_the_service_that_is_away(client_here):
+    storage = client_here.get("/storage-down/").content.decode()
+    assert "file storage is unavailable" in storage and "database" not in storage
+    assert "database is unavailable" in client_here.get("/down/").content.decode()
 
 
 @pytest.mark.django_db
@@ -175,3 +202,30 @@ def test_the_admins_reverify_action_with_the_broker_down_answers_503_not_500(adm
     assert response.status_code == 503
     assert b"Podium is temporarily unavailable" in response.content
     assert b"6379" not in response.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_only_database_serves_api_key_reads_and_answers_writes_503(make_user):
+    # A standby after a failover (or default_transaction_read_only): an API-key read used to be
+    # a 500 (its last-use bookkeeping write), and a write an InternalError 500 too.
+    from django.db import connection
+
+    from submissions.api_keys import api_key_create
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a read-only database is PostgreSQL's (default_transaction_read_only)")
+    key = api_key_create(user=make_user("reader"), name="reader").plaintext
+    client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Api-Key {key}")
+    with connection.cursor() as cursor:
+        cursor.execute("SET default_transaction_read_only = on")
+    try:
+        read = client.get("/api/v1/submissions/")
+        write = client.put(
+            "/api/v1/account/webhook/", {"url": "https://93.184.216.34/hook"}, content_type="application/json"
+        )
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET default_transaction_read_only = off")
+    assert read.status_code == 200
+    assert (write.status_code, write.json()["error"]["code"]) == (503, "database_unavailable")
+    assert write["Retry-After"] == "30"
