@@ -128,7 +128,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     if upload_file is None:
         return _upload_error(request, context, "bundle_missing", "Choose a bundle file (.age) to upload.", 400)
     slug = request.POST.get("benchmark", "")
-    benchmark = next((b for b in context["benchmarks"] if b.slug == slug), None)
+    benchmark = next((b for b in context["visible_benchmarks"] if b.slug == slug), None)
     if benchmark is None:
         message = "Choose the benchmark this bundle is for." if not slug else f"No benchmark with slug {slug[:64]!r}."
         return _upload_error(request, context, "benchmark_unknown", message, 400)
@@ -172,11 +172,14 @@ def _upload_context(request: HttpRequest) -> dict[str, Any]:
     """What the upload page shows whichever form was sent: the site key, the benchmarks, the
     account's daily limits and its open challenges."""
     user = signed_in_user(request)
-    benchmarks = list(benchmarks_visible(staff=viewer_is_staff(user)).order_by("name"))
+    visible = list(benchmarks_visible(staff=viewer_is_staff(user)).order_by("name"))
     return {
         "site_key": _site_key(),
-        "benchmarks": benchmarks,
-        "limits": quota_overview(user=user, benchmarks=benchmarks),
+        # The forms offer what takes bundles and challenges: a scorecard benchmark's cards are
+        # played over the API. Its daily limit (card openings) is still listed.
+        "benchmarks": [b for b in visible if b.scheme != Benchmark.Scheme.SCORECARD],
+        "visible_benchmarks": visible,
+        "limits": quota_overview(user=user, benchmarks=visible),
         "validator_limits": validator_quota_overview(user=user),
         "open_challenges": _open_challenges(user),
     }

@@ -95,6 +95,13 @@ def challenge_issue(*, user: User, request: ChallengeRequest) -> SubmissionChall
     """A fresh challenge for ``user``. Paper-gap: the agent becomes ``user``'s on first use
     (``agent_not_yours`` when it is another account's). Race: see ``_race_target``."""
     release = _release(request)
+    if release.benchmark.scheme == Benchmark.Scheme.SCORECARD:
+        # The upload's rule (submissions.bundle_benchmark_check): nothing to bind a card to.
+        raise BundleError(
+            "wrong_scheme",
+            f"benchmark: {release.benchmark.slug!r} is a scorecard benchmark; its cards are played on the server "
+            "over the API (POST /api/v1/scorecards/), so no bundle or challenge is made for it",
+        )
     open_count = SubmissionChallenge.objects.filter(
         user=user, used_at__isnull=True, expires_at__gt=timezone.now()
     ).count()

@@ -29,6 +29,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
+from leaderboard.models import Benchmark
 from leaderboard.unavailable import StorageUnavailable
 from submissions.models import ApiKey, Submission
 from submissions.quotas import QuotaResult, quota_consume, quota_peek, quota_refund, quota_scope
@@ -211,6 +212,18 @@ class UploadResult:
     quota: QuotaResult
 
 
+def bundle_benchmark_check(benchmark: Any) -> None:
+    """Refuse (``wrong_scheme``) a bundle or a challenge for a scorecard benchmark, before anything
+    is counted: its cards are played on the server (seed 001, nothing self-reported), so a bundle
+    could never be scored, and it spent the allowance that limits card openings."""
+    if benchmark.scheme == Benchmark.Scheme.SCORECARD:
+        raise SubmissionRejected(
+            "wrong_scheme",
+            f"benchmark: {benchmark.slug!r} is a scorecard benchmark; its cards are played on the server over "
+            "the API (POST /api/v1/scorecards/, docs/api.md), never uploaded as bundles",
+        )
+
+
 def submission_upload(
     *,
     user: Any,
@@ -230,6 +243,7 @@ def submission_upload(
     accepted uploads count. Raises SubmissionRejected (``too_large``, ``empty_file``)
     and QuotaExceeded, both with nothing written.
     """
+    bundle_benchmark_check(benchmark)
     scope = quota_scope(benchmark)
     limit = benchmark.daily_submission_limit
     with tempfile.TemporaryFile(prefix="podium-upload-") as spool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -645,3 +646,32 @@ def test_a_release_with_cards_cannot_change_its_hidden_levels(api, play_release,
 
 def test_the_api_root_links_where_cards_are_opened(api):
     assert api.get("/api/v1/").json()["scorecards"] == "http://testserver/api/v1/scorecards/"
+
+
+def test_a_scorecard_benchmark_takes_no_bundle_and_no_challenge_and_counts_nothing(play_release, make_user):
+    # Its cards are played on the server: a bundle could never be scored, and each one spent the
+    # allowance that limits card openings (outsider review).
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from submissions.models import DailyCount, Submission, SubmissionChallenge
+
+    user = make_user("bundler")
+    client = client_for(user)
+    upload = client.post(
+        "/api/v1/submissions/",
+        {"benchmark": "sokoban-play", "bundle": SimpleUploadedFile("run.age", b"age-encryption.org/v1\n" * 4)},
+        format="multipart",
+    )
+    assert (upload.status_code, upload.json()["error"]["code"]) == (400, "wrong_scheme")
+    challenge = client.post(
+        "/api/v1/challenges/",
+        {"benchmark": "sokoban-play", "release": play_release.version, "agent_name": "Box Bot", "agent_version": "1"},
+        format="json",
+    )
+    assert (challenge.status_code, challenge.json()["error"]["code"]) == (400, "wrong_scheme")
+    assert not Submission.objects.exists() and not SubmissionChallenge.objects.exists()
+    assert not DailyCount.objects.exists()
+    web = Client()
+    web.force_login(user)
+    page = web.get("/submit/").content.decode()
+    assert 'value="sokoban-play"' not in page  # not offered in the upload or challenge forms
