@@ -350,7 +350,8 @@ def _dispatch(submission: Submission, bundle: Bundle) -> Submission:
                 Submission.Verdict.REJECTED,
                 "benchmark_mismatch",
                 f"manifest.json: benchmark is {str(bundle.manifest.benchmark)[:64]!r}, but the bundle was uploaded "
-                f"for {declared.slug!r}; upload it again naming the benchmark it is for",
+                f"for {declared.slug!r}; seal it again (a new seal is new bytes: these are already a submission) "
+                "and upload it naming the benchmark it is for",
             ),
             None,
         )
