@@ -253,6 +253,14 @@ def cmd_sign_results(args: argparse.Namespace) -> int:
     results = sorted(Path(args.directory, "results").glob("*.json"))
     if not results:
         raise LocalError(f"{args.directory}/results: no results/*.json to sign")
+    if args.task:
+        # Each simulator's results are signed by that simulator's evaluator key (one key is
+        # registered for one simulator): a bundle spanning several is signed once per key.
+        by_task = {path.stem: path for path in results}
+        missing = sorted(set(args.task) - set(by_task))
+        if missing:
+            raise LocalError(f"{args.directory}/results: no results for task(s) {', '.join(missing)}")
+        results = [by_task[task] for task in sorted(set(args.task))]
     # podium-bundle/2: the signature covers the manifest's challenge together with the results.
     manifest_path = Path(args.directory, "manifest.json")
     manifest = parse_json(manifest_path.read_bytes(), member="manifest.json") if manifest_path.is_file() else {}
@@ -350,9 +358,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="FILE")
     p.set_defaults(func=cmd_ed25519_keygen)
 
-    p = sub.add_parser("sign-results", help="sign every results/*.json of a bundle directory")
+    p = sub.add_parser("sign-results", help="sign every results/*.json of a bundle directory (or --task's)")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--key", required=True, metavar="ED25519_KEY_FILE")
+    p.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="sign only results/SLUG.json (repeatable): one evaluator key signs its own simulator's tasks",
+    )
     p.set_defaults(func=cmd_sign_results)
 
     # submit / status against a Podium site (standard library HTTP; PODIUM_URL, PODIUM_API_KEY).

@@ -161,6 +161,21 @@ def test_check_rejects_a_bundle_for_another_release(tmp_path, capsys):
     ]
 
 
+def test_sign_results_with_task_signs_only_those_tasks_so_each_evaluator_signs_its_own(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
+    slugs = sorted(path.stem for path in (directory / "results").glob("*.json"))
+    key = tmp_path / "carla.pem"
+    assert _run(capsys, "ed25519-keygen", "-o", str(key))[0] == 0
+    code, out, _ = _run(
+        capsys, "sign-results", str(directory), "--key", str(key), "--task", slugs[0], "--task", slugs[1]
+    )
+    assert (code, out.startswith("signed 2 result file(s)")) == (0, True)
+    signed = {p.stem for p in (directory / "results").glob("*.json") if "signature" in json.loads(p.read_text())}
+    assert signed == set(slugs[:2])
+    code, _, err = _run(capsys, "sign-results", str(directory), "--key", str(key), "--task", "no-such-task")
+    assert code == 4 and "no results for task(s) no-such-task" in err
+
+
 def test_signed_results_check_as_attested_with_the_trusted_key(tmp_path, capsys, release_manifest):
     from submissions.bundle.signatures import generate_signing_key, public_key_b64
 
