@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm, UsernameField
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
@@ -95,7 +95,15 @@ class SignUpForm(_UserCreationForm):
     letter, so "\u0430lice" with a Cyrillic "\u0430" read as another account's "alice" while its
     case-insensitive uniqueness check saw a different name (tests/website/test_accounts.py).
     Django already refuses a case variant of a taken name; an ASCII lookalike ("AIice") stays
-    a different, visibly spelled name, as for agent names (docs/security-model.md)."""
+    a different, visibly spelled name, as for agent names (docs/security-model.md).
+
+    An email address is optional: it is where verdicts are mailed (never shown publicly)."""
+
+    class Meta:  # Django's UserCreationForm.Meta, plus the email field
+        model = User
+        fields = ("username", "email")
+        field_classes = {"username": UsernameField}
+        help_texts = {"email": "Optional. Podium emails you each verdict there; it is never shown publicly."}
 
     def clean_username(self) -> str:
         username = self.cleaned_data.get("username")

@@ -22,6 +22,19 @@ def test_signing_up_creates_the_account_and_signs_in(client, db):
     assert client.get(reverse("my_submissions")).status_code == 200
 
 
+def test_signing_up_with_an_email_stores_it_for_verdict_emails_and_without_one_is_fine(client, db):
+    password = {"password1": "a-long-test-password-1", "password2": "a-long-test-password-1"}
+    page = client.get(reverse("signup")).content.decode()
+    assert 'name="email"' in page and "never shown publicly" in page
+    assert (
+        client.post(reverse("signup"), {"username": "mailer", "email": "m@example.org", **password}).status_code == 302
+    )
+    assert get_user_model().objects.get(username="mailer").email == "m@example.org"
+    client.logout()
+    refused = client.post(reverse("signup"), {"username": "typo", "email": "not-an-address", **password})
+    assert refused.status_code == 400 and not get_user_model().objects.filter(username="typo").exists()
+
+
 def test_sign_up_shows_what_is_wrong_with_the_form(client, db):
     response = client.post(reverse("signup"), {"username": "x", "password1": "a-long-pass-1", "password2": "other"})
     assert response.status_code == 400
