@@ -7,13 +7,13 @@ from functools import partial
 from typing import Any
 
 from django.contrib import admin
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from leaderboard.permissions import CHANGE_NOTIFICATION, staff_may
 from submissions.models import NotificationDelivery, RunVisibilityEvent
 from submissions.services import notifications
+from submissions.services.enqueue import enqueue_on_commit
 
 
 class _ReadOnly(admin.ModelAdmin):
@@ -43,7 +43,7 @@ class NotificationDeliveryAdmin(_ReadOnly):
         ids = list(queryset.filter(state=NotificationDelivery.State.FAILED).values_list("pk", flat=True))
         NotificationDelivery.objects.filter(pk__in=ids).update(state=NotificationDelivery.State.PENDING, attempts=0)
         for delivery_id in ids:
-            transaction.on_commit(partial(notifications._enqueue, delivery_id), robust=True)
+            enqueue_on_commit(partial(notifications._enqueue, delivery_id), what=f"notification {delivery_id}")
         self.message_user(request, f"{len(ids)} notification(s) queued again; others were not failed")
 
 

@@ -21,10 +21,10 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from submissions.models import NotificationDelivery
+from submissions.models import NotificationDelivery, Rescore
 from submissions.services.cards import cards_close_idle
 from submissions.services.notifications import notification_deliver, notifications_due_ids, retry_delay_seconds
-from submissions.services.rescoring import rescore_compute
+from submissions.services.rescoring import rescore_compute, rescore_enqueue, rescores_stuck_ids
 from submissions.services.runs import run_confidence_compute, runs_missing_confidence_ids
 from submissions.services.verification import TRANSIENT_ERRORS, stuck_submission_ids, submission_verify
 
@@ -90,6 +90,10 @@ def sweep_stuck_submissions() -> int:
         compute_run_confidence.delay(run_id)
     if run_ids:
         logger.warning("re-enqueued the confidence intervals of %d run(s)", len(run_ids))
+    # Rescores whose computation the broker lost; not counted either.
+    for rescore in Rescore.objects.filter(pk__in=rescores_stuck_ids()):
+        rescore_enqueue(rescore=rescore)
+        logger.warning("re-enqueued the computation of rescore %s", rescore.pk)
     return len(ids)
 
 

@@ -35,6 +35,9 @@ class Rescore(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     applied_at = models.DateTimeField(null=True, blank=True)
+    # When its computation was last handed to a worker: the sweeper hands a rescore still
+    # proposing back only once this is old (a lost enqueue), not while a worker computes it.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

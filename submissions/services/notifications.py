@@ -50,6 +50,7 @@ from django.utils import timezone
 
 from leaderboard.disclosure import submission_view
 from submissions.models import NotificationDelivery, Submission, WebhookEndpoint
+from submissions.services.enqueue import enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +228,7 @@ def notifications_for_verdict(*, submission: Submission) -> list[int]:
         logger.exception("submission %s: could not record its notifications", submission.pk)
         return []
     for delivery_id in created:
-        transaction.on_commit(partial(_enqueue, delivery_id), robust=True)
+        enqueue_on_commit(partial(_enqueue, delivery_id), what=f"notification {delivery_id}")
     return created
 
 

@@ -36,10 +36,13 @@ from __future__ import annotations
 
 import logging
 import math
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from leaderboard.disclosure import anchor_is_public, published_score
@@ -53,6 +56,7 @@ from scoring.errors import ScoringError
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import scoring_results
 from submissions.models import Rescore, RescoreItem, Submission
+from submissions.services.enqueue import enqueue_on_commit
 from submissions.services.runs import _enqueue_confidence, task_result_scores
 from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
@@ -157,8 +161,36 @@ def rescore_propose(
         RescoreItem(rescore=rescore, run_id=run_id)
         for run_id in Run.objects.filter(release=release).order_by("pk").values_list("pk", flat=True)
     )
-    transaction.on_commit(lambda: _enqueue("compute_rescore", rescore.pk))
+    rescore_enqueue(rescore=rescore)
     return rescore
+
+
+def rescore_enqueue(*, rescore: Rescore) -> None:
+    """Hand ``rescore``'s computation to a worker once the caller's transaction commits, and stamp
+    when. A broker outage is logged and the sweeper hands it over later (``rescores_stuck_ids``;
+    submissions.services.enqueue), never a 503 claiming nothing changed for a recorded proposal."""
+    Rescore.objects.filter(pk=rescore.pk).update(enqueued_at=timezone.now())
+    rescore_id = rescore.pk
+    enqueue_on_commit(lambda: _enqueue("compute_rescore", rescore_id), what=f"rescore {rescore_id}")
+
+
+def rescores_stuck_ids(*, now: Any = None) -> list[Any]:
+    """Rescores still proposing whose computation was last handed over longer than
+    settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS ago: the enqueue was lost (a broker outage, a
+    Redis restart without persistence). A computation running that long gets a second worker,
+    which only recomputes items still pending (the same values)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS)
+    return list(
+        Rescore.objects.filter(state=Rescore.State.PROPOSING)
+        .filter(Q(enqueued_at__lt=cutoff) | Q(enqueued_at__isnull=True, created_at__lt=cutoff))
+        .order_by("pk")
+        .values_list("pk", flat=True)[:RESCORE_SWEEP_BATCH]
+    )
+
+
+# At most this many rescores are handed back per sweep.
+RESCORE_SWEEP_BATCH = 20
 
 
 def _enqueue(task_name: str, rescore_id: int) -> None:

@@ -65,8 +65,9 @@ from scoring.uncertainty import run_intervals, run_intervals_from_columns, unpac
 from submissions.bundle.contract import EvaluatorKey, JudgeKey
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import Outcome, evaluate_paper_gap, scoring_results
-from submissions.models import Submission
+from submissions.models import RescoreItem, Submission
 from submissions.services.agents import agent_version_claim
+from submissions.services.enqueue import enqueue_on_commit
 from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 if TYPE_CHECKING:
@@ -355,7 +356,8 @@ def task_result_scores(entry: dict[str, Any]) -> dict[str, Any]:
 def _enqueue_confidence(run_id: int) -> None:
     from submissions.tasks import compute_run_confidence  # tasks import the services: import late
 
-    transaction.on_commit(lambda: compute_run_confidence.delay(run_id))
+    # A lost enqueue is the sweeper's (runs_missing_confidence_ids), never the caller's error.
+    enqueue_on_commit(lambda: compute_run_confidence.delay(run_id), what=f"the intervals of run {run_id}")
 
 
 # Seed of the run intervals: fixed, so a run's interval is the same whoever recomputes it, and
@@ -441,20 +443,31 @@ CONFIDENCE_SWEEP_BATCH = 200
 CONFIDENCE_SWEEP_WINDOW = timedelta(days=1)
 
 
+def _rescored_between(since: Any, until: Any) -> Any:
+    """Ids of runs rewritten in place by a rescore applied between ``since`` and ``until``."""
+    return RescoreItem.objects.filter(
+        state=RescoreItem.State.APPLIED,
+        rescore__applied_at__gte=since,
+        rescore__applied_at__lt=until,
+        rescore__target_release__isnull=True,
+    ).values("run_id")
+
+
 def runs_missing_confidence_ids(*, now: Any = None) -> list[Any]:
-    """Runs recorded longer than settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS ago (and less than
-    ``CONFIDENCE_SWEEP_WINDOW``) that still have no interval but a score to put one on: their
+    """Runs recorded (or rescored in place) longer than settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS
+    ago (and less than ``CONFIDENCE_SWEEP_WINDOW``) that still have no interval but a score to put one on: their
     compute_run_confidence was lost (a Redis restart without persistence, a dropped on_commit
     enqueue). Empty when intervals are switched off (0 resamples)."""
     if settings.PODIUM_BOOTSTRAP_RESAMPLES <= 0:
         return []
     now = now or timezone.now()
+    since = now - CONFIDENCE_SWEEP_WINDOW
+    until = now - timedelta(seconds=settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS)
     return list(
-        Run.objects.filter(
-            confidence={},
-            created_at__lt=now - timedelta(seconds=settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS),
-            created_at__gte=now - CONFIDENCE_SWEEP_WINDOW,
-        )
+        Run.objects.filter(confidence={})
+        # Recorded within the window, or rescored within it (apply clears an older run's
+        # intervals, and its follow-up may be lost like any other); either one a while ago.
+        .filter(Q(created_at__gte=since, created_at__lt=until) | Q(pk__in=_rescored_between(since, until)))
         .filter(Q(overall__isnull=False) | Q(reproduction__isnull=False) | Q(open__isnull=False))
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)[:CONFIDENCE_SWEEP_BATCH]

@@ -567,3 +567,25 @@ def test_two_first_webhook_forms_at_once_keep_one_endpoint_and_are_not_a_500() -
         response = client.post("/accounts/api-keys/webhook/", {"url": "https://93.184.216.34/second"})
     assert response.status_code == 302, response.status_code
     assert WebhookEndpoint.objects.get(user=owner).url == "https://93.184.216.34/second"
+
+
+@pytest.mark.django_db
+def test_a_verdict_whose_notification_cannot_be_enqueued_still_lands_and_the_sweeper_owes_it(
+    owner, receiver, loopback_allowed, garbage, django_capture_on_commit_callbacks, monkeypatch, caplog
+):
+    # The broker away at the verdict's commit: the publish fails after the writes committed; it
+    # is logged and left to the sweeper (the pending row), never raised into the verification.
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from submissions import tasks
+
+    def broker_down(delivery_id):
+        raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    notifications.webhook_set(user=owner, url=receiver.url)
+    monkeypatch.setattr(tasks.deliver_notification, "delay", broker_down)
+    submission = verify(garbage, django_capture_on_commit_callbacks)  # raises nothing
+    assert submission.verdict == "rejected"
+    delivery = NotificationDelivery.objects.get(submission=submission, channel="webhook")
+    assert delivery.state == "pending" and receiver.requests == []
+    assert f"could not enqueue notification {delivery.pk}; the sweeper will" in caplog.text

@@ -217,3 +217,61 @@ def test_a_proposal_can_be_deleted_in_the_admin_but_an_applied_rescore_cannot(
     second = propose(demo_release, staff, django_capture_on_commit_callbacks)
     assert client.post(f"/admin/submissions/rescore/{second.pk}/delete/", {"post": "yes"}).status_code == 302
     assert list(Rescore.objects.values_list("pk", flat=True)) == [rescore.pk]
+
+
+@pytest.mark.django_db
+class TestBrokerOutage:
+    """The broker away while staff propose or apply: the writes commit, nothing claims otherwise,
+    and the sweeper hands over what the broker lost (resilience review)."""
+
+    def test_a_proposal_made_while_the_broker_is_down_is_recorded_and_the_sweeper_hands_it_over(
+        self, run, staff, demo_release, settings, django_capture_on_commit_callbacks, monkeypatch
+    ):
+        from datetime import timedelta
+
+        from django.utils import timezone
+        from kombu.exceptions import OperationalError as BrokerError
+
+        from submissions import tasks
+        from submissions.services.rescoring import rescores_stuck_ids
+
+        settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS = 300
+        sent: list[int] = []
+
+        def broker_down(rescore_id):
+            raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+        monkeypatch.setattr(tasks.compute_rescore, "delay", broker_down)
+        with django_capture_on_commit_callbacks(execute=True):
+            rescore = rescore_propose(release=demo_release, user=staff)  # raises nothing: robust enqueue
+        rescore.refresh_from_db()
+        assert rescore.state == "proposing" and rescore.enqueued_at is not None
+        assert rescores_stuck_ids() == []  # just handed over (and lost): not yet stuck
+        later = timezone.now() + timedelta(seconds=301)
+        assert rescores_stuck_ids(now=later) == [rescore.pk]
+        monkeypatch.setattr(tasks.compute_rescore, "delay", sent.append)
+        Rescore.objects.filter(pk=rescore.pk).update(enqueued_at=timezone.now() - timedelta(seconds=301))
+        with django_capture_on_commit_callbacks(execute=True):
+            tasks.sweep_stuck_submissions()
+        assert sent == [rescore.pk]
+        assert rescores_stuck_ids() == []  # stamped again: not handed over on every sweep
+
+    def test_a_run_older_than_a_day_rescored_in_place_is_swept_for_its_intervals(
+        self, run, staff, demo_release, settings, django_capture_on_commit_callbacks, monkeypatch
+    ):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from submissions.services.runs import runs_missing_confidence_ids
+
+        settings.PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS = 60
+        correct_an_anchor(demo_release)
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks)
+        with django_capture_on_commit_callbacks(execute=False):  # the intervals' enqueue is lost
+            rescore_apply(rescore_id=rescore.pk, user=staff)
+        Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(days=3))
+        assert Run.objects.get(pk=run.pk).confidence == {}
+        now = timezone.now()
+        assert runs_missing_confidence_ids(now=now) == []  # just applied: its follow-up may be queued
+        assert runs_missing_confidence_ids(now=now + timedelta(seconds=61)) == [run.pk]
