@@ -64,3 +64,21 @@ def test_beat_keeps_its_schedule_file_under_var_not_the_repository_root():
     from django.conf import settings
 
     assert str(settings.VAR_DIR / "celerybeat-schedule") == settings.CELERY_BEAT_SCHEDULE_FILENAME
+
+
+def test_a_postgresql_connection_gives_up_on_a_silent_peer_in_seconds():
+    # Read in a fresh process: the options a deployment's DATABASE_URL gets.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from leaderboard.site import settings as s; print(json.dumps(s.DATABASES['default']['OPTIONS']))"
+    )
+    env = {**os.environ, "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/podium"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    options = json.loads(out.strip().splitlines()[-1])
+    assert options["keepalives"] == 1 and options["tcp_user_timeout"] <= 15_000
+    assert options["keepalives_idle"] + options["keepalives_interval"] * options["keepalives_count"] <= 15
+    assert options["connect_timeout"] == 5

@@ -179,6 +179,8 @@ TEMPLATES = [
 ]
 
 # Database: SQLite in var/ unless DATABASE_URL names another (PostgreSQL via psycopg 3).
+# Milliseconds sent data may go unacknowledged before the connection is dropped (libpq).
+DB_TCP_USER_TIMEOUT_MS = 10_000
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     # Health checks: a kept connection that PostgreSQL dropped (a restart, a failover) is
@@ -197,6 +199,19 @@ if DATABASE_URL:
         # path's and the key lookup's do (submissions.rows.cursor). Django's default, None,
         # would refuse those requests too.
         DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 2**31 - 1
+        # A database host that stops answering mid-query (a partition, a dead host) must cost a
+        # request seconds, not gunicorn's whole timeout: libpq's keepalives find a silent peer,
+        # and tcp_user_timeout drops a connection whose sent data goes unacknowledged. (A frozen
+        # but reachable server still ACKs; only gunicorn's timeout bounds that.)
+        DATABASES["default"]["OPTIONS"].update(
+            {
+                "keepalives": 1,
+                "keepalives_idle": 5,
+                "keepalives_interval": 2,
+                "keepalives_count": 3,
+                "tcp_user_timeout": DB_TCP_USER_TIMEOUT_MS,
+            }
+        )
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
