@@ -35,6 +35,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictSlugField
+from leaderboard.api.pagination import StrictLimitOffsetPagination
 from leaderboard.api_errors import ApiError
 from leaderboard.api_query import whole_number
 from leaderboard.users import signed_in_user
@@ -128,9 +129,49 @@ def _card(card_id: int) -> Card:
     return Card.objects.select_related("release__benchmark", "agent_version__agent").get(pk=card_id)
 
 
+def card_summary(card: Card) -> dict[str, Any]:
+    """One card of the account's list: enough to find it again and see where it stands."""
+    return {
+        "id": card.pk,
+        "status": card.status,
+        "benchmark": card.release.benchmark.slug,
+        "release": card.release.version,
+        "agent": {"name": card.agent_version.agent.name, "version": card.agent_version.version},
+        "opened_at": card.opened_at,
+        "last_activity_at": card.last_activity_at,
+        "expires_at": card_services.card_expires_at(card) if card.status == Card.Status.OPEN else None,
+        "closed_at": card.closed_at,
+    }
+
+
 class CardOpenView(APIView):
     permission_classes = [permissions.IsAuthenticated]
     throttle_classes: list[Any] = []
+
+    @extend_schema(
+        summary="Your scorecards, newest first (?status=open or closed)",
+        responses={200: _ANY, 400: _ERROR, **_COMMON},
+        tags=["scorecards"],
+    )
+    def get(self, request: Request) -> Response:
+        # A client that lost an open card's id (a crash) finds it here: the card still counts
+        # against the day's allowance, and resuming it is better than opening another.
+        status_filter = request.query_params.get("status")
+        if status_filter is not None and status_filter not in Card.Status.values:
+            raise ApiError(
+                code="invalid_query",
+                message=f"status: expected one of {', '.join(Card.Status.values)}, got {status_filter[:20]!r}.",
+            )
+        cards = (
+            Card.objects.filter(owner=signed_in_user(request))
+            .select_related("release__benchmark", "agent_version__agent")
+            .order_by("-opened_at", "-pk")
+        )
+        if status_filter is not None:
+            cards = cards.filter(status=status_filter)
+        paginator = StrictLimitOffsetPagination()
+        page = paginator.paginate_queryset(cards, request, view=self) or []
+        return paginator.get_paginated_response([card_summary(card) for card in page])
 
     @extend_schema(
         summary="Open a scorecard on a benchmark's current release",

@@ -675,3 +675,23 @@ def test_a_scorecard_benchmark_takes_no_bundle_and_no_challenge_and_counts_nothi
     web.force_login(user)
     page = web.get("/submit/").content.decode()
     assert 'value="sokoban-play"' not in page  # not offered in the upload or challenge forms
+
+
+def test_an_account_lists_its_own_cards_newest_first_and_no_one_elses(play_release, make_user):
+    # A client that crashed finds its open card again (it still counts against the day's allowance).
+    mine, other = client_for(make_user("lister")), client_for(make_user("stranger"))
+    first = open_card(mine).json()["id"]
+    second = open_card(mine, version="2.0").json()["id"]
+    open_card(other, agent="Other Bot")
+    assert mine.post(f"{OPEN}{first}/close").status_code == 200
+    listed = mine.get(OPEN)
+    assert listed.status_code == 200
+    body = listed.json()
+    assert body["count"] == 2
+    assert [(card["id"], card["status"]) for card in body["results"]] == [(second, "open"), (first, "closed")]
+    assert body["results"][0]["agent"] == {"name": "Box Bot", "version": "2.0"}
+    assert body["results"][0]["expires_at"] is not None and body["results"][1]["expires_at"] is None
+    assert [card["id"] for card in mine.get(OPEN, {"status": "open"}).json()["results"]] == [second]
+    refused = mine.get(OPEN, {"status": "ajar"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_query")
+    assert APIClient().get(OPEN).status_code == 401
