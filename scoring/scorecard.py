@@ -22,6 +22,7 @@ __all__ = [
     "best_per_entrant",
     "rank_key",
     "step_budget",
+    "success_rate_interval",
     "summarize",
 ]
 
@@ -29,6 +30,28 @@ STEP_BUDGET_FLOOR = 30
 STEP_BUDGET_MULTIPLIER = 3
 
 Entrant = TypeVar("Entrant", bound=str)
+
+
+# z of a two-sided 95% interval.
+INTERVAL_Z = 1.959963984540054
+
+
+def success_rate_interval(solved: int, episodes: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a card's success rate (``solved`` of ``episodes``).
+
+    Wilson, not the normal approximation: a card of 100 levels with 0 or 100 solved still gets a
+    real interval (the normal one collapses to a point), and the bounds stay inside [0, 1]. Every
+    episode is one hidden level played once, so the binomial model is the card's own."""
+    n = positive_int("scorecard", "episodes", episodes)
+    x = non_negative_int("scorecard", "solved", solved)
+    if x > n:
+        raise fail("scorecard", "solved", f"at most episodes ({n})", x)
+    z2 = INTERVAL_Z * INTERVAL_Z
+    rate = x / n
+    denominator = 1 + z2 / n
+    centre = (rate + z2 / (2 * n)) / denominator
+    half = INTERVAL_Z * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def step_budget(optimal_len: int) -> int:

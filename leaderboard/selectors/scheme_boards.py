@@ -23,6 +23,7 @@ from leaderboard.models import Benchmark, Race, Release
 from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors import scorecard as scorecard_selectors
 from leaderboard.users import Viewer
+from scoring import scorecard as scorecard_scoring
 
 SCORECARD_COLUMNS: tuple[str, ...] = (
     "rank",
@@ -80,21 +81,15 @@ race_values_visible = race_selectors.race_values_visible
 race_overall_anchor = race_selectors.race_overall_anchor
 
 
-def _interval(confidence: Any, key: str) -> tuple[float | None, float | None]:
-    value = (confidence or {}).get(key) if isinstance(confidence, dict) else None
-    if isinstance(value, dict):
-        return value.get("low"), value.get("high")
-    if isinstance(value, list | tuple) and len(value) == 2:
-        return value[0], value[1]
-    return None, None
-
-
 def scorecard_board_records(*, release: Release) -> list[dict[str, Any]]:
     """The scorecard board of ``release`` (one query: the page's own selector)."""
     records = []
     for row in scorecard_selectors.scorecard_board(release=release):
         card = row.card
-        low, high = _interval(card.confidence, "success_rate")
+        # Computed from the card's own counts (seed 001 stores none): the 95% Wilson interval.
+        low, high = (
+            scorecard_scoring.success_rate_interval(card.solved, card.episodes) if card.episodes else (None, None)
+        )
         records.append(
             {
                 "rank": row.rank,

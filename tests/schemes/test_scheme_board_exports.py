@@ -78,6 +78,16 @@ def test_the_scorecard_board_json_and_api_agree_and_leave_private_cards_off(clie
     assert "Secret" not in str(export) and "0.99" not in str(api)
 
 
+def test_each_scorecard_row_carries_the_95_percent_wilson_interval_of_its_success_rate(client, scorecard_board):
+    from scoring.scorecard import success_rate_interval
+
+    rows = APIClient().get(reverse("api-scorecard-board", args=SCORECARD)).json()["rows"]
+    for row in rows:
+        low, high = success_rate_interval(row["solved"], row["episodes"])
+        assert (row["success_rate_ci_low"], row["success_rate_ci_high"]) == (low, high)
+        assert low <= row["success_rate"] <= high
+
+
 def test_an_unpublished_scorecard_release_is_a_404_everywhere(client, scorecard_board, make_user):
     scorecard_board.published = False
     scorecard_board.save()

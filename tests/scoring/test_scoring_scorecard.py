@@ -196,3 +196,24 @@ def test_a_card_with_a_nan_success_rate_cannot_be_ranked() -> None:
     with pytest.raises(ScoringError) as error:
         rank_key(card(float("nan"), 0.9, 0.0))
     assert str(error.value) == "scorecard: success_rate must be a finite number in [0, 1], got nan"
+
+
+def test_the_success_rate_interval_is_wilsons_with_real_bounds_at_zero_and_all_solved():
+    from scoring.scorecard import success_rate_interval
+
+    z2 = 1.959963984540054**2
+    # Closed forms at the edges: (0, z2 / (n + z2)) and (n / (n + z2), 1).
+    assert success_rate_interval(0, 10) == pytest.approx((0.0, z2 / (10 + z2)))
+    assert success_rate_interval(10, 10) == pytest.approx((10 / (10 + z2), 1.0))
+    # 38 of 100 by hand: centre (0.38 + z2/200) / (1 + z2/100) = 0.38444, half-width
+    # z * sqrt(0.38 * 0.62 / 100 + z2 / 40000) / (1 + z2/100) = 0.09347.
+    low, high = success_rate_interval(38, 100)
+    assert (round(low, 4), round(high, 4)) == (0.2910, 0.4779)
+
+
+def test_the_success_rate_interval_refuses_more_solved_than_played():
+    from scoring.errors import ScoringError
+    from scoring.scorecard import success_rate_interval
+
+    with pytest.raises(ScoringError):
+        success_rate_interval(11, 10)
