@@ -149,6 +149,7 @@ class CardOpenView(APIView):
     throttle_classes: list[Any] = []
 
     @extend_schema(
+        operation_id="scorecards_list",
         summary="Your scorecards, newest first (?status=open or closed)",
         responses={200: _ANY, 400: _ERROR, **_COMMON},
         tags=["scorecards"],
