@@ -157,6 +157,20 @@ def _other_scheme_named(exc: Exception, request: Any) -> Exception:
     return named
 
 
+def _media_types_named(exc: Exception, view: Any) -> Exception:
+    """A 415 that says what the endpoint reads: DRF's names only what was sent, so a client
+    posting a form to a JSON endpoint was not told to send JSON."""
+    if not isinstance(exc, exceptions.UnsupportedMediaType) or view is None:
+        return exc
+    accepted = [parser.media_type for parser in getattr(view, "parser_classes", [])]
+    if not accepted:
+        return exc
+    return exceptions.UnsupportedMediaType(
+        str(exc.detail).split('"')[1] if '"' in str(exc.detail) else "",
+        detail=f"{exc.detail} This endpoint reads {' or '.join(accepted)}.",
+    )
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     exc = request_limit_error(exc) or exc
     if isinstance(exc, Http404):
@@ -168,6 +182,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         exc = exceptions.PermissionDenied()
 
     exc = _other_scheme_named(exc, context.get("request"))
+    exc = _media_types_named(exc, context.get("view"))
     set_rollback()
     if isinstance(exc, ApiError):
         body = error_body(exc.error_code, exc.message, **exc.extra)

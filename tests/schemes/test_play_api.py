@@ -695,3 +695,13 @@ def test_an_account_lists_its_own_cards_newest_first_and_no_one_elses(play_relea
     refused = mine.get(OPEN, {"status": "ajar"})
     assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_query")
     assert APIClient().get(OPEN).status_code == 401
+
+
+def test_a_form_posted_to_a_json_endpoint_is_told_the_endpoint_reads_json(play_release, make_user):
+    client = client_for(make_user("former"))
+    card = open_card(client).json()["id"]
+    reset(client, card, "corridor")
+    url = f"{OPEN}{card}/levels/corridor/actions"
+    answer = client.post(url, "action=right", content_type="application/x-www-form-urlencoded")
+    assert (answer.status_code, answer.json()["error"]["code"]) == (415, "unsupported_media_type")
+    assert answer.json()["error"]["message"].endswith("This endpoint reads application/json or multipart/form-data.")
