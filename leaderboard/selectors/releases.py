@@ -43,8 +43,15 @@ def benchmark_of_scheme(slug: str, scheme: str, *, staff: bool) -> Benchmark:
 def unknown_release_message(benchmark_slug: str, version: str, *, where: str = "manifest") -> str:
     """The one answer for a release a submitter may not use: it does not exist, is not
     published, or is of another benchmark. One wording for all, so an error never tells
-    an outsider which unpublished versions exist."""
-    return f"{where}: benchmark {benchmark_slug!r} has no published release {version!r} on this server"
+    an outsider which unpublished versions exist; the published ones, public anyway, are listed
+    so a typo can be fixed from the message."""
+    published = list(
+        Release.objects.filter(benchmark__slug=benchmark_slug, published=True)
+        .order_by("-published_at", "-id")
+        .values_list("version", flat=True)[:10]
+    )
+    known = f" (published: {', '.join(published)})" if published else ""
+    return f"{where}: benchmark {benchmark_slug!r} has no published release {version!r} on this server{known}"
 
 
 # The ReleaseTask columns a scoring spec is built from, in the order release_spec_from_rows reads them.

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from leaderboard.disclosure import EVALUATOR_SIGNED
 from leaderboard.models import Benchmark, Race, Release
+from leaderboard.selectors.releases import unknown_release_message
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
 from submissions.models import SignedResultDigest, Submission, SubmissionChallenge
@@ -57,7 +58,7 @@ def _release(request: ChallengeRequest) -> Release:
     if release is None:
         # One message for unpublished and nonexistent: which versions exist is not told.
         raise BundleError(
-            "unknown_release", f"benchmark {request.benchmark[:64]!r} has no published release {request.release[:50]!r}"
+            "unknown_release", unknown_release_message(request.benchmark[:64], request.release[:50], where="release")
         )
     return release
 

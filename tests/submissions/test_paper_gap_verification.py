@@ -175,7 +175,8 @@ def test_a_bundle_for_an_unknown_release_is_rejected(demo_release, seal, submit)
     assert (submission.verdict, submission.error_code, submission.error_message) == (
         "rejected",
         "unknown_release",
-        "manifest.json: benchmark 'ale-robotics' has no published release '9.9' on this server",
+        f"manifest.json: benchmark 'ale-robotics' has no published release '9.9' on this server "
+        f"(published: {demo_release.version})",
     )
     assert Run.objects.count() == 0
 
