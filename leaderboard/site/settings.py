@@ -244,7 +244,8 @@ else:
 # Celery: with no broker, tasks run in-process (eagerly) so a bare machine needs no Redis.
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = False
-CELERY_BROKER_URL = CELERY_BROKER_URL or "memory://"
+# "localhost" named: kombu warns "No hostname was supplied" for a bare memory:// (make run showed it).
+CELERY_BROKER_URL = CELERY_BROKER_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 # A task is acknowledged only after it finished, and re-queued if its worker dies,
