@@ -316,11 +316,12 @@ SCRIPTED_NOTE = "scripted sign-off (a script standing in for the maintainers, e.
 
 
 @transaction.atomic
-def release_sign_off_all(*, release: Release, user: Any) -> Release:
+def release_sign_off_all(*, release: Release, user: Any, rubric_version: str = "scripted") -> Release:
     """Pass every gate of ``release`` from each task's own manifest data, then publish if
     release.yaml asks to. For scripts that stand in for the maintainers (the demo loader):
     each task's evidence is its own (its provenance as the cited source, the anchor as the
-    reproduced value with tolerance 0, rubric "scripted"), and the note says it was scripted,
+    reproduced value with tolerance 0, rubric ``rubric_version``: the rubric its judge key is
+    registered with, or no judge verdict counts), and the note says it was scripted,
     so staff can tell these from a maintainer's sign-off. The admin offers no bulk sign-off.
 
     Tasks without an anchor cannot be signed off, so such a release stays
@@ -340,7 +341,7 @@ def release_sign_off_all(*, release: Release, user: Any) -> Release:
             release_task_calibrate_faithfulness(
                 release_task=row,
                 user=user,
-                rubric_version="scripted",
+                rubric_version=rubric_version,
                 dry_run_outcome=SCRIPTED_NOTE,
                 dry_run_passed=True,
             )

@@ -31,6 +31,7 @@ import dataclasses
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -149,16 +150,24 @@ def scoped_evaluator_keys(*, benchmark_id: int, pks: dict[str, int] | None = Non
     return keys
 
 
-def scoped_judge_keys(*, benchmark_id: int, pks: dict[str, int] | None = None) -> dict[str, JudgeKey]:
+def scoped_judge_keys(
+    *, benchmark_id: int, calibrated: Mapping[str, str], pks: dict[str, int] | None = None
+) -> dict[str, JudgeKey]:
     """key_id -> identity and calibrated tasks of ``benchmark_id`` of every registered, unrevoked
-    judge key (``pks``, when given, gets each key's SigningKey pk by key_id)."""
+    judge key (``pks``, when given, gets each key's SigningKey pk by key_id).
+
+    A key's (task, rubric) pair counts only where the release recorded that very calibration
+    (``calibrated``: task slug -> the rubric version its faithfulness gate passed with): the
+    rubric a key was registered with is what an administrator typed, and seed 003's verdict is
+    trusted only from a rubric that was authored and dry-run for the release."""
     scopes, _ = _task_scopes(SigningKey.Owner.JUDGE, benchmark_id)
     rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.JUDGE, revoked_at__isnull=True).values_list(
         "pk", "key_id", "public_key", "judge_name"
     )
     keys: dict[str, JudgeKey] = {}
     for pk, key_id, public_key, name in rows:
-        keys[key_id] = JudgeKey(public_key=base64.b64decode(public_key), name=name, rubrics=scopes.get(pk, {}))
+        rubrics = {slug: rubric for slug, rubric in scopes.get(pk, {}).items() if calibrated.get(slug) == rubric}
+        keys[key_id] = JudgeKey(public_key=base64.b64decode(public_key), name=name, rubrics=rubrics)
         if pks is not None:
             pks[key_id] = pk
     return keys
@@ -187,7 +196,12 @@ def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext
     # the record step need besides (withheld anchors, simulators, the ReleaseTask pks).
     rows = list(
         ReleaseTask.objects.filter(release=release).values_list(
-            *RELEASE_SPEC_COLUMNS, "anchor_published", "task__simulator__simulator", "pk"
+            *RELEASE_SPEC_COLUMNS,
+            "faithfulness_rubric_version",
+            "faithfulness_calibrated_at",
+            "anchor_published",
+            "task__simulator__simulator",
+            "pk",
         )
     )
     try:
@@ -201,6 +215,8 @@ def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext
             "the maintainers have been told, please resubmit later",
         ) from None
     withheld = frozenset(row[0] for row in rows if not row[-3])
+    rubric_at = len(RELEASE_SPEC_COLUMNS)  # faithfulness_rubric_version, then its calibration time
+    calibrated = {row[0]: row[rubric_at] for row in rows if row[rubric_at] and row[rubric_at + 1] is not None}
     simulators = {row[0]: row[-2] for row in rows}
     # Keys are only consulted for what is signed: an unsigned bundle skips the queries.
     key_pks: dict[str, int] = {}
@@ -212,7 +228,7 @@ def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext
         evaluator_keys=scoped_evaluator_keys(benchmark_id=release.benchmark_id, pks=key_pks)
         if any(r.signed for r in bundle.results.values())
         else {},
-        judge_keys=scoped_judge_keys(benchmark_id=release.benchmark_id, pks=key_pks)
+        judge_keys=scoped_judge_keys(benchmark_id=release.benchmark_id, calibrated=calibrated, pks=key_pks)
         if any(v.signed for v in bundle.faithfulness.values())
         else {},
         release_task_ids={row[0]: row[-1] for row in rows},

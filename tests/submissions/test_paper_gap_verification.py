@@ -46,7 +46,10 @@ def judge_key(demo_release, owner):
     from leaderboard.models import ReleaseTask
 
     key = Ed25519PrivateKey.generate()
-    tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
+    reproduction = ReleaseTask.objects.filter(release=demo_release, genre="reproduction")
+    # The release's faithfulness gate passed with rubric/1: a judge key counts for what was calibrated.
+    reproduction.update(faithfulness_rubric_version="rubric/1", faithfulness_calibrated_at=timezone.now())
+    tasks = {rt.task: "rubric/1" for rt in reproduction}
     signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=None)
     return key
 

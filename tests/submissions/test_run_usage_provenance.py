@@ -13,6 +13,7 @@ import json
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.urls import reverse
+from django.utils import timezone
 
 from leaderboard.models import Evaluator, ReleasePrice, ReleaseTask, Run, RunCost
 from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
@@ -37,7 +38,10 @@ def attested_run_with_forged_usage(demo_release, owner, issue_challenge, tmp_pat
         evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(evaluator), user=None
     )
     judge = Ed25519PrivateKey.generate()
-    tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
+    reproduction = ReleaseTask.objects.filter(release=demo_release, genre="reproduction")
+    # The release's faithfulness gate passed with rubric/1: a judge key counts for what was calibrated.
+    reproduction.update(faithfulness_rubric_version="rubric/1", faithfulness_calibrated_at=timezone.now())
+    tasks = {rt.task: "rubric/1" for rt in reproduction}
     signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(judge), user=None)
     directory = write_paper_gap_bundle_dir(
         tmp_path / "bundle", sign_with=evaluator, judge_with=judge, challenge=issue_challenge(owner)

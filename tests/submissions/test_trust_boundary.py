@@ -62,7 +62,10 @@ def evaluator_key(demo_release, owner):
 @pytest.fixture
 def judge_key(demo_release, owner):
     key = Ed25519PrivateKey.generate()
-    tasks = {rt.task: "rubric/1" for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction")}
+    reproduction = ReleaseTask.objects.filter(release=demo_release, genre="reproduction")
+    # The release's faithfulness gate passed with rubric/1: a judge key counts for what was calibrated.
+    reproduction.update(faithfulness_rubric_version="rubric/1", faithfulness_calibrated_at=timezone.now())
+    tasks = {rt.task: "rubric/1" for rt in reproduction}
     signing_key_register(judge_name="judge/1", tasks=tasks, public_key_b64=public_key_b64(key), user=None)
     return key
 
@@ -392,6 +395,20 @@ def test_a_judge_signature_with_another_rubric_version_is_refused(
     sealed = seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key, rubric_version="2")
     submission = upload(api(owner), sealed)
     assert (submission.verdict, submission.error_code) == ("rejected", "judge_key_out_of_scope")
+
+
+def test_a_judge_key_counts_only_for_the_rubric_the_releases_gate_was_calibrated_with(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key
+):
+    # Registered for rubric/1 (what an administrator typed); the release's gate recorded rubric/2:
+    # seed 003 trusts a verdict only under the rubric that was authored and dry-run for it.
+    ReleaseTask.objects.filter(release=demo_release, genre="reproduction").update(
+        faithfulness_rubric_version="rubric/2"
+    )
+    sealed = seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key)
+    submission = upload(api(owner), sealed)
+    assert (submission.verdict, submission.error_code) == ("rejected", "judge_key_out_of_scope")
+    assert nothing_recorded()
 
 
 def test_self_declared_faithfulness_caps_the_run_at_validated_and_the_run_page_says_so(

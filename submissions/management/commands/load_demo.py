@@ -134,7 +134,9 @@ class Command(BaseCommand):
         for relative in DEMO_MANIFESTS:
             path = Path(settings.BASE_DIR) / relative
             result = release_sync(manifest=path, user=None)
-            release = release_sign_off_all(release=result.release, user=None)
+            # Calibrated with the demo judge's rubric: a judge's verdict counts only for the rubric
+            # the release's faithfulness gate passed with.
+            release = release_sign_off_all(release=result.release, user=None, rubric_version=DEMO_RUBRIC)
             state = "published" if release.published else "not published"
             self.stdout.write(f"release {release.benchmark.slug} {release.version}: {result.status}, {state}")
             manifests.append((load_manifest(path), release))
