@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from leaderboard.admin_mixins import ReadOnlyFieldsMixin
-from leaderboard.models import Benchmark, Race
+from leaderboard.models import Benchmark, Race, Release
 from leaderboard.permissions import ADD_RACE, staff_may
 from leaderboard.services.races import RaceTransitionError, race_close, race_release, race_schedule, race_start
 from leaderboard.storable_text import NAMES, unstorable_kind
@@ -46,6 +46,19 @@ class RaceScheduleForm(forms.ModelForm):
         benchmark = self.fields["benchmark"]
         assert isinstance(benchmark, forms.ModelChoiceField)  # the form field of a ForeignKey
         benchmark.queryset = Benchmark.objects.filter(scheme=Benchmark.Scheme.RACE)
+        release = self.fields["release"]
+        assert isinstance(release, forms.ModelChoiceField)
+        release.queryset = Release.objects.filter(benchmark__scheme=Benchmark.Scheme.RACE).select_related("benchmark")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        benchmark, release = cleaned.get("benchmark"), cleaned.get("release")
+        if benchmark is not None and release is not None and release.benchmark_id != benchmark.pk:
+            # The service's rule too (race_schedule); said on the field, before anything is saved.
+            self.add_error(
+                "release", f"release {release.version} belongs to {release.benchmark.slug}, not {benchmark.slug}"
+            )
+        return cleaned
 
     def clean_challenge_margin(self) -> float:
         margin = self.cleaned_data["challenge_margin"]

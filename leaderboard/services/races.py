@@ -86,6 +86,13 @@ def race_schedule(
         )
     if Race.objects.filter(benchmark=benchmark, number=number).exists():
         raise RaceTransitionError("race_exists", f"{benchmark.slug} already has a race number {number}")
+    if release is not None and release.benchmark_id != benchmark.pk:
+        # A race of one benchmark pinned to another's release takes no run (every receipt is
+        # race_release_mismatch), and a scheduled race's fields cannot be changed afterwards.
+        raise RaceTransitionError(
+            "race_release_mismatch",
+            f"release {release.version!r} belongs to benchmark {release.benchmark.slug!r}, not {benchmark.slug!r}",
+        )
     return Race.objects.create(
         benchmark=benchmark,
         release=release,

@@ -99,3 +99,28 @@ def test_a_task_list_nested_past_the_json_parsers_limit_is_a_form_error_not_a_50
     assert response.status_code == 200
     assert "not a JSON list of task ids: nested too deeply to read" in response.content.decode()
     assert not Race.objects.exists()
+
+
+def test_a_race_pinned_to_another_race_benchmarks_release_is_refused_by_form_and_service(
+    client, race_benchmark, race_release
+):
+    import pytest
+
+    from leaderboard.models import Benchmark, Release
+    from leaderboard.services.races import RaceTransitionError
+
+    other = Benchmark.objects.create(slug="other-race", name="Other race", scheme=Benchmark.Scheme.RACE)
+    foreign = Release.objects.create(
+        benchmark=other, version="o1", required_task_set_hash="0" * 64, manifest_sha256="0" * 64, published=True
+    )
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_add"),
+        {"benchmark": race_benchmark.pk, "release": foreign.pk, "number": 7, "challenge_margin": "0.02",
+         "task_ids_text": "t-1"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    assert "release o1 belongs to other-race, not shop-race" in response.content.decode()
+    with pytest.raises(RaceTransitionError) as refused:
+        race_schedule(benchmark=race_benchmark, number=7, task_ids=["t-1"], release=foreign)
+    assert refused.value.code == "race_release_mismatch"
+    assert not Race.objects.exists()
