@@ -403,8 +403,17 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
         ]
 
     def _gate_view(
-        self, request: HttpRequest, pk: int, form_class: type[forms.Form], title: str, apply: Any
+        self,
+        request: HttpRequest,
+        pk: int,
+        form_class: type[forms.Form],
+        title: str,
+        apply: Any,
+        passed: tuple[str, str],
     ) -> HttpResponse:
+        """One gate's form. ``passed``: the row's (by, at) fields of this gate: a gate passes once
+        (its service keeps the first evidence), so a second submission says so instead of
+        "recorded" over evidence that was in fact discarded."""
         # The permission the gate services check (release_gates), by its one name: spelled here
         # as change_releasetask, it refused the maintainers the service would have let through.
         if not staff_may(request.user, PUBLISH_RELEASE):
@@ -412,7 +421,14 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
         row = get_object_or_404(ReleaseTask.objects.select_related("task", "release__benchmark"), pk=pk)
         form = form_class(request.POST or None)
         problem = ""
-        if request.method == "POST" and form.is_valid():
+        passed_by, passed_at = (getattr(row, name) for name in passed)
+        if request.method == "POST" and passed_at is not None:
+            who = getattr(passed_by, "username", None) or "a script"
+            problem = (
+                f"{title} of {row.task.slug} was already recorded by {who} on {passed_at:%Y-%m-%d %H:%M} UTC; "
+                "a gate is passed once, so nothing was changed (its evidence stands as recorded)"
+            )
+        elif request.method == "POST" and form.is_valid():
             try:
                 apply(row, form.cleaned_data, request.user)
             except (ReleaseGateError, PermissionDenied) as exc:
@@ -428,20 +444,28 @@ class ReleaseTaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
             "form": form,
             "problem": problem,
         }
-        status = 400 if problem or (request.method == "POST" and not form.is_valid()) else 200
+        status = (
+            409
+            if request.method == "POST" and passed_at is not None
+            else 400
+            if problem or (request.method == "POST" and not form.is_valid())
+            else 200
+        )
         return TemplateResponse(request, "admin/leaderboard/releasetask/gate.html", context, status=status)
 
     def sign_off_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         def apply(row: ReleaseTask, data: dict[str, Any], user: Any) -> None:
             release_task_sign_off_anchor(release_task=row, user=user, **data)
 
-        return self._gate_view(request, pk, AnchorSignOffForm, "Anchor sign-off", apply)
+        passed = ("anchor_signed_off_by", "anchor_signed_off_at")
+        return self._gate_view(request, pk, AnchorSignOffForm, "Anchor sign-off", apply, passed)
 
     def calibrate_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         def apply(row: ReleaseTask, data: dict[str, Any], user: Any) -> None:
             release_task_calibrate_faithfulness(release_task=row, user=user, **data)
 
-        return self._gate_view(request, pk, FaithfulnessCalibrationForm, "Faithfulness calibration", apply)
+        passed = ("faithfulness_calibrated_by", "faithfulness_calibrated_at")
+        return self._gate_view(request, pk, FaithfulnessCalibrationForm, "Faithfulness calibration", apply, passed)
 
 
 @admin.register(Validator)

@@ -359,8 +359,20 @@ class SigningKeyAdmin(admin.ModelAdmin):
             )
         except SigningKeyError as exc:
             self.message_user(request, str(exc), level=messages.ERROR)
+            # Nothing was added: the admin must neither log an addition nor say it succeeded.
+            request._podium_key_refused = True  # type: ignore[attr-defined]
             return
         obj.pk = key.pk
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        if getattr(request, "_podium_key_refused", False):
+            return None
+        return super().log_addition(request, obj, message)
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> HttpResponse:
+        if getattr(request, "_podium_key_refused", False):
+            return HttpResponseRedirect(request.path)  # the add page again, under the error message
+        return super().response_add(request, obj, post_url_continue)
 
     @admin.action(description="Revoke the selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[SigningKey]) -> None:

@@ -179,6 +179,19 @@ def test_the_calibration_form_records_rubric_and_outcome(client, admin_user, row
     assert (row.faithfulness_rubric_version, row.faithfulness_dry_run_outcome) == ("v4", "ok")
 
 
+def test_a_gate_passed_once_says_so_on_a_second_submission_and_keeps_its_evidence(client, admin_user, row) -> None:
+    client.force_login(admin_user)
+    url = reverse("admin:leaderboard_releasetask_calibrate", args=[row.pk])
+    assert (
+        client.post(url, {"rubric_version": "r1", "dry_run_outcome": "ok", "dry_run_passed": "on"}).status_code == 302
+    )
+    again = client.post(url, {"rubric_version": "r9", "dry_run_outcome": "redo", "dry_run_passed": "on"})
+    assert again.status_code == 409
+    assert "was already recorded by " in again.content.decode() and "nothing was changed" in again.content.decode()
+    row.refresh_from_db()
+    assert (row.faithfulness_rubric_version, row.faithfulness_dry_run_outcome) == ("r1", "ok")
+
+
 def test_a_non_staff_account_cannot_open_the_gate_forms(client, visitor, row) -> None:
     client.force_login(visitor)
     response = client.post(

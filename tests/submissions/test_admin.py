@@ -104,6 +104,23 @@ def test_an_admin_registers_an_evaluator_signing_key(admin_client):
 
 
 @pytest.mark.django_db
+def test_a_refused_signing_key_is_neither_logged_nor_announced_as_added(admin_client):
+    from django.contrib.admin.models import LogEntry
+
+    evaluator, other = Evaluator.objects.create(simulator="carla"), Evaluator.objects.create(simulator="isaac")
+    key = public_key_b64(Ed25519PrivateKey.generate())
+    form = {"evaluator": evaluator.pk, "validator": "", "public_key_b64": key}
+    first = admin_client.post(reverse("admin:leaderboard_signingkey_add"), form, follow=True)
+    assert "was added successfully" in first.content.decode()  # (its message read here, not later)
+    logged = LogEntry.objects.count()
+    # The same public key for another owner: refused by the service.
+    again = admin_client.post(reverse("admin:leaderboard_signingkey_add"), {**form, "evaluator": other.pk}, follow=True)
+    page = again.content.decode()
+    assert "already registered" in page and "was added successfully" not in page
+    assert LogEntry.objects.count() == logged and SigningKey.objects.count() == 1
+
+
+@pytest.mark.django_db
 def test_a_malformed_signing_key_is_refused_with_the_reason(admin_client):
     evaluator = Evaluator.objects.create(simulator="carla")
     response = admin_client.post(
