@@ -58,6 +58,7 @@ UPLOAD_LIMITS = ZipLimits(max_members=1000, max_file_bytes=2 * 1024 * 1024, max_
 SYNC_CHANGE_KINDS = (
     ("release task", "release task"),
     ("scorecard levels", "scorecard level set"),
+    ("release published", "publication"),
     ("benchmark", "benchmark"),
     ("evaluator", "evaluator"),
     ("task", "task"),
@@ -94,7 +95,8 @@ def sync_summary(result: Any) -> tuple[int, str]:
 class ManifestUploadForm(forms.Form):
     archive = forms.FileField(
         label="Manifest (.zip)",
-        help_text="A .zip of the manifest directory: release.yaml and tasks/<slug>/ (reference/ is skipped).",
+        help_text="A .zip of the manifest directory: release.yaml and one tasks/SLUG/ folder per task "
+        "(reference/ is skipped).",
     )
 
     def clean_archive(self) -> Any:

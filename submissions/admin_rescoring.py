@@ -173,4 +173,5 @@ class RescoreAdmin(admin.ModelAdmin):
             except RescoreError as exc:
                 self.message_user(request, f"rescore {rescore.pk}: {exc.message}", messages.ERROR)
             else:
-                self.message_user(request, f"rescore {applied.pk} applied: {rescore_summary(applied)}")
+                counts = ", ".join(f"{n} {state}" for state, n in rescore_summary(applied).items() if n)
+                self.message_user(request, f"Rescore {applied.pk} applied: {counts or 'no run to change'}.")

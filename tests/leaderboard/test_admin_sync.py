@@ -338,3 +338,15 @@ def test_the_release_changelist_links_to_the_upload_form(client, admin_user) -> 
     form = client.get(reverse(UPLOAD))
     assert form.status_code == 200
     assert '<input type="file" name="archive"' in form.content.decode()
+
+
+def test_the_sync_message_counts_a_publication_as_such_not_as_a_second_release() -> None:
+    from types import SimpleNamespace
+
+    from leaderboard.admin import sync_summary
+
+    release = SimpleNamespace(benchmark=SimpleNamespace(slug="mini"), version="1", published=True)
+    result = SimpleNamespace(
+        release=release, status="created", notes=[], changes=["benchmark mini", "release 1", "release published"]
+    )
+    assert sync_summary(result)[1] == "mini 1: created (1 benchmark, 1 release, 1 publication)."
