@@ -112,7 +112,7 @@
   }
   function play() {
     if (position >= moves.length) show(0);
-    playButton.textContent = "⏸ Pause";
+    playButton.textContent = "Pause"; // no pause glyph in every font (an empty box in Debian's Chromium)
     playButton.setAttribute("aria-pressed", "true");
     timer = window.setInterval(function () { show(position + 1); }, 250);
   }
