@@ -91,8 +91,24 @@ class ApiRootView(APIView):
         return Response({key: request.build_absolute_uri(reverse(name)) for key, name in names.items()})
 
 
+# Query parameters every list reads: pagination, and DRF's format override.
+LIST_PARAMETERS = frozenset({"limit", "offset", "format"})
+
+
 class PublicReadMixin(ConditionalGetMixin):
     permission_classes: Sequence[_PermissionClass] = [permissions.AllowAny]
+    # The filters the list reads; any other parameter is refused (a typo such as ?releases=6 was
+    # ignored and answered every run, as if the filter had matched).
+    list_filters: frozenset[str] = frozenset()
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        unknown = sorted(set(request.query_params) - LIST_PARAMETERS - self.list_filters)
+        if unknown:
+            known = ", ".join(sorted(self.list_filters | LIST_PARAMETERS))
+            raise ApiError(
+                code="invalid_query", message=f"{unknown[0][:40]}: not a parameter of this list; it reads {known}."
+            )
+        return super().list(request, *args, **kwargs)  # type: ignore[misc]
 
 
 @extend_schema_view(
@@ -119,6 +135,7 @@ class BenchmarkViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
     ),
 )
 class ReleaseViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    list_filters = frozenset({"benchmark"})
     serializer_class = ReleaseSerializer
 
     def get_queryset(self) -> QuerySet[Any]:
@@ -142,6 +159,8 @@ class ReleaseViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
     retrieve=extend_schema(summary="One task", responses={200: TaskDetailSerializer, **ERRORS, **NOT_MODIFIED}),
 )
 class TaskViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    list_filters = frozenset({"benchmark", "genre", "platform"})
+
     def get_serializer_class(self) -> type[TaskSerializer]:
         return TaskDetailSerializer if self.action == "retrieve" else TaskSerializer
 
@@ -191,6 +210,8 @@ class AgentViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
     ),
 )
 class RunViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
+    list_filters = frozenset({"release", "agent", "complete"})
+
     def get_serializer_class(self) -> type[RunSerializer]:
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 

@@ -200,3 +200,13 @@ def test_the_api_root_links_every_collection(db: Any, api: Any) -> None:
     assert body["benchmarks"] == "http://testserver/api/v1/benchmarks/"
     assert body["docs"] == "http://testserver/api/v1/docs/"
     assert set(body) >= {"releases", "tasks", "runs", "agents", "submissions", "site_key", "schema"}
+
+
+@pytest.mark.parametrize("path", ["/api/v1/runs/", "/api/v1/releases/", "/api/v1/tasks/", "/api/v1/benchmarks/"])
+def test_a_parameter_a_list_does_not_read_is_refused_not_ignored(world: Any, api: Any, path: str) -> None:
+    # ?releases=6 (a typo of release) answered every run, as if the filter had matched.
+    response = api.get(path, {"releases": "6"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_query" and error["message"].startswith("releases: not a parameter of this list")
+    assert api.get(path, {"limit": "1", "offset": "0"}).status_code == 200

@@ -160,7 +160,12 @@ def demo_site(settings: Any, tmp_path: Path) -> dict[str, Any]:
     settings.PODIUM_SITE_KEYS = str(identity)
     settings.MEDIA_ROOT = tmp_path / "media"
     path = Path(settings.BASE_DIR) / "examples" / "demo-release"
-    release = release_sign_off_all(release=release_sync(manifest=path, user=None).release, user=None)
+    # Calibrated with the demo judge's rubric, as load_demo does (a judge counts only for that rubric).
+    from submissions.management.commands.load_demo import DEMO_RUBRIC
+
+    release = release_sign_off_all(
+        release=release_sync(manifest=path, user=None).release, user=None, rubric_version=DEMO_RUBRIC
+    )
     assert release.published
     manifest = load_manifest(path)
     return {
