@@ -6,6 +6,9 @@ command line uses: ``release_sync`` (upload form), ``release_task_sign_off_ancho
 and ``release_task_calibrate_faithfulness`` (human gates, one task at a time on its own
 form with its evidence), ``release_publish``.
 Admin pages are the one place withheld anchors may be shown.
+
+Longer than 500 lines on purpose: the release, its tasks' gate forms and the registry's
+other admins share one set of read-only and permission rules, kept beside each other.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ hand-off, not an archive). A run recorded before episodes were
 stored falls back to re-opening its stored bundle (never deleted, and the site
 keys still decrypt it after a rotation). Until then a run and its standings
 carry no interval (pages show the score without one).
+
+Longer than 500 lines on purpose: the paper-gap scheme's load, record, intervals and their
+sweeper share the run's columns and one set of reads; split, each half would re-derive them.
 """
 
 from __future__ import annotations
