@@ -4,6 +4,7 @@ real HTTP on loopback, in-process verification), configured by PODIUM_URL and PO
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -120,8 +121,9 @@ def test_a_malformed_submission_id_is_a_local_error():
     assert result.returncode == 4 and "not a submission id" in result.stderr
 
 
+@contextlib.contextmanager
 def _answers(sequence):
-    """A loopback server answering each GET with the next (status, headers, JSON body)."""
+    """A loopback server answering each GET with the next (status, headers, JSON body); yields its URL."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -144,7 +146,10 @@ def _answers(sequence):
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
 
 
 def test_waiting_for_a_verdict_waits_out_a_503_as_the_site_asks():
@@ -152,27 +157,16 @@ def test_waiting_for_a_verdict_waits_out_a_503_as_the_site_asks():
 
     unavailable = (503, {"Retry-After": "0"}, {"error": {"code": "database_unavailable", "message": "back soon"}})
     done = (200, {}, {"id": "x", "status": "done", "verdict": "validated"})
-    server, url = _answers([unavailable, unavailable, done])
-    try:
+    with _answers([unavailable, unavailable, done]) as url:
         assert client._wait(url, "pdm_k", "x", seconds=10)["verdict"] == "validated"
-    finally:
-        server.shutdown()
 
 
 def test_waiting_for_a_verdict_gives_up_on_503s_at_its_deadline_and_on_other_errors_at_once():
     from submissions.bundle import client
 
     unavailable = (503, {"Retry-After": "0.1"}, {"error": {"code": "database_unavailable", "message": "back soon"}})
-    server, url = _answers([unavailable])
-    try:
-        with pytest.raises(client.ClientError, match="database_unavailable"):
-            client._wait(url, "pdm_k", "x", seconds=0.5)
-    finally:
-        server.shutdown()
+    with _answers([unavailable]) as url, pytest.raises(client.ClientError, match="database_unavailable"):
+        client._wait(url, "pdm_k", "x", seconds=0.5)
     forbidden = (404, {}, {"error": {"code": "not_found", "message": "no such submission"}})
-    server, url = _answers([forbidden])
-    try:
-        with pytest.raises(client.ClientError, match="not_found"):
-            client._wait(url, "pdm_k", "x", seconds=30)
-    finally:
-        server.shutdown()
+    with _answers([forbidden]) as url, pytest.raises(client.ClientError, match="not_found"):
+        client._wait(url, "pdm_k", "x", seconds=30)
