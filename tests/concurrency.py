@@ -11,11 +11,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.db import connection, transaction
 
 on_postgresql_committing = pytest.mark.skipif(
-    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+    connection.vendor != "postgresql",
     reason="two connections writing at once: PostgreSQL's row locks (SQLite locks the whole file)",
 )
 

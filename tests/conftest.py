@@ -27,7 +27,9 @@ REQUIRE_SERVICES = bool(os.environ.get("REQUIRE_SERVICES"))
 
 def services_missing() -> str | None:
     """Why the live services are not available, or None when they are."""
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
         return "DATABASE_URL does not point at PostgreSQL"
     if not os.environ.get("CELERY_BROKER_URL", "").startswith("redis"):
         return "CELERY_BROKER_URL does not point at Redis"
