@@ -40,6 +40,32 @@ STAFF_ERRORS = {
 }
 
 
+def _scope_benchmark(kind: str, slug: str, items: list[str]) -> Benchmark | None:
+    """The benchmark a registration names, on which its ``tasks`` are looked up by slug.
+
+    A judge key is always scoped to tasks, and task slugs are unique only within a benchmark:
+    without one no task can be found, and the answer named "the named benchmark" nobody had
+    named (``owner_unknown`` for a field that was simply missing)."""
+    if not slug:
+        if kind == SigningKey.Owner.JUDGE:
+            raise ApiError(
+                code="benchmark_missing",
+                message="benchmark: a judge key is calibrated for tasks of one benchmark; give that benchmark's "
+                "slug (e.g. 'ale-robotics') with the tasks as 'task-slug@rubric-version'.",
+            )
+        if items:
+            raise ApiError(
+                code="benchmark_missing",
+                message="benchmark: tasks are named by their slug on one benchmark; give that benchmark's slug "
+                "(e.g. 'ale-robotics'), or leave tasks out for a key that signs every task of its simulator.",
+            )
+        return None
+    benchmark = Benchmark.objects.filter(slug=slug).first()
+    if benchmark is None:
+        raise ApiError(code="owner_unknown", message=f"benchmark: no benchmark {slug!r}.")
+    return benchmark
+
+
 def _scoped_tasks(benchmark: Benchmark | None, items: list[str]) -> dict[Task, str]:
     """The registration's ``tasks`` ('slug@rubric' each) as {task: rubric version} on ``benchmark``."""
     tasks: dict[Task, str] = {}
@@ -93,14 +119,9 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 raise ApiError(code="owner_unknown", message=f"owner: no validator with slug {owner_name!r}.")
         else:
             judge_name = owner_name
-        benchmark = None
-        if form.validated_data.get("benchmark"):
-            benchmark = Benchmark.objects.filter(slug=form.validated_data["benchmark"]).first()
-            if benchmark is None:
-                raise ApiError(
-                    code="owner_unknown", message=f"benchmark: no benchmark {form.validated_data['benchmark']!r}."
-                )
-        tasks = _scoped_tasks(benchmark, form.validated_data.get("tasks") or [])
+        items = form.validated_data.get("tasks") or []
+        benchmark = _scope_benchmark(kind, form.validated_data.get("benchmark") or "", items)
+        tasks = _scoped_tasks(benchmark, items)
         existed = SigningKey.objects.filter(public_key=form.validated_data["public_key"].strip()).exists()
         try:
             key = signing_key_register(
@@ -113,7 +134,7 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 user=signed_in_user(request),
             )
         except SigningKeyError as exc:
-            raise ApiError(code="signing_key_invalid", message=str(exc)) from None
+            raise ApiError(code=exc.code, message=str(exc)) from None
         return Response(
             SigningKeySerializer(key).data, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED
         )

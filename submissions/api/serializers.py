@@ -135,8 +135,8 @@ class SigningKeyRegisterSerializer(serializers.Serializer):
     benchmark = StrictSlugField(
         max_length=64,
         required=False,
-        help_text="Validator keys: the benchmark whose race runs the key signs. Judge/evaluator keys: "
-        "the benchmark of the listed tasks.",
+        help_text="Validator keys: the benchmark whose race runs the key signs. Judge keys, and evaluator keys "
+        "narrowed to tasks: the benchmark of the listed tasks. Required for those (400 benchmark_missing).",
     )
     tasks = serializers.ListField(
         child=StrictCharField(max_length=201),

@@ -26,7 +26,12 @@ ED25519_PUBLIC_KEY_BYTES = 32
 
 
 class SigningKeyError(ValueError):
-    """A key that cannot be registered, with a message naming what is wrong."""
+    """A key that cannot be registered, with a message naming what is wrong and a stable
+    ``code`` for the API (``signing_key_invalid`` unless a more specific one applies)."""
+
+    def __init__(self, message: str, *, code: str = "signing_key_invalid") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def signing_key_id(raw: bytes) -> str:
@@ -67,7 +72,9 @@ def _check_owner_and_scope(
     if sum(owners) != 1:
         raise SigningKeyError("owner: a signing key belongs to exactly one evaluator, validator or judge")
     if validator is not None and benchmark is None:
-        raise SigningKeyError("benchmark: a validator key signs race runs of one benchmark; name it")
+        raise SigningKeyError(
+            "benchmark: a validator key signs race runs of one benchmark; name it", code="benchmark_missing"
+        )
     if judge_name and not tasks:
         raise SigningKeyError("tasks: a judge key signs verdicts only of the tasks it is calibrated for; list them")
     if len(judge_name) > 100:

@@ -109,6 +109,82 @@ def test_a_missing_field_names_the_field(world: Any, client_for: Any) -> None:
     assert set(error["fields"]) == {"owner", "public_key"}
 
 
+def test_a_judge_key_without_its_benchmark_is_refused_benchmark_missing_and_no_key_is_registered(
+    world: Any, client_for: Any
+) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "judge", "owner": "judge-one", "tasks": ["pick-cube@r1"], "public_key": _key()},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "benchmark_missing",
+        "message": "benchmark: a judge key is calibrated for tasks of one benchmark; give that benchmark's slug "
+        "(e.g. 'ale-robotics') with the tasks as 'task-slug@rubric-version'.",
+    }
+    assert not SigningKey.objects.exists()
+
+
+def test_a_judge_key_without_benchmark_or_tasks_is_told_the_benchmark_first(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "judge", "owner": "judge-one", "public_key": _key()},
+        format="json",
+    )
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "benchmark_missing")
+    assert not SigningKey.objects.exists()
+
+
+def test_an_evaluator_key_narrowed_to_tasks_without_their_benchmark_is_refused_benchmark_missing(
+    world: Any, client_for: Any
+) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "evaluator", "owner": "robosuite+robomimic", "tasks": ["pick-cube"], "public_key": _key()},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "benchmark_missing",
+        "message": "benchmark: tasks are named by their slug on one benchmark; give that benchmark's slug "
+        "(e.g. 'ale-robotics'), or leave tasks out for a key that signs every task of its simulator.",
+    }
+    assert not SigningKey.objects.exists()
+
+
+def test_a_validator_key_without_its_benchmark_is_refused_benchmark_missing(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "validator", "owner": "val-one", "public_key": _key()},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "benchmark_missing",
+        "message": "benchmark: a validator key signs race runs of one benchmark; name it",
+    }
+    assert not SigningKey.objects.exists()
+
+
+def test_a_judge_key_with_its_benchmark_and_tasks_is_registered_for_those_rubrics(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {
+            "owner_kind": "judge",
+            "owner": "judge-one",
+            "benchmark": world.benchmark.slug,
+            "tasks": ["pick-cube@r1"],
+            "public_key": _key(),
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["tasks"] == [{"task": "pick-cube", "rubric_version": "r1"}]
+    row = SigningKey.objects.get()
+    assert (row.owner_kind, row.judge_name, row.benchmark) == ("judge", "judge-one", None)
+
+
 @pytest.mark.skipif(not DEMO.is_dir(), reason="the registry engineer's demo manifest is not in the tree")
 def test_staff_sync_the_demo_manifest_from_a_zip_twice(db: Any, client_for: Any, django_user_model: Any) -> None:
     staff = staff_grant(django_user_model.objects.create_user("admin", password="x", is_staff=True))
