@@ -9,6 +9,8 @@ Public API::
     open_bundle(path, identities, *, limits=DEFAULT_LIMITS) -> Bundle
     evaluate_paper_gap(bundle, *, release_spec, required_task_set_hash, signing_keys) -> Outcome
     BundleError(code, message), ERROR_CODES
+    sign_results(directory, key, *, tasks=()) -> int                  # an evaluator, in place
+    sign_faithfulness(directory, key, *, rubric_version, tasks=()) -> int   # a judge, in place
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from submissions.bundle.evaluate import (
     evaluate_paper_gap,
 )
 from submissions.bundle.schema import FORMAT, KINDS
+from submissions.bundle.sign_dir import sign_faithfulness, sign_results
 from submissions.bundle.signatures import check_signature, key_id_for, sign_object, signed_payload
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "open_bundle",
     "read_bundle_dir",
     "read_payload",
+    "sign_faithfulness",
     "sign_object",
+    "sign_results",
     "signed_payload",
 ]

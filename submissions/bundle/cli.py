@@ -1,6 +1,6 @@
 """The standalone bundle tool: ``python -m submissions.bundle <command>``.
 
-Commands: keygen, seal, open, check, ed25519-keygen, sign-results.
+Commands: keygen, seal, open, check, ed25519-keygen, sign-results, sign-faithfulness.
 Exit codes: 0 success (check: validated or attested), 1 check verdict
 mismatch, 2 usage error, 3 the bundle is rejected (BundleError), 4 a local
 problem (missing file, bad key, unreadable release manifest).  Errors are one
@@ -14,9 +14,10 @@ import datetime as dt
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from submissions.bundle.archive import DEFAULT_LIMITS, iter_members
 from submissions.bundle.bundle import read_bundle_dir, read_payload
@@ -25,16 +26,15 @@ from submissions.bundle.contract import JudgeKey
 from submissions.bundle.envelope import decrypt_to_tempfile, generate_identity, parse_identities, parse_recipient
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import ATTESTED, MISMATCH, VALIDATED, Outcome, evaluate_paper_gap
-from submissions.bundle.seal import seal_dir, write_members
+from submissions.bundle.seal import seal_dir
+from submissions.bundle.sign_dir import SignError, manifest_challenge, sign_faithfulness, sign_results
 from submissions.bundle.signatures import (
     generate_signing_key,
     key_id_for,
     load_private_key,
     private_key_pem,
     public_key_b64,
-    sign_object,
 )
-from submissions.bundle.strict_json import parse_json
 
 __all__ = ["EXIT_LOCAL", "EXIT_MISMATCH", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "main"]
 
@@ -245,45 +245,34 @@ def cmd_ed25519_keygen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_sign_results(args: argparse.Namespace) -> int:
+def _signing_key(path: str) -> Ed25519PrivateKey:
     try:
-        key = load_private_key(Path(args.key).read_bytes())
+        return load_private_key(Path(path).read_bytes())
     except (OSError, ValueError) as exc:
-        raise LocalError(f"{args.key}: not an Ed25519 private key ({exc})") from None
-    results = sorted(Path(args.directory, "results").glob("*.json"))
-    if not results:
-        raise LocalError(f"{args.directory}/results: no results/*.json to sign")
-    if args.task:
-        # Each simulator's results are signed by that simulator's evaluator key (one key is
-        # registered for one simulator): a bundle spanning several is signed once per key.
-        by_task = {path.stem: path for path in results}
-        missing = sorted(set(args.task) - set(by_task))
-        if missing:
-            raise LocalError(f"{args.directory}/results: no results for task(s) {', '.join(missing)}")
-        results = [by_task[task] for task in sorted(set(args.task))]
-    # podium-bundle/2: the signature covers the manifest's challenge together with the results.
-    manifest_path = Path(args.directory, "manifest.json")
-    manifest = parse_json(manifest_path.read_bytes(), member="manifest.json") if manifest_path.is_file() else {}
-    challenge = manifest.get("challenge") if isinstance(manifest, dict) else None
-    for path in results:
-        rel = path.relative_to(args.directory).as_posix()
-        doc = parse_json(path.read_bytes(), member=rel)
-        if not isinstance(doc, dict):
-            raise BundleError("schema_error", f"{rel}: the document must be an object")
-        if isinstance(challenge, str):
-            doc["challenge"] = challenge
-        try:
-            signed = sign_object(doc, key)
-        except ValueError as exc:
-            raise BundleError("schema_error", f"{rel}: cannot be signed ({exc})") from None
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as tmp:
-            json.dump(signed, tmp, indent=1, sort_keys=True, allow_nan=False)
-            tmp.write("\n")
-        Path(tmp.name).replace(path)
-    if Path(args.directory, "manifest.json").is_file():
-        write_members(args.directory)
-    bound = " (with the manifest's challenge)" if isinstance(challenge, str) else ""
-    print(f"signed {len(results)} result file(s) with key id {key_id_for(public_key_b64(key))}{bound}")
+        raise LocalError(f"{path}: not an Ed25519 private key ({exc})") from None
+
+
+def cmd_sign_results(args: argparse.Namespace) -> int:
+    key = _signing_key(args.key)
+    try:
+        count = sign_results(args.directory, key, tasks=args.task)
+    except SignError as exc:
+        raise LocalError(str(exc)) from None
+    bound = " (with the manifest's challenge)" if manifest_challenge(args.directory) is not None else ""
+    print(f"signed {count} result file(s) with key id {key_id_for(public_key_b64(key))}{bound}")
+    return EXIT_OK
+
+
+def cmd_sign_faithfulness(args: argparse.Namespace) -> int:
+    key = _signing_key(args.key)
+    try:
+        count = sign_faithfulness(args.directory, key, rubric_version=args.rubric, tasks=args.task)
+    except SignError as exc:
+        raise LocalError(str(exc)) from None
+    print(
+        f"signed {count} faithfulness verdict(s) with key id {key_id_for(public_key_b64(key))} "
+        f"(rubric {args.rubric}, with the manifest's challenge)"
+    )
     return EXIT_OK
 
 
@@ -369,6 +358,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="sign only results/SLUG.json (repeatable): one evaluator key signs its own simulator's tasks",
     )
     p.set_defaults(func=cmd_sign_results)
+
+    p = sub.add_parser("sign-faithfulness", help="sign a bundle directory's faithfulness.json verdicts (or --task's)")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--key", required=True, metavar="ED25519_KEY_FILE", help="the judge's key (ed25519-keygen)")
+    p.add_argument(
+        "--rubric",
+        required=True,
+        metavar="VERSION",
+        help="the rubric version the judge judged with: one its key is registered (calibrated) for",
+    )
+    p.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="sign only SLUG's verdict (repeatable); the others stay as they are",
+    )
+    p.set_defaults(func=cmd_sign_faithfulness)
 
     # submit / status against a Podium site (standard library HTTP; PODIUM_URL, PODIUM_API_KEY).
 

@@ -19,6 +19,7 @@ from typing import Any
 from scoring import gap
 from submissions.bundle import seal as sealing
 from submissions.bundle.schema import FORMAT_V1, FORMAT_V2
+from submissions.bundle.sign_dir import signed_verdict
 from submissions.bundle.signatures import load_private_key, sign_object
 
 __all__ = [
@@ -299,7 +300,14 @@ def _judged(
         raise ValueError("judge_with needs a challenge: a judge's signature covers it")
     judge_key = load_private_key(judge_with) if isinstance(judge_with, bytes | str) else judge_with
     return {
-        slug: sign_object({**entry, "task": slug, "rubric_version": rubric_version, "challenge": challenge}, judge_key)
+        slug: signed_verdict(
+            slug,
+            faithful=entry["faithful"],
+            judge=entry["judge"],
+            rubric_version=rubric_version,
+            challenge=challenge,
+            key=judge_key,
+        )
         for slug, entry in faithfulness.items()
     }
 

@@ -1,4 +1,4 @@
-"""python -m submissions.bundle: keygen, seal, open, check, ed25519-keygen, sign-results."""
+"""python -m submissions.bundle: keygen, seal, open, check, ed25519-keygen, sign-results, sign-faithfulness."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from submissions.bundle.cli import main
 from submissions.bundle.demo import write_paper_gap_bundle_dir
+from submissions.bundle.signatures import key_id_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_RELEASE = ROOT / "examples" / "demo-release"
@@ -213,3 +214,115 @@ def test_check_explains_an_unreadable_release_manifest(tmp_path, capsys):
     code, _, err = _run(capsys, "check", str(directory), "--manifest", str(tmp_path / "nowhere"))
     assert code == 4
     assert err.startswith(f"error: release manifest {tmp_path / 'nowhere'}: ")
+
+
+def _keyfile(tmp_path, capsys, name: str) -> tuple[Path, str]:
+    """A new Ed25519 key file (ed25519-keygen) and its public key."""
+    path = tmp_path / name
+    code, out, _ = _run(capsys, "ed25519-keygen", "-o", str(path))
+    assert code == 0
+    return path, out.splitlines()[0].split(": ")[1]
+
+
+def test_sign_faithfulness_signs_every_verdict_with_its_rubric_and_the_challenge_and_check_attests_it(
+    tmp_path, capsys, release_manifest
+):
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10, challenge="c" * 43
+    )
+    evaluator, evaluator_public = _keyfile(tmp_path, capsys, "evaluator.pem")
+    judge, judge_public = _keyfile(tmp_path, capsys, "judge.pem")
+    assert _run(capsys, "sign-results", str(directory), "--key", str(evaluator))[0] == 0
+    code, out, _ = _run(capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3")
+    verdicts = json.loads((directory / "faithfulness.json").read_text())
+    assert (code, out) == (
+        0,
+        f"signed {len(verdicts)} faithfulness verdict(s) with key id {key_id_for(judge_public)} "
+        "(rubric r3, with the manifest's challenge)\n",
+    )
+    assert {
+        (slug, v["task"], v["rubric_version"], v["challenge"], v["signature"]["key_id"]) for slug, v in verdicts.items()
+    } == {(slug, slug, "r3", "c" * 43, key_id_for(judge_public)) for slug in verdicts}
+    trusted = ["--trust", evaluator_public, "--trust-judge", judge_public, "--resamples", "0"]
+    # --keep-members: the members map sign-faithfulness rewrote is the one a tar of DIR carries.
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), *trusted, "--keep-members")
+    assert (code, out.splitlines()[:2]) == (
+        0,
+        [
+            "verdict: attested",
+            "every claim matches, every evaluator result is signed by a registered key for its task, and every "
+            "faithfulness verdict by a calibrated judge",
+        ],
+    )
+
+
+def test_sign_faithfulness_with_task_signs_only_those_verdicts(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
+    before = json.loads((directory / "faithfulness.json").read_text())
+    first, *others = sorted(before)
+    judge, _ = _keyfile(tmp_path, capsys, "judge.pem")
+    code, out, _ = _run(
+        capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3", "--task", first
+    )
+    assert (code, out.startswith("signed 1 faithfulness verdict(s)")) == (0, True)
+    after = json.loads((directory / "faithfulness.json").read_text())
+    assert "signature" in after[first]
+    assert {slug: after[slug] for slug in others} == {slug: before[slug] for slug in others}
+
+
+def test_sign_faithfulness_names_a_task_without_a_verdict_and_signs_nothing(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
+    before = (directory / "faithfulness.json").read_bytes()
+    judge, _ = _keyfile(tmp_path, capsys, "judge.pem")
+    code, _, err = _run(
+        capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3", "--task", "no-such-task"
+    )
+    assert (code, err) == (4, "error: faithfulness.json: no verdict for task(s) no-such-task\n")
+    assert (directory / "faithfulness.json").read_bytes() == before
+
+
+def test_sign_faithfulness_refuses_a_bundle_without_a_challenge_because_the_signature_must_cover_one(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3)  # podium-bundle/1
+    before = (directory / "faithfulness.json").read_bytes()
+    judge, _ = _keyfile(tmp_path, capsys, "judge.pem")
+    code, _, err = _run(capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3")
+    assert code == 4
+    assert err == (
+        f"error: {directory / 'manifest.json'}: no challenge; a judge signs a verdict together with the run's "
+        "challenge (podium-bundle/2): ask the site for one (POST /api/v1/challenges/) and write it into "
+        "manifest.json first\n"
+    )
+    assert (directory / "faithfulness.json").read_bytes() == before
+
+
+def test_sign_faithfulness_refuses_a_verdict_the_server_would_refuse_and_leaves_the_file_as_it_was(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
+    verdicts = json.loads((directory / "faithfulness.json").read_text())
+    slug = min(verdicts)
+    verdicts[slug]["faithful"] = "yes"
+    (directory / "faithfulness.json").write_text(json.dumps(verdicts))
+    before = (directory / "faithfulness.json").read_bytes()
+    judge, _ = _keyfile(tmp_path, capsys, "judge.pem")
+    code, _, err = _run(capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3")
+    assert (code, err) == (
+        3,
+        f"rejected [schema_error]: faithfulness.json: {slug}.faithful must be true or false, got 'yes'\n",
+    )
+    assert (directory / "faithfulness.json").read_bytes() == before
+
+
+def test_sign_faithfulness_without_a_faithfulness_file_says_there_is_nothing_to_sign(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
+    (directory / "faithfulness.json").unlink()
+    judge, _ = _keyfile(tmp_path, capsys, "judge.pem")
+    code, _, err = _run(capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3")
+    assert (code, err) == (4, f"error: {directory / 'faithfulness.json'}: no faithfulness.json to sign\n")
+
+
+@pytest.mark.parametrize("command", [["sign-results"], ["sign-faithfulness", "--rubric", "r3"]])
+def test_both_sign_commands_refuse_a_key_file_that_is_not_an_ed25519_key_alike(tmp_path, capsys, keys, command):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
+    age_identity = keys[0]  # an age identity, not an Ed25519 key
+    code, _, err = _run(capsys, command[0], str(directory), "--key", str(age_identity), *command[1:])
+    assert code == 4
+    assert err.startswith(f"error: {age_identity}: not an Ed25519 private key (")

@@ -167,6 +167,33 @@ def test_a_v2_bundle_with_its_challenge_signed_results_and_judge_is_attested_and
     assert Run.objects.get(submission=submission).level == "attested"
 
 
+def test_a_bundle_signed_with_the_tools_sign_results_and_sign_faithfulness_is_attested_by_the_server(
+    api, upload, owner, demo_release, issue_challenge, evaluator_key, judge_key, site_identity, tmp_path
+):
+    from submissions.bundle.cli import main
+    from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
+    from submissions.bundle.signatures import private_key_pem
+
+    token = issue_challenge(owner)
+    directory = write_paper_gap_bundle_dir(tmp_path / "bundle", challenge=token, episodes_per_task=5)
+    (tmp_path / "evaluator.pem").write_bytes(private_key_pem(evaluator_key))
+    (tmp_path / "judge.pem").write_bytes(private_key_pem(judge_key))
+    assert main(["sign-results", str(directory), "--key", str(tmp_path / "evaluator.pem")]) == 0
+    # rubric/1: the rubric the judge key is registered for and the release's gate calibrated.
+    judged = ["sign-faithfulness", str(directory), "--key", str(tmp_path / "judge.pem"), "--rubric", "rubric/1"]
+    assert main(judged) == 0
+    # Sealed as it is: the members map the sign commands rewrote is the one the server checks.
+    sealed = seal_dir(directory, str(site_identity.to_public()), tmp_path / "run.age")
+    submission = upload(api(owner), sealed.read_bytes())
+    assert (submission.verdict, submission.error_code) == ("attested", ""), submission.error_message
+    reproduction = TaskResult.objects.filter(run__submission=submission, release_task__genre="reproduction")
+    assert reproduction.exists()
+    assert set(reproduction.values_list("faithfulness_source", "judge", "rubric_version")) == {
+        ("judge_signed", "judge/1", "rubric/1")
+    }
+    assert SubmissionChallenge.objects.get(token=token).submission == submission
+
+
 @pytest.mark.parametrize(
     ("case", "code"),
     [
