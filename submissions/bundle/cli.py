@@ -26,7 +26,7 @@ from submissions.bundle.contract import JudgeKey
 from submissions.bundle.envelope import decrypt_to_tempfile, generate_identity, parse_identities, parse_recipient
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import ATTESTED, MISMATCH, VALIDATED, Outcome, evaluate_paper_gap
-from submissions.bundle.seal import seal_dir
+from submissions.bundle.seal import members_drift, seal_dir
 from submissions.bundle.sign_dir import SignError, manifest_challenge, sign_faithfulness, sign_results
 from submissions.bundle.signatures import (
     generate_signing_key,
@@ -35,6 +35,7 @@ from submissions.bundle.signatures import (
     private_key_pem,
     public_key_b64,
 )
+from submissions.bundle.strict_json import parse_json
 
 __all__ = ["EXIT_LOCAL", "EXIT_MISMATCH", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "main"]
 
@@ -178,6 +179,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         bundle = read_bundle_dir(args.directory, members_as_sealed=not args.keep_members)
         m = bundle.manifest
+        if not args.keep_members:
+            _warn_stale_members(args.directory, m.members)
         if (m.benchmark, m.release) != (release.benchmark.slug, release.version):
             raise BundleError(
                 "unknown_release",
@@ -208,6 +211,38 @@ def cmd_check(args: argparse.Namespace) -> int:
     if outcome.verdict in (VALIDATED, ATTESTED):
         return EXIT_OK
     return EXIT_MISMATCH if outcome.verdict == MISMATCH else EXIT_REJECTED
+
+
+def _warn_stale_members(directory: str, files: dict[str, str]) -> None:
+    """Say on stderr when manifest.json's members map no longer describes DIR's files.
+
+    ``check`` judges DIR as ``seal`` and ``submit`` pack it: with a map they write afresh. A
+    bundle packed another way (the README's tar and age) carries the map as written, and the
+    server refuses a stale one; the submitter should learn that here, not from the verdict."""
+    written = parse_json(Path(directory, "manifest.json").read_bytes(), member="manifest.json").get("members")
+    drift = members_drift(written, files)
+    if not drift:
+        return
+    if not written:
+        print(
+            f"note: {directory}/manifest.json lists no members yet; seal and submit write them, while the "
+            "directory packed as it is (tar and age) would be rejected [unexpected_member]",
+            file=sys.stderr,
+        )
+        return
+    lines = [
+        *(f"  {name}: changed since the map was written [member_hash_mismatch]" for name in drift.changed),
+        *(f"  {name}: not listed [unexpected_member]" for name in drift.unlisted),
+        *(f"  {name}: listed but absent [missing_member]" for name in drift.absent),
+    ]
+    print(
+        f"warning: {directory}/manifest.json members is stale (checked here as seal and submit pack the "
+        "directory, with a fresh map):\n"
+        + "\n".join(lines)
+        + "\nthe directory packed as it is (tar and age) would be rejected; seal or submit it with this tool, "
+        "which rewrites the map, or see the verdict on the map as written with check --keep-members",
+        file=sys.stderr,
+    )
 
 
 def _print_outcome(outcome: object) -> None:

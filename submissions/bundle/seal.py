@@ -12,7 +12,8 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from submissions.bundle.archive import write_archive
@@ -20,7 +21,7 @@ from submissions.bundle.envelope import seal_file
 from submissions.bundle.errors import BundleError
 from submissions.bundle.strict_json import parse_json
 
-__all__ = ["directory_members", "seal_dir", "write_members"]
+__all__ = ["MembersDrift", "directory_members", "members_drift", "seal_dir", "write_members"]
 
 MANIFEST = "manifest.json"
 
@@ -57,6 +58,31 @@ def directory_members(directory: str | os.PathLike[str]) -> dict[str, Path]:
 def computed_members(directory: str | os.PathLike[str]) -> dict[str, str]:
     """The members map ``seal`` would write: name -> SHA-256 (manifest.json excluded)."""
     return {name: _sha256_file(path) for name, path in directory_members(directory).items() if name != MANIFEST}
+
+
+@dataclass(frozen=True)
+class MembersDrift:
+    """How a members map as written differs from the files it describes, each kind with the
+    code a server gives a bundle packed with that map (docs/bundle-format.md section 2)."""
+
+    changed: tuple[str, ...] = ()  # listed with another SHA-256 than the file's: member_hash_mismatch
+    unlisted: tuple[str, ...] = ()  # a file the map does not list: unexpected_member
+    absent: tuple[str, ...] = ()  # listed, but no such file: missing_member
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.unlisted or self.absent)
+
+
+def members_drift(written: object, files: Mapping[str, str]) -> MembersDrift:
+    """Compare manifest.json's ``members`` as ``written`` with ``files`` (name -> SHA-256 of
+    every file but manifest.json, what ``seal`` would write). Anything but a map of names
+    counts as listing nothing."""
+    listed = written if isinstance(written, Mapping) else {}
+    return MembersDrift(
+        changed=tuple(sorted(name for name in files if name in listed and listed[name] != files[name])),
+        unlisted=tuple(sorted(name for name in files if name not in listed)),
+        absent=tuple(sorted(str(name) for name in listed if name not in files)),
+    )
 
 
 def write_members(directory: str | os.PathLike[str]) -> dict[str, str]:

@@ -326,3 +326,63 @@ def test_both_sign_commands_refuse_a_key_file_that_is_not_an_ed25519_key_alike(t
     code, _, err = _run(capsys, command[0], str(directory), "--key", str(age_identity), *command[1:])
     assert code == 4
     assert err.startswith(f"error: {age_identity}: not an Ed25519 private key (")
+
+
+def test_check_warns_when_the_members_map_is_stale_and_names_each_file_with_the_servers_code(
+    tmp_path, capsys, release_manifest
+):
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run", release_manifest=release_manifest, episodes_per_task=3, artifact_bytes=64
+    )
+    (directory / "artifacts" / "trajectory.bin").write_bytes(b"rewritten after the map was written")
+    (directory / "artifacts" / "log.txt").write_text("added after the map was written\n")
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["members"]["artifacts/gone.bin"] = "0" * 64
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    code, out, err = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    # Judged as seal and submit pack it (a fresh map): the verdict is the run's, the warning the map's.
+    assert (code, out.splitlines()[0]) == (0, "verdict: validated")
+    assert err == (
+        f"warning: {directory}/manifest.json members is stale (checked here as seal and submit pack the directory, "
+        "with a fresh map):\n"
+        "  artifacts/trajectory.bin: changed since the map was written [member_hash_mismatch]\n"
+        "  artifacts/log.txt: not listed [unexpected_member]\n"
+        "  artifacts/gone.bin: listed but absent [missing_member]\n"
+        "the directory packed as it is (tar and age) would be rejected; seal or submit it with this tool, which "
+        "rewrites the map, or see the verdict on the map as written with check --keep-members\n"
+    )
+    code, out, err = _run(
+        capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0", "--keep-members"
+    )
+    assert (code, out.splitlines()[0], err) == (3, "verdict: rejected [missing_member]", "")
+
+
+def test_check_says_nothing_of_a_members_map_that_matches_the_files(tmp_path, capsys, release_manifest):
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run", release_manifest=release_manifest, episodes_per_task=3, artifact_bytes=64
+    )
+    code, _, err = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert (code, err) == (0, "")
+
+
+def test_check_notes_an_empty_members_map_that_seal_fills_in(tmp_path, capsys, release_manifest):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", release_manifest=release_manifest, episodes_per_task=3)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["members"] = {}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    code, _, err = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert (code, err) == (
+        0,
+        f"note: {directory}/manifest.json lists no members yet; seal and submit write them, while the directory "
+        "packed as it is (tar and age) would be rejected [unexpected_member]\n",
+    )
+
+
+def test_a_members_map_made_stale_by_a_harness_is_fresh_again_after_seal(tmp_path, capsys, keys, release_manifest):
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run", release_manifest=release_manifest, episodes_per_task=3, artifact_bytes=64
+    )
+    (directory / "artifacts" / "log.txt").write_text("added after the map was written\n")
+    assert _run(capsys, "seal", str(directory), "-r", keys[1], "-o", str(tmp_path / "run.age"))[0] == 0
+    code, _, err = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert (code, err) == (0, "")
