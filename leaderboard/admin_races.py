@@ -144,7 +144,10 @@ class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
 
     # Each action is offered only to accounts that may change a race (Django checks
     # has_change_permission): seeing the changelist is not enough (leaderboard.permissions).
-    @admin.action(description="Start selected races (scheduled → running)", permissions=["change"])
+    @admin.action(
+        description="Start selected races (scheduled → running; one race of a benchmark at a time)",
+        permissions=["change"],
+    )
     def start_races(self, request: HttpRequest, queryset: QuerySet[Race]) -> None:
         self._apply(request, queryset, race_start, "started")
 

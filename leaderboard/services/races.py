@@ -104,11 +104,39 @@ def race_schedule(
     )
 
 
+def _check_no_race_running(race: Race) -> None:
+    """Refuse to start ``race`` while another race of its benchmark is running.
+
+    Seed 002 has one live race at a time: the Overall view "anchors to the running race while
+    one is live" and falls back to the last completed one "between races". With two running,
+    which race the view anchors to, and in which order their deltas enter the rolling window,
+    would be a choice of race numbers the seed never makes. Scheduling ahead is not refused (a
+    scheduled race takes no run and has no dates until it starts), nor is a start while an
+    earlier race is under its reveal embargo (it is completed: runs no longer land in it)."""
+    # The benchmark row is the lock every standings writer takes (race_standings); taken after
+    # the race's own, in their order, it makes two starts of one benchmark's races wait in turn.
+    Benchmark.objects.select_for_update().filter(pk=race.benchmark_id).first()
+    running = (
+        Race.objects.filter(benchmark_id=race.benchmark_id, status=Race.Status.RUNNING)
+        .exclude(pk=race.pk)
+        .order_by("number")
+        .first()
+    )
+    if running is not None:
+        raise RaceTransitionError(
+            "race_already_running",
+            f"{race} cannot start while race {running.number} of {race.benchmark.slug} is running; close race "
+            f"{running.number} first (a benchmark runs one race at a time: the one its Overall view anchors to)",
+        )
+
+
 @transaction.atomic
 def race_start(*, race: Race, user: Viewer | None = None) -> Race:
-    """scheduled -> running. From now on the pinned task set cannot change."""
+    """scheduled -> running, while no other race of the benchmark runs. From now on the
+    pinned task set cannot change."""
     staff_write_actor(user, CHANGE_RACE, doing="start races")
     current = _step(race, expected=Race.Status.SCHEDULED, target=Race.Status.RUNNING, verb="started")
+    _check_no_race_running(current)
     _check_task_ids(current.task_ids)
     current.starts_at = current.starts_at or timezone.now()
     current.save(update_fields=["status", "starts_at"])

@@ -91,6 +91,24 @@ def test_the_release_action_refuses_a_running_race_and_says_why(client, race_ben
     assert race.status == "running"
 
 
+def test_the_start_action_starts_one_race_of_a_benchmark_and_refuses_a_second_saying_why(client, race_benchmark):
+    first = race_schedule(benchmark=race_benchmark, number=1, task_ids=["t-1"])
+    second = race_schedule(benchmark=race_benchmark, number=2, task_ids=["t-2"])
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_changelist"),
+        {"action": "start_races", "_selected_action": [first.pk, second.pk]},
+        follow=True,
+    )
+    page = response.content.decode()
+    # The admin capitalizes the first letter of a message.
+    assert "Shop-race race 1: started" in page
+    assert (
+        "Shop-race race 2 cannot start while race 1 of shop-race is running; close race 1 first "
+        "(a benchmark runs one race at a time: the one its Overall view anchors to)"
+    ) in page
+    assert list(Race.objects.order_by("number").values_list("number", "status")) == [(1, "running"), (2, "scheduled")]
+
+
 def test_a_task_list_nested_past_the_json_parsers_limit_is_a_form_error_not_a_500(client, race_benchmark):
     response = staff_client(client).post(
         reverse("admin:leaderboard_race_add"),

@@ -10,6 +10,7 @@ from leaderboard.models import Race, RaceRun, RaceTaskOutcome
 from leaderboard.models.races import OverallStanding, RaceResult
 from leaderboard.services import races as lifecycle
 from leaderboard.services.races import RaceTransitionError, race_close, race_schedule, race_start
+from tests.concurrency import committed_meanwhile, on_postgresql_committing
 
 
 @pytest.fixture
@@ -338,6 +339,56 @@ def test_lifecycle_steps_out_of_order_are_refused(race_benchmark, race_release):
     assert str(error.value) == "shop-race race 1 is scheduled; only an embargoed race can be released"
     race.refresh_from_db()
     assert race.status == Race.Status.SCHEDULED
+
+
+def test_a_race_cannot_start_while_another_race_of_its_benchmark_is_running(race_benchmark, race_release):
+    first = race_start(race=race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True))
+    second = race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)
+    with pytest.raises(RaceTransitionError) as error:
+        race_start(race=second)
+    assert error.value.code == "race_already_running"
+    assert str(error.value) == (
+        "shop-race race 2 cannot start while race 1 of shop-race is running; close race 1 first "
+        "(a benchmark runs one race at a time: the one its Overall view anchors to)"
+    )
+    assert list(Race.objects.order_by("number").values_list("number", "status", "starts_at")) == [
+        (1, "running", first.starts_at),
+        (2, "scheduled", None),
+    ]
+
+
+def test_the_next_race_is_scheduled_while_one_runs_and_starts_once_that_one_is_closed(race_benchmark, race_release):
+    first = race_start(race=race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True))
+    second = race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)
+    race_close(race=first)  # embargoed: completed, though its results are not released yet
+    race_start(race=second)
+    assert list(Race.objects.order_by("number").values_list("number", "status")) == [
+        (1, "embargoed"),
+        (2, "running"),
+    ]
+
+
+def test_a_running_race_of_another_benchmark_does_not_hold_a_start_back(race_benchmark, race_release):
+    from leaderboard.models import Benchmark
+
+    other = Benchmark.objects.create(slug="other-race", name="Other race", scheme=Benchmark.Scheme.RACE)
+    race_start(race=race_schedule(benchmark=other, number=1, task_ids=RACE_TASKS))
+    started = race_start(race=race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS))
+    assert started.status == Race.Status.RUNNING
+    assert Race.objects.filter(status=Race.Status.RUNNING).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@on_postgresql_committing
+def test_two_races_of_one_benchmark_started_at_once_leave_one_running(race_benchmark):
+    first = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True)
+    second = race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)
+    # The first start commits while the second is between its state check and its write: the
+    # second waits on the benchmark's row and then sees race 1 running.
+    with committed_meanwhile(lambda: race_start(race=first)), pytest.raises(RaceTransitionError) as error:
+        race_start(race=second)
+    assert error.value.code == "race_already_running"
+    assert list(Race.objects.order_by("number").values_list("number", "status")) == [(1, "running"), (2, "scheduled")]
 
 
 def test_a_race_needs_a_hidden_task_set(race_benchmark):
