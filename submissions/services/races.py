@@ -94,9 +94,13 @@ def _race_for(number: int | None, release: Release, agent_version: AgentVersion 
     if race is None:
         raise BundleError("unknown_race", f"race run: benchmark {release.benchmark.slug!r} has no race number {number}")
     if race.release is not None and race.release_id != release.pk:
+        # The race's own release is not named: it may be a draft (staff pin a race to the next
+        # release before publishing it), whose version is staff's, and naming it only when it is
+        # published would tell a draft apart by the wording.
         raise BundleError(
             "race_release_mismatch",
-            f"race run: {race} belongs to release {race.release.version!r}, not {release.version!r}",
+            f"race run: {race} takes no runs of release {release.version!r} "
+            "(a race takes runs of the one release it is pinned to)",
         )
     if race.status == Race.Status.RUNNING:
         return race

@@ -23,6 +23,7 @@ from schemes_race_helpers import (
 from leaderboard.models import Agent, AgentVersion, Benchmark, QualifyingEntry, RaceEntry, RaceRun, Validator
 from leaderboard.permissions import CHANGE_RACE
 from leaderboard.services.races import race_close, race_schedule
+from submissions.bundle.signatures import generate_signing_key
 from submissions.demo_loaders import scheme_bundles
 from submissions.models import SubmissionChallenge
 from submissions.services.agents import agent_slug
@@ -435,3 +436,41 @@ def test_a_validators_challenge_reads_the_same_for_a_private_agent_and_one_that_
         assert answers[0] == answers[1]
         assert answers[0][:2] == ((400, "unknown_race") if race == 99 else (400, "not_entered"))
     assert not SubmissionChallenge.objects.exists()
+
+
+def test_a_race_run_naming_the_wrong_release_does_not_tell_the_version_of_a_draft_the_race_is_pinned_to(
+    race_benchmark, race_release, submit, make_validator, make_user
+):
+    # Staff pinned race 2 to the next qualifying release while it is still a draft. A fresh
+    # account's race run naming the published release reaches the race check (load comes
+    # before the challenge) and was told "belongs to release 'q2-draft'": the version of an
+    # unpublished release, which is staff's (an unpublished release and a nonexistent one get
+    # the same answer). The refusal names only a published release, as unknown_release does.
+    from leaderboard.models import Release
+    from leaderboard.services.races import race_start
+
+    draft = Release.objects.create(
+        benchmark=race_benchmark, version="q2-draft", required_task_set_hash="0" * 64, manifest_sha256="0" * 64
+    )
+    race_start(race=race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS, release=draft))
+    validator, _ = make_validator("validator-a")
+    probe = submit(
+        make_user("outsider"),
+        members(
+            validator=validator,
+            key=generate_signing_key(),  # an outsider holds no registered key
+            agent="Probe",
+            version="1",
+            outcomes=scoring_outcomes(0.5),
+            race=2,
+            entered=False,
+            challenge=None,
+        ),
+    )
+    assert (probe.verdict, probe.error_code) == ("rejected", "race_release_mismatch")
+    assert "q2-draft" not in probe.error_message
+    assert probe.error_message == (
+        "race run: shop-race race 2 takes no runs of release 'q1' (a race takes runs of the one release it is "
+        "pinned to)"
+    )
+    assert not RaceRun.objects.exists()
