@@ -68,8 +68,13 @@ _RELEASE_KEYS = (
 _BENCHMARK_KEYS = ("slug", "name", "scheme", "description")
 _EVALUATOR_KEYS = ("simulator", "name", "description")
 _RELEASE_TASK_KEYS = ("slug", "paper_value", "anchor_published")
-# Field path -> its name in ReleaseManifest.lines (for problems the sync finds against the database).
+# Field path -> its name in ReleaseManifest.lines (for problems the sync finds against the database,
+# and the published-text audit's: leaderboard.manifest.review.published_text_audit).
 _LINE_FIELDS = (
+    ("title", ("title",)),
+    ("notes", ("notes",)),
+    ("benchmark.name", ("benchmark", "name")),
+    ("benchmark.description", ("benchmark", "description")),
     ("version", ("version",)),
     ("published", ("published",)),
     ("benchmark.scheme", ("benchmark", "scheme")),

@@ -10,6 +10,9 @@
   or built into the agent's sandbox) never mention the task's anchor value,
   never mention the hidden ``reference/`` path, and the Dockerfile never
   COPYs/ADDs ``reference/`` (nor reaches above sandbox/ with ``..``).
+* Published text: what the site shows everyone from release.yaml and task.yaml beside those
+  files (the release's title and notes, the benchmark's name and description, each task's
+  title) never mentions a withheld anchor of any task of the release.
 
 Every problem names the file relative to the manifest and the line. A leak
 message never repeats the anchor: it says *that* the value appears, not what
@@ -36,9 +39,23 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from leaderboard.manifest.types import ParsedManifest, Problem, ReleaseManifest, TaskContract, TaskTexts
+from leaderboard.manifest.types import (
+    RELEASE_FILE,
+    ParsedManifest,
+    Problem,
+    ReleaseManifest,
+    TaskContract,
+    TaskTexts,
+)
 
-__all__ = ["contract_review", "leak_audit", "mentions_anchor", "review_manifest", "review_parsed"]
+__all__ = [
+    "contract_review",
+    "leak_audit",
+    "mentions_anchor",
+    "published_text_audit",
+    "review_manifest",
+    "review_parsed",
+]
 
 
 # ----------------------------------------------------------- contract review
@@ -299,6 +316,49 @@ def leak_audit(texts: TaskTexts) -> list[Problem]:
     return problems
 
 
+# ------------------------------------------------------------ published text
+
+
+def published_text_audit(manifest: ReleaseManifest) -> list[Problem]:
+    """Problems in the text the site publishes from the manifest outside the task files: the
+    release's title and notes, the benchmark's name and description (release.yaml) and each
+    task's title (task.yaml). They are on the release, board and task pages and in the API for
+    everyone once the release is published, so none may mention a withheld anchor of any task of
+    the release, by the leak audit's number rule: notes saying "re-anchors Lift to 0.96" published
+    the anchor the release withholds."""
+    withheld = [
+        (task.slug, task.paper_value)
+        for task in manifest.tasks
+        if task.paper_value is not None and not task.anchor_published
+    ]
+    if not withheld:
+        return []
+    texts: list[tuple[str, int | None, str, str]] = [
+        (RELEASE_FILE, manifest.lines.get("title"), "title", manifest.title),
+        (RELEASE_FILE, manifest.lines.get("notes"), "notes", manifest.notes),
+        (RELEASE_FILE, manifest.lines.get("benchmark.name"), "benchmark.name", manifest.benchmark.name),
+        (
+            RELEASE_FILE,
+            manifest.lines.get("benchmark.description"),
+            "benchmark.description",
+            manifest.benchmark.description,
+        ),
+        *((f"{task.directory}/task.yaml", task.lines.get("title"), "title", task.title) for task in manifest.tasks),
+    ]
+    return [
+        Problem(
+            file,
+            line,
+            path,
+            f"mentions the withheld anchor value of task {slug!r}; this text is published to everyone "
+            "(describe it without the number)",
+        )
+        for file, line, path, text in texts
+        for slug, anchor in withheld
+        if any(mentions_anchor(text_line, anchor) for text_line in text.splitlines())
+    ]
+
+
 # ------------------------------------------------------------------- entries
 
 
@@ -314,6 +374,8 @@ def review_parsed(parsed: ParsedManifest, *, known_simulators: Collection[str]) 
         problems.extend(contract_review(task, known_simulators=known))
     for texts in parsed.texts:
         problems.extend(leak_audit(texts))
+    if parsed.manifest is not None:  # release.yaml's own fields parsed (else its problems fail the sync)
+        problems.extend(published_text_audit(parsed.manifest))
     return problems
 
 

@@ -55,6 +55,7 @@ _PENALTY_KEYS = ("metric", "limit")
 _LIMIT_EXPECTED = "a number > 0 (factor = 1 - min(1, rate / limit))"
 # Field path -> its name in TaskContract.lines (what the review gates quote).
 _LINE_FIELDS = (
+    ("title", ("title",)),
     ("simulator", ("simulator",)),
     ("mode", ("mode",)),
     ("genre", ("genre",)),

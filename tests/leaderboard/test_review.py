@@ -162,6 +162,50 @@ def test_an_eval_config_value_writing_the_anchor_is_refused_naming_its_path_not_
     assert "47.3" not in problems[0]
 
 
+def test_release_notes_mentioning_a_withheld_anchor_are_refused_naming_the_field_not_the_value(
+    demo_dir: Path, edit
+) -> None:
+    # The notes are on the release page and in /api/v1/releases/ for everyone: "re-anchors Lift to
+    # 0.96" published the anchor release.yaml withholds (robomimic_lift_bc_rnn, 0.96, withheld).
+    edit(demo_dir, "release.yaml", "re-anchors robomimic Lift after", "re-anchors robomimic Lift to 0.96 after")
+    problems = problems_of(demo_dir)
+    assert problems == [
+        "release.yaml:13: notes: mentions the withheld anchor value of task 'robomimic_lift_bc_rnn'; this text is "
+        "published to everyone (describe it without the number)"
+    ]
+    assert "0.96" not in problems[0] and "96" not in problems[0]
+
+
+def test_a_task_title_or_the_benchmark_description_mentioning_a_withheld_anchor_is_refused(
+    demo_dir: Path, edit
+) -> None:
+    edit(demo_dir, f"{LIFT}/task.yaml", ": Lift, BC-RNN", ": Lift, BC-RNN (96% in the paper)")
+    edit(
+        demo_dir,
+        "release.yaml",
+        "    Agents reproduce robotics papers",
+        "    Lift reaches 0.960. Agents reproduce robotics papers",
+    )
+    problems = problems_of(demo_dir)
+    assert [problem.split(": mentions")[0] for problem in problems] == [
+        "release.yaml:7: benchmark.description",
+        f"{LIFT}/task.yaml:2: title",
+    ]
+    assert all("robomimic_lift_bc_rnn" in problem and "96" not in problem for problem in problems)
+
+
+def test_published_text_may_mention_a_published_anchor(demo_dir: Path, edit) -> None:
+    # robosuite_door_open publishes its anchor (0.78): the notes may say it.
+    edit(
+        demo_dir,
+        "release.yaml",
+        "re-anchors robomimic Lift after",
+        "door opening at 0.78; re-anchors robomimic Lift after",
+    )
+    manifest = load_manifest(demo_dir, known_simulators=KNOWN)
+    assert "0.78" in manifest.notes
+
+
 @pytest.mark.parametrize(
     ("line", "anchor"),
     [
