@@ -47,6 +47,13 @@ def releases_visible(*, staff: bool) -> QuerySet[Release]:
     return releases if staff else releases.filter(published=True)
 
 
+def release_is_visible(release: Any, *, user: Any) -> bool:
+    """Whether ``user`` may see ``release`` and what is built over every run of it (its board,
+    its standings, a run's place in them): published, or staff (``releases_visible``'s rule for
+    one row). A draft's run is visible to its submitter (a run carried onto it), its board not."""
+    return bool(release.published) or viewer_is_staff(user)
+
+
 def benchmarks_visible(*, staff: bool) -> QuerySet[Benchmark]:
     """The benchmarks a viewer may see: those with a release it may see. A draft's sync creates
     its benchmark row; the name and description stay staff's until a release is published."""

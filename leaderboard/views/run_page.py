@@ -15,7 +15,7 @@ from leaderboard.disclosure import WITHHELD_SCORE_REASON, Disclosure, run_disclo
 from leaderboard.models import Run
 from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.paper_gap import TABS
-from leaderboard.selectors.visibility import runs_hidden_publicly_q, viewer_is_staff
+from leaderboard.selectors.visibility import release_is_visible, runs_hidden_publicly_q, viewer_is_staff
 
 
 def comparison_rows(breakdown: Any, diff: list[dict[str, Any]], *, disclosure: Disclosure) -> list[dict[str, Any]]:
@@ -80,8 +80,15 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         }
         for key, label in (("overall", "Overall score"), ("reproduction", "Reproduction"), ("open", "Open-ended"))
     ]
-    ranks = {tab: rank for tab, rank in selectors.run_rank(run=run).items() if tab not in disclosure.aggregates_hidden}
-    leader = selectors.release_leader(release_id=run.release_id)
+    # Ranks and the leader come from the release's standings: a draft's are staff's, though a run
+    # carried onto the draft is its submitter's (the leader is another account's run there).
+    board_visible = release_is_visible(run.release, user=request.user)
+    ranks = (
+        {tab: rank for tab, rank in selectors.run_rank(run=run).items() if tab not in disclosure.aggregates_hidden}
+        if board_visible
+        else {}
+    )
+    leader = selectors.release_leader(release_id=run.release_id) if board_visible else None
     # Official re-runs under the same rule (leaderboard.api.serializers.rerun_comparison).
     reruns = [
         {"rerun": rerun, "rows": rerun_comparison(rerun, disclosure=disclosure, run=run, user=request.user)}

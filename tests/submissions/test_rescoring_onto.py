@@ -265,3 +265,43 @@ class TestCarryingFromTheCommandAndTheAdmin:
         assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
         assert not Rescore.objects.exists()
         assert not Run.objects.filter(release=corrected).exists()
+
+
+@pytest.mark.django_db
+def test_a_run_carried_onto_a_draft_shows_its_submitter_no_rank_and_no_leader_among_the_drafts_other_runs(
+    owner, stranger, staff, demo_release, release_from_spec, seal, client, django_capture_on_commit_callbacks
+):
+    # Staff carry the runs onto the next release while it is a draft, to look before publishing.
+    # Each carried run is visible to its submitter, but the draft's board, and every other
+    # account's run on it, is staff's: the run page named the draft's leader (another account's
+    # agent, version and run id) and said which place the run takes among runs its submitter may
+    # not see (how many others scored higher).
+    from django.urls import reverse
+
+    def verified(user, **kwargs):
+        submission, _ = submission_create(user=user, uploaded_file=io.BytesIO(seal(**kwargs)))
+        with django_capture_on_commit_callbacks(execute=True):
+            assert submission_verify(submission_id=submission.pk).verdict == "validated"
+        return Run.objects.get(submission=submission)
+
+    verified(stranger, agent_name="Hidden Leader", agent_version="9", skill=1.2, seed=1)
+    mine = verified(owner, agent_name="Modest", agent_version="1", skill=0.5, seed=2)
+    spec, _ = demo_release_spec()
+    draft = release_from_spec(spec, benchmark=DEMO_BENCHMARK, version="0.6", published=False)
+    rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, draft)
+    with django_capture_on_commit_callbacks(execute=True):
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+    carried = Run.objects.get(release=draft, carried_from=mine)
+    leader = Run.objects.get(release=draft, agent_version__agent__name="Hidden Leader")
+    assert Standing.objects.filter(release=draft, tab="overall").count() == 2  # staff's preview of the board
+
+    client.force_login(owner)
+    page = client.get(reverse("run_detail", args=[carried.pk]))
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "Hidden Leader" not in body and f"run #{leader.pk}" not in body
+    assert "data-compare-leader" not in body
+    assert "rank " not in body  # no place among the draft's runs
+    client.force_login(staff)
+    body = client.get(reverse("run_detail", args=[carried.pk])).content.decode()
+    assert "Hidden Leader" in body and "rank 2" in body
