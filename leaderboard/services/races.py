@@ -130,6 +130,28 @@ def _check_no_race_running(race: Race) -> None:
         )
 
 
+def _check_started_in_order(race: Race) -> None:
+    """Refuse to start ``race`` after a later-numbered race of its benchmark has started.
+
+    The rolling window of seed 002's Overall view takes races in their numbers' order; a race
+    started after a later one would enter the window before it and rewrite Overall standings
+    already published for the later race. (Called under the benchmark row lock that
+    :func:`_check_no_race_running` takes, so two starts see each other.)"""
+    later = (
+        Race.objects.filter(benchmark_id=race.benchmark_id, number__gt=race.number)
+        .exclude(status=Race.Status.SCHEDULED)
+        .order_by("number")
+        .first()
+    )
+    if later is not None:
+        raise RaceTransitionError(
+            "race_out_of_order",
+            f"{race} cannot start after race {later.number} of {race.benchmark.slug} has started; races are held in "
+            f"their numbers' order (the Overall view's rolling window takes them in that order): schedule it again "
+            f"with a number after {later.number}",
+        )
+
+
 @transaction.atomic
 def race_start(*, race: Race, user: Viewer | None = None) -> Race:
     """scheduled -> running, while no other race of the benchmark runs. From now on the
@@ -137,6 +159,7 @@ def race_start(*, race: Race, user: Viewer | None = None) -> Race:
     staff_write_actor(user, CHANGE_RACE, doing="start races")
     current = _step(race, expected=Race.Status.SCHEDULED, target=Race.Status.RUNNING, verb="started")
     _check_no_race_running(current)
+    _check_started_in_order(current)
     _check_task_ids(current.task_ids)
     current.starts_at = current.starts_at or timezone.now()
     current.save(update_fields=["status", "starts_at"])

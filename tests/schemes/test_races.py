@@ -368,6 +368,23 @@ def test_the_next_race_is_scheduled_while_one_runs_and_starts_once_that_one_is_c
     ]
 
 
+def test_a_race_cannot_start_after_a_later_numbered_race_of_its_benchmark_has_started(race_benchmark, race_release):
+    earlier = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True)
+    later = race_close(race=race_start(race=race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)))
+    with pytest.raises(RaceTransitionError) as error:
+        race_start(race=earlier)
+    assert error.value.code == "race_out_of_order"
+    assert str(error.value) == (
+        "shop-race race 1 cannot start after race 2 of shop-race has started; races are held in their numbers' "
+        "order (the Overall view's rolling window takes them in that order): schedule it again with a number "
+        "after 2"
+    )
+    assert list(Race.objects.order_by("number").values_list("number", "status", "starts_at")) == [
+        (1, "scheduled", None),
+        (2, "embargoed", later.starts_at),
+    ]
+
+
 def test_a_running_race_of_another_benchmark_does_not_hold_a_start_back(race_benchmark, race_release):
     from leaderboard.models import Benchmark
 
