@@ -32,7 +32,7 @@ from django.core.cache import cache
 
 from leaderboard.disclosure import Disclosure
 from leaderboard.selectors.releases import release_spec
-from leaderboard.selectors.visibility import viewer_is_submitter
+from leaderboard.selectors.visibility import viewer_is_staff, viewer_is_submitter
 from leaderboard.users import Viewer
 from scoring.errors import ScoringError
 from scoring.gap import Episode
@@ -111,7 +111,7 @@ def episode_records(
     *, run: Any, summary: BundleSummary, disclosure: Disclosure, user: Viewer | None
 ) -> list[dict[str, Any]]:
     """Every episode of the run's scored tasks as ``user`` may see it."""
-    sees_seeds = bool(getattr(user, "is_staff", False)) or viewer_is_submitter(run.submission.submitter_id, user)
+    sees_seeds = viewer_is_staff(user) or viewer_is_submitter(run.submission.submitter_id, user)
     scored = [result.release_task.task.slug for result in run.task_results.all()]
     records = []
     for slug in scored:
@@ -134,7 +134,7 @@ def episode_records(
 
 def artifacts_allowed(*, run: Any, disclosure: Disclosure, user: Viewer | None) -> bool:
     """Whether ``user`` (who may see ``run``) may download its artifacts (module docstring)."""
-    if getattr(user, "is_staff", False) or viewer_is_submitter(run.submission.submitter_id, user):
+    if viewer_is_staff(user) or viewer_is_submitter(run.submission.submitter_id, user):
         return True
     return not disclosure.measured_hidden
 

@@ -49,7 +49,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
-from leaderboard.selectors.visibility import benchmarks_visible
+from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.services.scorecard_standings import scorecard_standing_update
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS, Level, State, apply, is_deadlocked, is_solved, parse_xsb, render_xsb
@@ -229,7 +229,7 @@ def _not_yours_refusal(card_id: int, user: User) -> CardError:
     """Why ``user`` may not play card ``card_id``, which is not theirs (or does not exist):
     another account learns nothing (404, like a card that does not exist); staff, who may read
     every card, are told it is another account's (403), from a read that takes no lock."""
-    if user.is_staff and Card.objects.filter(pk=card_id).exists():
+    if viewer_is_staff(user) and Card.objects.filter(pk=card_id).exists():
         return CardError(403, "card_not_yours", f"Scorecard {card_id} belongs to another account; only it may play.")
     return _not_found(card_id)
 
@@ -237,7 +237,7 @@ def _not_yours_refusal(card_id: int, user: User) -> CardError:
 def card_for_player(*, card_id: int, user: User) -> Card:
     """The card for GET: its owner, or staff. Closes it first when it has idled out."""
     with transaction.atomic():
-        card = _locked_card(card_id) if user.is_staff else _owned_card_locked(card_id, user)
+        card = _locked_card(card_id) if viewer_is_staff(user) else _owned_card_locked(card_id, user)
         _close_if_idle(card, timezone.now())
     return card
 

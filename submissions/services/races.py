@@ -348,7 +348,7 @@ def may_file_race_runs(user: User) -> bool:
 
 def acts_for_a_validator(user: User) -> bool:
     """Whether ``user`` may see owed runs at all (a read: staff see every one, ``owed_runs_for``)."""
-    return bool(user.is_staff or user.validators.exists())
+    return viewer_is_staff(user) or user.validators.exists()
 
 
 def owed_runs_for(*, user: User) -> QuerySet[RaceRun]:
@@ -357,6 +357,6 @@ def owed_runs_for(*, user: User) -> QuerySet[RaceRun]:
     owed = RaceRun.objects.filter(needs_rerun=True).select_related(
         "validator", "agent_version__agent", "race", "release__benchmark"
     )
-    if not user.is_staff:
+    if not viewer_is_staff(user):
         owed = owed.filter(validator__accounts=user)
     return owed.order_by("race__benchmark__slug", "race__number", "agent_version__agent__slug", "pk")

@@ -489,6 +489,18 @@ def test_only_the_owner_plays_a_card_others_get_exact_codes(api, make_user, play
     assert act(api, card_id, "corridor", "right").status_code == 200
 
 
+def test_an_inactive_staff_account_reads_another_accounts_card_as_any_other_account_would(make_user, play_release):
+    from submissions.services.cards import CardError, card_for_player
+
+    card_id = open_card(client_for(make_user("owner"))).json()["id"]
+    former = make_user("former-staff")
+    former.is_staff, former.is_active = True, False  # staff flag left on a deactivated account
+    former.save()
+    with pytest.raises(CardError) as refused:
+        card_for_player(card_id=card_id, user=former)
+    assert (refused.value.status, refused.value.code) == (404, "card_not_found")
+
+
 def test_a_card_that_does_not_exist_answers_like_anothers(api):
     assert error(api.get("/api/v1/scorecards/999999")) == (404, "card_not_found")
 
