@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import PHONE, shoot
+from tests.browser import DESKTOP, PHONE, shoot
 from tests.website.conftest import make_release, make_run
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -41,4 +41,63 @@ def test_a_wide_tables_caption_stays_put_while_the_table_scrolls_on_a_phone(
     assert scrolled > 0  # the table is wider than the phone and did scroll
     assert caption.bounding_box() == before
     shoot(page, "review-items/release-tasks-scrolled-phone", full_page=False)
+    context.close()
+
+
+NAMES = (
+    "Marlin",
+    "Atlas Reproducer",
+    "Kestrel",
+    "OpenHands Robotics",
+    "Voyager RL",
+    "Tinker",
+    "Sparrow",
+    "Heron",
+    "Baseline BC",
+    "Gannet",
+)
+
+
+@pytest.fixture
+def demo_like_board(benchmark: Any) -> Any:
+    """Ten runs named as the demo's (its longest word, "Reproducer", sets the agent column's
+    width), overlapping intervals (≈ marks) and three partial runs (◐ marks): what a phone fits."""
+    release = make_release(benchmark)
+    for i, name in enumerate(NAMES):
+        make_run(release, agent_name=name, score=0.95 - i * 0.03, ci=0.1, covered=2 if i >= 7 else None)
+    return release
+
+
+def open_board(browser: Any, base: str, size: dict[str, int]) -> tuple[Any, Any]:
+    context, page = open_page(browser, f"{base}{BOARD}", size)
+    page.wait_for_selector("#board-chart[data-metric=both]")
+    return context, page
+
+
+@pytest.mark.parametrize("width", [390, 360])
+def test_the_boards_five_phone_columns_fit_with_coverage_headed_tasks(
+    live_server: Any, browser: Any, demo_like_board: Any, width: int
+) -> None:
+    context, page = open_board(browser, live_server.url, {"width": width, "height": 844})
+    assert (
+        page.evaluate(
+            "(() => { const b = document.querySelector('.table-scroll'); return b.scrollWidth - b.clientWidth; })()"
+        )
+        == 0
+    )
+    heading = page.locator("table.board th.col-coverage")
+    assert heading.locator(".th-phone").text_content() == "Tasks" and heading.locator(".th-phone").is_visible()
+    assert heading.get_by_role("link", name="Coverage").count() == 1  # its full name, for screen readers
+    assert page.locator("table.board tbody tr").last.locator("td.coverage").inner_text() == "2/4"
+    shoot(page, f"review-items/board-phone-{width}", full_page=False)
+    context.close()
+
+
+def test_the_desktop_board_heads_its_coverage_column_coverage(
+    live_server: Any, browser: Any, demo_like_board: Any
+) -> None:
+    context, page = open_board(browser, live_server.url, DESKTOP)
+    heading = page.locator("table.board th.col-coverage")
+    assert heading.locator(".th-full").text_content() == "Coverage" and heading.locator(".th-full").is_visible()
+    assert not heading.locator(".th-phone").is_visible()
     context.close()
