@@ -16,6 +16,8 @@
 
   var INK = "#1f2328", MUTED = "#57606a", GRID = "#d0d7de";
   var SCORE_COLOUR = "#0b5cad", PASS_COLOUR = "#b35900";
+  // A phone's row: its height and its bar's thickness, in pixels (the name's line is the rest).
+  var ROW_NARROW = 40, ROW_BAR = 14;
   var chart = null, rows = [], metric = canvas.dataset.initialMetric || "both", by = null;
   function byFor(m) { return m === "pass_rate" ? "pass_rate" : "score"; }
 
@@ -31,6 +33,12 @@
 
   function fmtScore(v) { return v === null || v === undefined ? "—" : Number(v).toFixed(2); }
   function fmtPass(v) { return v === null || v === undefined ? "—" : (Math.round(v * 1000) / 10) + "%"; }
+
+  // A paper-coloured patch under a label drawn over the grid or the dashed line.
+  function halo(ctx, x, y, w, h) {
+    var ink = ctx.fillStyle;
+    ctx.fillStyle = "rgba(255, 255, 255, .85)"; ctx.fillRect(x, y, w, h); ctx.fillStyle = ink;
+  }
 
   // Direct labels at the end of each bar, so values never depend on colour or hover.
   var valueLabels = {
@@ -54,6 +62,8 @@
           if (metric === "both" && ds.podiumKind === "score" && bar.x + 4 + width > axis.right && bar.x - width - 4 > axis.left) {
             ctx.fillStyle = "#fff"; ctx.fillText(text, bar.x - width - 4, bar.y); ctx.fillStyle = INK;
           } else {
+            // On paper, so the dashed 1.00 line and the grid never run through the digits.
+            halo(ctx, bar.x + 2, bar.y - 8, width + 4, 16);
             ctx.fillText(text, bar.x + 4, bar.y);
           }
         });
@@ -68,14 +78,16 @@
       out.push({
         label: "Score (ratio to paper)", podiumKind: "score", xAxisID: "xScore",
         data: rows.map(function (r) { return r.score; }),
-        backgroundColor: SCORE_COLOUR, borderColor: SCORE_COLOUR, borderWidth: 1, grouped: false
+        backgroundColor: SCORE_COLOUR, borderColor: SCORE_COLOUR, borderWidth: 1, grouped: false,
+        barThickness: narrow() ? ROW_BAR : undefined
       });
     }
     if (metric !== "score") {
       out.push({
         label: "Pass rate (%)", podiumKind: "pass", xAxisID: "xPass",
         data: rows.map(function (r) { return r.pass_rate === null ? null : r.pass_rate * 100; }),
-        backgroundColor: hatch(PASS_COLOUR), borderColor: PASS_COLOUR, borderWidth: 1.5, grouped: false
+        backgroundColor: hatch(PASS_COLOUR), borderColor: PASS_COLOUR, borderWidth: 1.5, grouped: false,
+        barThickness: narrow() ? ROW_BAR : undefined
       });
     }
     return out;
@@ -88,11 +100,9 @@
     var both = metric === "both";
     return {
       y: {
-        // On a phone long names are shortened (the full name is in the tooltip and the table).
-        ticks: {
-          color: INK, autoSkip: false,
-          callback: function (v) { var l = String(this.getLabelForValue(v)); return narrow() && l.length > 16 ? l.slice(0, 15) + "\u2026" : l; }
-        },
+        // On a phone the names go above their bars (rowLabels), not beside them: beside, they
+        // were cut to 15 characters and left each panel a third of the width.
+        ticks: { color: INK, autoSkip: false, display: !narrow() },
         grid: { display: false }
       },
       xScore: {
@@ -100,14 +110,20 @@
         stack: both ? "panels" : undefined, stackWeight: 1,
         title: { display: true, text: narrow() && both ? "Score" : "Score (1.00 = matched the paper)", color: INK },
         // In "Both" the score panel's last tick would touch the pass-rate panel's "0%": left unlabelled.
-        ticks: { color: MUTED, callback: function (v) { return both && v >= this.max ? "" : Number(v).toFixed(1); } },
+        ticks: {
+          color: MUTED, stepSize: narrow() ? 0.5 : undefined,
+          callback: function (v) { return both && v >= this.max ? "" : Number(v).toFixed(1); }
+        },
         grid: { color: GRID }
       },
       xPass: {
         display: metric !== "score", position: "bottom", min: 0, max: 115,
         stack: both ? "panels" : undefined, stackWeight: 1,
         title: { display: true, text: "Pass rate (%)", color: INK },
-        ticks: { color: MUTED, callback: function (v) { return v <= 100 ? v + "%" : ""; } }, grid: { color: GRID }
+        ticks: { color: MUTED, maxRotation: 0, autoSkip: !narrow(), callback: function (v) { return v <= 100 ? v + "%" : ""; } },
+        // A phone's narrow panel is marked 0, 50 and 100% (Chart.js skipped all but 0% there).
+        afterBuildTicks: function (axis) { if (narrow()) axis.ticks = [0, 50, 100].map(function (v) { return { value: v }; }); },
+        grid: { color: GRID }
       }
     };
   }
@@ -138,6 +154,29 @@
 
   function narrow() { return canvas.parentElement.clientWidth < 560; }
 
+  // On a phone each bar's name is written on the line above it, across the chart's whole width
+  // (cut with an ellipsis only if it is wider than that).
+  var rowLabels = {
+    id: "podiumRowLabels",
+    afterDatasetsDraw: function (c) {
+      if (!narrow()) return;
+      var ctx = c.ctx, area = c.chartArea, y = c.scales.y, meta = c.getDatasetMeta(0), written = [];
+      ctx.save();
+      ctx.font = "600 12px system-ui, sans-serif"; ctx.fillStyle = INK; ctx.textBaseline = "bottom";
+      c.data.labels.forEach(function (label, i) {
+        var text = String(label), max = area.right - area.left;
+        while (text.length > 1 && ctx.measureText(text).width > max) text = text.slice(0, -2) + "\u2026";
+        var bar = meta.data[i], top = (bar ? bar.y - bar.height / 2 : y.getPixelForValue(i) - ROW_BAR / 2) - 2;
+        halo(ctx, area.left, top - 14, ctx.measureText(text).width + 4, 14);
+        ctx.fillText(text, area.left + 2, top);
+        written.push(text);
+      });
+      ctx.restore();
+      // For tests, as the panels' places are: the names as written.
+      canvas.dataset.rowLabels = JSON.stringify(written);
+    }
+  };
+
   function fmtCI(r) {
     return r.ci_low === null || r.ci_low === undefined ? "no interval" : "95% CI " + fmtScore(r.ci_low) + "\u2013" + fmtScore(r.ci_high);
   }
@@ -150,7 +189,8 @@
 
   function draw() {
     var box = canvas.parentElement;
-    box.style.height = Math.max(170, rows.length * 18 + 90) + "px";
+    // A phone's rows are taller: each holds its name's line above a thinner bar.
+    box.style.height = Math.max(170, rows.length * (narrow() ? ROW_NARROW : 18) + 90) + "px";
     var config = {
       type: "bar",
       data: { labels: rows.map(axisLabel), datasets: datasets() },
@@ -176,7 +216,8 @@
         },
         scales: scales()
       },
-      plugins: [valueLabels, paperLine]
+      // The dashed line first: the value and name labels are written over it, on paper.
+      plugins: [paperLine, valueLabels, rowLabels]
     };
     if (chart) chart.destroy();
     chart = new window.Chart(canvas, config);

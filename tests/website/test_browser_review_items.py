@@ -4,6 +4,7 @@ chart fit a phone. Screenshots: test-output/screenshots/review-items/."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -100,4 +101,29 @@ def test_the_desktop_board_heads_its_coverage_column_coverage(
     heading = page.locator("table.board th.col-coverage")
     assert heading.locator(".th-full").text_content() == "Coverage" and heading.locator(".th-full").is_visible()
     assert not heading.locator(".th-phone").is_visible()
+    context.close()
+
+
+def test_the_phone_chart_writes_each_agents_whole_name_above_its_bar(
+    live_server: Any, browser: Any, demo_like_board: Any
+) -> None:
+    context, page = open_board(browser, live_server.url, PHONE)
+    written = json.loads(page.get_attribute("#board-chart", "data-row-labels"))
+    assert written == [f"{i + 1}. {'◐ ' if i >= 7 else ''}{name} 1.0" for i, name in enumerate(NAMES)]
+    chart = "Chart.getChart(document.getElementById('board-chart'))"
+    assert page.evaluate(f"{chart}.options.scales.y.ticks.display") is False
+    # No column of names beside the bars: the two panels share the chart's whole width.
+    assert int(page.get_attribute("#board-chart", "data-x-score-panel").split(",")[0]) <= 20
+    assert page.evaluate(f"{chart}.scales.xPass.ticks.map(t => t.label)") == ["0%", "50%", "100%"]
+    page.locator("#board-chart").scroll_into_view_if_needed()
+    shoot(page, "review-items/board-chart-phone", full_page=False)
+    context.close()
+
+
+def test_the_desktop_chart_names_its_bars_beside_them(live_server: Any, browser: Any, demo_like_board: Any) -> None:
+    context, page = open_board(browser, live_server.url, DESKTOP)
+    chart = "Chart.getChart(document.getElementById('board-chart'))"
+    assert page.evaluate(f"{chart}.options.scales.y.ticks.display") is True
+    assert page.get_attribute("#board-chart", "data-row-labels") is None
+    shoot(page, "review-items/board-chart-desktop", full_page=False)
     context.close()
