@@ -1,6 +1,7 @@
 """The second visual review's items in a real browser, at a laptop (1366x900) and a phone
 (390x844) size: a wide table's caption stays put while the table scrolls, the board and its
-chart fit a phone. Screenshots: test-output/screenshots/review-items/."""
+chart fit a phone, the admin's release page keeps its wide inline in place.
+Screenshots: test-output/screenshots/review-items/."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ from typing import Any
 import pytest
 
 from tests.browser import DESKTOP, PHONE, shoot
-from tests.website.conftest import make_release, make_run
+from tests.website.conftest import make_release, make_run, make_user
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 BOARD = "/benchmarks/ale-robotics/v0.5/"
+
+
+def label(size: dict[str, int]) -> str:
+    return "desktop" if size == DESKTOP else "phone"
 
 
 def open_page(browser: Any, url: str, size: dict[str, int]) -> tuple[Any, Any]:
@@ -126,4 +131,28 @@ def test_the_desktop_chart_names_its_bars_beside_them(live_server: Any, browser:
     assert page.evaluate(f"{chart}.options.scales.y.ticks.display") is True
     assert page.get_attribute("#board-chart", "data-row-labels") is None
     shoot(page, "review-items/board-chart-desktop", full_page=False)
+    context.close()
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_admin_release_page_scrolls_its_tasks_inline_not_the_page(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    release = make_release(benchmark)
+    make_user("maintainer", is_staff=True, is_superuser=True)
+    context = browser.new_context(viewport=size)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", "maintainer")
+    page.fill("#id_password", "a-long-test-password-1")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{live_server.url}/admin/")
+    page.goto(f"{live_server.url}/admin/leaderboard/release/{release.pk}/change/")
+    assert page.evaluate("document.documentElement.scrollWidth") == size["width"]
+    table = page.locator("#release_tasks-group table")
+    assert table.locator("tbody tr.has_original").count() == 4
+    assert table.evaluate("t => t.scrollWidth > t.clientWidth")  # the seventeen columns scroll in place
+    assert table.evaluate("t => t.getBoundingClientRect().right") <= size["width"]
+    table.scroll_into_view_if_needed()
+    shoot(page, f"review-items/admin-release-{label(size)}", full_page=False)
     context.close()
