@@ -180,7 +180,9 @@ class RunAdmin(ReadOnlyAdmin):
             *super().get_urls(),
         ]
 
-    def _form_page(self, request: HttpRequest, run: Run, form: forms.Form, title: str, problem: str) -> HttpResponse:
+    def _form_page(
+        self, request: HttpRequest, run: Run, form: forms.Form, title: str, problem: dict[str, str]
+    ) -> HttpResponse:
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -199,7 +201,7 @@ class RunAdmin(ReadOnlyAdmin):
             raise PermissionDenied
         run = get_object_or_404(Run.objects.select_related("release__benchmark", "agent_version__agent"), pk=pk)
         form = RerunForm(request.POST or None, request.FILES or None)
-        problem = ""
+        problem: dict[str, str] = {}
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
@@ -212,9 +214,9 @@ class RunAdmin(ReadOnlyAdmin):
                         run=run, actor=signed_in_user(request), results=data["results_data"], note=data["note"]
                     )
             except RerunError as exc:
-                problem = f"{exc.code}: {exc.message}"
+                problem = {"message": exc.message, "code": exc.code}
             except PermissionDenied as exc:
-                problem = str(exc)
+                problem = {"message": str(exc), "code": ""}
             else:
                 self.message_user(request, f"official re-run recorded: {rerun.get_outcome_display()}", messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:leaderboard_run_change", args=[run.pk]))
@@ -227,7 +229,7 @@ class RunAdmin(ReadOnlyAdmin):
             raise PermissionDenied
         run = get_object_or_404(Run.objects.select_related("release__benchmark", "agent_version__agent"), pk=pk)
         form = LevelChangeForm(request.POST or None)
-        problem = ""
+        problem: dict[str, str] = {}
         if request.method == "POST" and form.is_valid():
             try:
                 run_level_change(
@@ -237,9 +239,9 @@ class RunAdmin(ReadOnlyAdmin):
                     reason=form.cleaned_data["reason"],
                 )
             except RerunError as exc:
-                problem = f"{exc.code}: {exc.message}"
+                problem = {"message": exc.message, "code": exc.code}
             except PermissionDenied as exc:
-                problem = str(exc)
+                problem = {"message": str(exc), "code": ""}
             else:
                 self.message_user(request, f"run {run.pk} is now {form.cleaned_data['level']}", messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:leaderboard_run_change", args=[run.pk]))

@@ -8,6 +8,7 @@ Every filter returns plain text, so Django's autoescaping still applies.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -98,3 +99,24 @@ def plain(value: Any) -> str:
 def qs(params: dict[str, Any]) -> str:
     """A dict of querystring values, URL-encoded (the caller writes the leading '?')."""
     return urlencode([(key, value) for key, value in params.items() if value not in (None, "")])
+
+
+# A sentence's first word: plain lower-case letters, not a field or file name before a colon
+# ("release: ...", "manifest.json: ..."), which stays as the API wrote it.
+_FIRST_WORD = re.compile(r"[a-z]+(?![\w./:-])")
+
+
+@register.filter
+def sentence(message: Any, field: str = "") -> str:
+    """A refusal's message as a sentence on a page. The services write it for the API: lower
+    case, no full stop, perhaps led by the field it is about ("url: expected an http:// or
+    https:// URL"). A page shows it capitalised, with its full stop, and its code after it,
+    never before; ``field``, the form field the page shows it beside, is not repeated."""
+    text = str(message or "").strip()
+    if field and text.startswith(f"{field}: "):
+        text = text[len(field) + 2 :]
+    if not text:
+        return ""
+    if _FIRST_WORD.match(text):
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else f"{text}."

@@ -33,6 +33,15 @@
     return td;
   }
 
+  // The server's sentence filter (leaderboard/templatetags/podium.py): a refusal's message, written
+  // for the API ("the bundle is larger ..."), as a sentence; its code goes after it, never before.
+  function sentence(message) {
+    var text = String(message || "").trim();
+    if (!text) return "";
+    if (/^[a-z]+(?![\w.\/:-])/.test(text)) text = text.charAt(0).toUpperCase() + text.slice(1);
+    return /[.!?]$/.test(text) ? text : text + ".";
+  }
+
   function render(panel, data) {
     var order = ["received", "verifying", "done"];
     var current = data.status === "error" ? "verifying" : data.status;
@@ -64,7 +73,8 @@
     if (errorBox) {
       errorBox.hidden = !(failed && data.error_message);
       panel.querySelector("[data-field=error-code]").textContent = data.error_code || "";
-      panel.querySelector("[data-field=error-message]").textContent = data.error_message || "";
+      panel.querySelector("[data-field=error-code-line]").hidden = !data.error_code;
+      panel.querySelector("[data-field=error-message]").textContent = sentence(data.error_message);
     }
     var note = panel.querySelector("[data-field=note]");
     if (note) {
@@ -140,7 +150,17 @@
   var dropped = null;
 
   function showFile(file) { fileName.textContent = file ? file.name + " (" + Math.ceil(file.size / 1024) + " KiB)" : ""; }
-  function showError(message) { errorBox.textContent = message; errorBox.hidden = false; }
+  // The sentence, then its code (if the server sent one) small after it, as the page itself shows a refusal.
+  function showError(message, code) {
+    errorBox.textContent = sentence(message);
+    if (code) {
+      var line = document.createElement("small"), tag = document.createElement("code");
+      line.className = "error-code"; tag.textContent = code;
+      line.append("Code ", tag);
+      errorBox.append(" ", line);
+    }
+    errorBox.hidden = false;
+  }
 
   input.addEventListener("change", function () { dropped = null; showFile(input.files[0]); });
   ["dragenter", "dragover"].forEach(function (name) {
@@ -184,7 +204,8 @@
         if (!body.done) poll(panel, body.status_url);
       } else {
         progress.hidden = true;
-        showError(body && body.error ? body.error.code + ": " + body.error.message : "The upload failed (HTTP " + xhr.status + "). Try again.");
+        if (body && body.error) showError(body.error.message, body.error.code);
+        else showError("The upload failed (HTTP " + xhr.status + "). Try again.");
       }
     });
     xhr.addEventListener("error", function () {

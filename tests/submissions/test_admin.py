@@ -1,6 +1,8 @@
 """The submissions admin: read-only verdicts, re-verify, append-only attestations, key registration."""
 
+import html
 import io
+import re
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -151,3 +153,15 @@ def test_the_rerun_and_level_pages_need_the_change_run_permission_of_the_runs_ow
     assert client.post(url, {}).status_code == 400  # the form's refusal: nothing recorded
     run.refresh_from_db()
     assert run.level == "validated" and list(run.events.values_list("level", flat=True)) == ["validated"]
+
+
+@pytest.mark.django_db
+def test_a_refused_re_run_shows_its_sentence_then_its_code(admin_client, run):
+    response = admin_client.post(
+        reverse("admin:leaderboard_run_rerun", args=[run.pk]), {"results": "[]", "note": "by hand"}
+    )
+    assert response.status_code == 400
+    note = re.search(r'<p class="errornote">(.*?)</p>', response.content.decode(), re.DOTALL).group(1)
+    assert html.unescape(" ".join(re.sub(r"<[^>]+>", " ", note).split())) == (
+        "results: expected an object of task slug -> {measured, rates, faithful}. Code results_invalid"
+    )

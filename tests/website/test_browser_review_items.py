@@ -1,6 +1,7 @@
 """The second visual review's items in a real browser, at a laptop (1366x900) and a phone
 (390x844) size: a wide table's caption stays put while the table scrolls, the board and its
-chart fit a phone, the admin's release page keeps its wide inline in place.
+chart fit a phone, the admin's release page keeps its wide inline in place, the upload script
+shows a refusal's sentence before its code.
 Screenshots: test-output/screenshots/review-items/."""
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ BOARD = "/benchmarks/ale-robotics/v0.5/"
 
 def label(size: dict[str, int]) -> str:
     return "desktop" if size == DESKTOP else "phone"
+
+
+def sign_in(page: Any, base: str, username: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("a-long-test-password-1")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base}/")
 
 
 def open_page(browser: Any, url: str, size: dict[str, int]) -> tuple[Any, Any]:
@@ -155,4 +164,25 @@ def test_the_admin_release_page_scrolls_its_tasks_inline_not_the_page(
     assert table.evaluate("t => t.getBoundingClientRect().right") <= size["width"]
     table.scroll_into_view_if_needed()
     shoot(page, f"review-items/admin-release-{label(size)}", full_page=False)
+    context.close()
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_upload_script_shows_a_refusal_as_its_sentence_then_its_code(
+    live_server: Any, browser: Any, benchmark: Any, size: dict[str, int]
+) -> None:
+    make_release(benchmark)
+    make_user("uploader")
+    context = browser.new_context(viewport=size)
+    page = context.new_page()
+    sign_in(page, live_server.url, "uploader")
+    page.goto(f"{live_server.url}/submit/")
+    page.set_input_files("#id_bundle", files=[{"name": "e.age", "mimeType": "application/octet-stream", "buffer": b""}])
+    page.get_by_role("button", name="Upload and verify").click()
+    box = page.locator("[data-upload-error]")
+    box.wait_for()
+    assert box.inner_text() == "The uploaded file is empty (0 bytes); expected an age-encrypted bundle. Code empty_file"
+    assert box.locator("small.error-code code").inner_text() == "empty_file"
+    box.scroll_into_view_if_needed()
+    shoot(page, f"review-items/upload-refused-{label(size)}", full_page=False)
     context.close()

@@ -70,7 +70,7 @@ def test_an_empty_upload_shows_the_services_message_on_the_form(client, release)
         reverse("submission_upload"), {"benchmark": "ale-robotics", "bundle": SimpleUploadedFile("e.age", b"")}
     )
     assert response.status_code == 400
-    assert "the uploaded file is empty (0 bytes)" in response.content.decode()
+    assert "The uploaded file is empty (0 bytes)" in response.content.decode()
     assert Submission.objects.count() == 0
 
 

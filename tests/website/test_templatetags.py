@@ -6,7 +6,7 @@ import pytest
 
 from leaderboard.badges import badge_svg
 from leaderboard.markdown import render_markdown
-from leaderboard.templatetags.podium import duration, percent, ratio, tokens
+from leaderboard.templatetags.podium import duration, percent, ratio, sentence, tokens
 
 
 @pytest.mark.parametrize(
@@ -38,3 +38,32 @@ def test_markdown_escapes_raw_html():
 def test_a_badge_escapes_its_text():
     svg = badge_svg(label="a<b", value="#1 · 0.83")
     assert "a&lt;b" in svg and "a<b" not in svg
+
+
+@pytest.mark.parametrize(
+    ("message", "text"),
+    [
+        ("the bundle is larger than the limit", "The bundle is larger than the limit."),
+        ("run 7 was submitted by another account", "Run 7 was submitted by another account."),
+        ("Choose a bundle file (.age) to upload.", "Choose a bundle file (.age) to upload."),
+        ("", ""),
+    ],
+)
+def test_a_refusal_reads_as_a_sentence_capitalised_with_its_full_stop(message, text):
+    assert sentence(message) == text
+
+
+@pytest.mark.parametrize(
+    ("message", "text"),
+    [
+        ("release: no release '9.9'", "release: no release '9.9'."),
+        ("manifest.json: required_task_set_hash differs", "manifest.json: required_task_set_hash differs."),
+        ("required_task_set_hash differs", "required_task_set_hash differs."),
+    ],
+)
+def test_a_refusal_keeps_a_leading_field_or_file_name_as_written(message, text):
+    assert sentence(message) == text
+
+
+def test_a_refusal_beside_its_field_does_not_repeat_the_fields_name():
+    assert sentence("url: expected an http:// or https:// URL", "url") == "Expected an http:// or https:// URL."
