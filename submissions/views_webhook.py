@@ -32,12 +32,14 @@ def webhook_update(request: HttpRequest) -> HttpResponse:
         else:
             _, secret = notifications.webhook_set(user=signed_in_user(request), url=request.POST.get("url", ""))
     except notifications.WebhookError as exc:
-        return render(
-            request,
-            "accounts/webhook.html",
-            {"error": exc.message, "code": exc.code, "url": request.POST.get("url", "")[:500]},
-            status=400,
-        )
+        # The form again, with the URL as typed and the error beside the field it is about.
+        context = {
+            "error": exc.message,
+            "code": exc.code,
+            "error_field": "url" if exc.message.startswith("url: ") else "",
+            "url": request.POST.get("url", "")[:500],
+        }
+        return render(request, "accounts/webhook.html", context, status=400)
     if secret is None:
         messages.success(request, "Webhook URL saved; the signing secret is unchanged.")
         return redirect("api_keys")

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import io
 import json
+import re
 import socket
 import threading
 import time
@@ -471,6 +472,45 @@ class TestWebhookForm:
         response = client.post(reverse("webhook_update"), {"url": "http://10.0.0.1/"})
         assert response.status_code == 400 and 'data-code="webhook_url_private"' in response.content.decode()
         assert not WebhookEndpoint.objects.exists()
+
+    def test_a_refused_url_comes_back_in_the_form_as_typed_with_a_400(self, owner, client):
+        client.force_login(owner)
+        response = client.post(reverse("webhook_update"), {"url": "ftp://example.org/hook"})
+        assert response.status_code == 400
+        field = re.search(r'<div class="field">(.*?)</div>', response.content.decode(), re.DOTALL).group(1)
+        assert re.search(r"<input [^>]*>", field).group() == (
+            '<input id="webhook-url" name="url" type="text" inputmode="url" autocomplete="url" maxlength="500"'
+            ' required value="ftp://example.org/hook" placeholder="https://ci.example.org/podium-hook"'
+            ' aria-invalid="true" aria-describedby="webhook-url-error" autofocus>'
+        )
+
+    def test_a_refused_urls_error_is_beside_the_field_sentence_first(self, owner, client):
+        client.force_login(owner)
+        body = client.post(reverse("webhook_update"), {"url": "ftp://example.org/hook"}).content.decode()
+        field = re.search(r'<div class="field">(.*?)</div>', body, re.DOTALL).group(1)
+        error = re.search(
+            r'<p class="field-error" id="webhook-url-error" data-code="([^"]+)">(.*?)</p>', field, re.DOTALL
+        )
+        assert error.group(1) == "webhook_url_invalid"
+        assert " ".join(re.sub(r"<[^>]+>", " ", error.group(2)).split()) == (
+            "Expected an http:// or https:// URL. Code webhook_url_invalid"
+        )
+        assert 'class="error-box"' not in body  # the field's error only, not a second one above
+
+    def test_a_new_secret_without_a_webhook_is_refused_above_the_form(self, owner, client):
+        client.force_login(owner)
+        response = client.post(reverse("webhook_update"), {"action": "rotate"})
+        assert response.status_code == 400
+        box = re.search(
+            r'<div class="error-box" role="alert" data-code="webhook_not_set">(.*?)</div>',
+            response.content.decode(),
+            re.DOTALL,
+        )
+        assert (
+            " ".join(re.sub(r"<[^>]+>", " ", box.group(1)).split())
+            == "This account has no webhook. Code webhook_not_set"
+        )
+        assert 'aria-invalid="true"' not in response.content.decode()
 
     def test_anonymous_is_sent_to_sign_in(self, client):
         response = client.post(reverse("webhook_update"), {"url": self.URL})

@@ -109,3 +109,28 @@ def test_the_webhook_section_sets_a_url_and_shows_the_secret_once(live_server, b
         shoot(page, f"api-keys-webhook-{size}")
     finally:
         context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("size", SIZES)
+def test_a_refused_webhook_url_comes_back_in_the_form_with_its_error_under_the_field(live_server, browser, owner, size):
+    context = browser.new_context(viewport=SIZES[size])
+    page = context.new_page()
+    try:
+        sign_in(page, live_server.url, "owner", "/accounts/api-keys/")
+        page.get_by_label("URL").fill("ftp://example.org/hook")
+        page.get_by_role("button", name="Save URL").click()
+        page.wait_for_load_state()
+        assert page.title() == "Not saved: Verdict webhook · Podium"
+        field = page.get_by_label("URL")
+        assert field.input_value() == "ftp://example.org/hook"
+        assert page.evaluate("document.activeElement.id") == "webhook-url"
+        error = page.locator("#webhook-url-error")
+        assert error.inner_text() == "Expected an http:// or https:// URL. Code webhook_url_invalid"
+        gap = error.bounding_box()["y"] - (field.bounding_box()["y"] + field.bounding_box()["height"])
+        assert 0 <= gap <= 12  # right under the field it is about
+        assert no_sideways_scroll(page)
+        shoot(page, f"webhook-refused-{size}")
+    finally:
+        context.close()
