@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 from django.urls import reverse
@@ -132,3 +133,53 @@ def test_a_draft_releases_task_ranking_is_a_404_for_visitors(client, release):
     assert client.get(_task_url("walk", "json")).status_code == 404
     client.force_login(make_user(is_staff=True))
     assert client.get(_task_url("walk", "json")).status_code == 200
+
+
+def _ranking_words(body: str) -> tuple[str, str]:
+    """The task page's sentence about its ranking and its table's caption, as a person reads them."""
+    note = re.search(r"<p class=\"muted\" data-ranking-note>(.*?)</p>", body, re.DOTALL).group(1)
+    caption = re.search(r'<p class="table-caption" id="ranking-caption">(.*?)</p>', body, re.DOTALL).group(1)
+    return " ".join(re.sub(r"<[^>]+>", "", note).split()), caption
+
+
+def test_a_task_whose_every_score_is_withheld_says_none_is_ranked(client, release):
+    make_run(release, agent_name="Alpha")
+    make_run(release, agent_name="Bravo")
+    assert _ranking_words(client.get(_task_url("grasp")).content.decode()) == (
+        "Each public agent version's best run on grasp. None is ranked: every score on this task is withheld"
+        " (the task's anchor is not published, and a score would reveal it), so they are listed by pass rate,"
+        " whose range is its 95% Wilson interval over the task's episodes.",
+        "Agents on grasp, not ranked (scores withheld), ALE Robotics v0.5",
+    )
+
+
+def test_a_task_with_shown_scores_says_its_runs_are_ranked(client, release):
+    make_run(release, agent_name="Alpha")
+    assert _ranking_words(client.get(_task_url("walk")).content.decode()) == (
+        "Each public agent version's best run on walk, ranked by its final score on this task (a ratio to the"
+        " paper's result). The pass rate's range is its 95% Wilson interval over the task's episodes.",
+        "Agents ranked on walk, ALE Robotics v0.5",
+    )
+
+
+def test_a_submitter_sees_their_ranked_run_and_the_withheld_ones_after_it_unranked(client, release):
+    owner = make_user()
+    make_run(release, agent_name="Mine", submitter=owner)
+    make_run(release, agent_name="Theirs")
+    client.force_login(owner)
+    note, caption = _ranking_words(client.get(_task_url("grasp")).content.decode())
+    assert note == (
+        "Each public agent version's best run on grasp, ranked by its final score on this task (a ratio to the"
+        " paper's result); the runs whose score is withheld follow, unranked. The pass rate's range is its 95%"
+        " Wilson interval over the task's episodes."
+    )
+    assert caption == "Agents ranked on grasp, ALE Robotics v0.5"
+
+
+def test_a_task_without_runs_does_not_call_anything_ranked_yet(client, release):
+    note, caption = _ranking_words(client.get(_task_url("walk")).content.decode())
+    assert note == (
+        "Each public agent version's best run on walk, once there is one, ranked by its final score on this task"
+        " (a ratio to the paper's result)."
+    )
+    assert caption == "Agents on walk, ALE Robotics v0.5"
