@@ -155,6 +155,13 @@ class Outcome:
         (podium-bundle/2): the signatures show the results were measured for this account's run."""
         return self.challenge is not None and bool(self.tasks) and all(task.signature == VALID for task in self.tasks)
 
+    @property
+    def signer_key_ids(self) -> frozenset[str]:
+        """The registered keys this outcome counted: each valid evaluator signature's and each
+        calibrated judge's (the keys whose revocation would change the verdict)."""
+        evaluators = {task.key_id for task in self.tasks if task.signature == VALID and task.key_id}
+        return frozenset(evaluators | {task.judge_key_id for task in self.tasks if task.judge_key_id})
+
     @classmethod
     def rejected(cls, error: BundleError, bundle: Bundle | None = None) -> Outcome:
         """A rejection, keeping whatever the readable manifest tells (for display)."""

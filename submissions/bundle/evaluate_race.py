@@ -74,6 +74,11 @@ class RaceOutcome:
         """Signed by a validator key, and no challenge binds the signature to this run (podium-bundle/1)."""
         return self.challenge is None and self.key_id is not None
 
+    @property
+    def signer_key_ids(self) -> frozenset[str]:
+        """The registered validator key this outcome counted (its revocation refuses the run)."""
+        return frozenset({self.key_id} if self.key_id else ())
+
 
 def _claimed_and_recomputed(run: Any, score: race_scoring.RunScore) -> tuple[dict[str, Any], dict[str, Any]]:
     """(claimed, recomputed) in the same shape, for the fields the bundle claims."""

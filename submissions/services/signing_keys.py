@@ -13,10 +13,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Iterable
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Evaluator, SigningKey, SigningKeyTask, Task, Validator
@@ -160,11 +161,51 @@ def signing_key_revoke(*, signing_key: SigningKey, user: User | None) -> Signing
     """Revoke a key (idempotent): it stops attesting new submissions. ``user``: staff holding
     ``leaderboard.change_signingkey`` (None for a script)."""
     staff_write_actor(user, CHANGE_SIGNING_KEY, doing="revoke signing keys")
+    # Exclusively: a verdict counting this key holds it shared until it commits (signing_keys_revoked).
+    _signer_locks(key_ids=[signing_key.key_id], shared=False)
     locked = SigningKey.objects.select_for_update().get(pk=signing_key.pk)
     if locked.revoked_at is None:
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at"])
     return locked
+
+
+class SigningKeysRevoked(Exception):
+    """Keys a verdict counted were revoked while it was being reached (signing_keys_revoked)."""
+
+    def __init__(self, key_ids: Iterable[str]) -> None:
+        self.key_ids = sorted(key_ids)
+        super().__init__(f"signing keys revoked during verification: {', '.join(self.key_ids)}")
+
+
+def signing_keys_revoked(*, key_ids: Iterable[str]) -> set[str]:
+    """Which of ``key_ids`` are revoked now, read inside the caller's transaction (the verdict's).
+
+    Verification reads the keys before it recomputes a bundle (seconds for a large one) and
+    records the run after: a revocation committed in between would let the key attest a run
+    recorded after its revocation. So the verdict's transaction asks again before it records,
+    holding each key's shared lock until it commits (PostgreSQL; SQLite serializes writers
+    anyway), which ``signing_key_revoke`` takes exclusively: a revocation is either seen here
+    or waits until this run is recorded, like any run the key attested before it."""
+    wanted = sorted(set(key_ids) - {""})
+    if not wanted:
+        return set()
+    _signer_locks(key_ids=wanted, shared=True)
+    return set(SigningKey.objects.filter(key_id__in=wanted, revoked_at__isnull=False).values_list("key_id", flat=True))
+
+
+def _signer_locks(*, key_ids: list[str], shared: bool) -> None:
+    """On PostgreSQL, the transaction-scoped advisory lock of each signing key (sorted: two
+    transactions sharing keys cannot deadlock)."""
+    if connection.vendor != "postgresql":
+        return
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {function}(hashtextextended(key, 0)) "  # noqa: S608 -- one of two fixed names
+            "FROM (SELECT key FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, position) ORDER BY position) AS s",
+            [[f"signing-key:{key_id}" for key_id in sorted(key_ids)]],
+        )
 
 
 def evaluator_public_keys() -> dict[str, bytes]:

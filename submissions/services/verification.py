@@ -57,6 +57,7 @@ from submissions.models import Submission
 from submissions.services import races, runs
 from submissions.services.challenges import challenge_check, challenge_consume, results_duplicate_check
 from submissions.services.notifications import notifications_for_verdict
+from submissions.services.signing_keys import SigningKeysRevoked, signing_keys_revoked
 from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 from submissions.services.visibility import runs_hide_copies
 
@@ -362,7 +363,13 @@ def _dispatch(submission: Submission, bundle: Bundle) -> Submission:
             Verdict(Submission.Verdict.REJECTED, "unsupported_kind", f"manifest.json: unknown bundle kind {kind!r}"),
             None,
         )
-    return _verify_with(scheme, submission, bundle)
+    while True:  # each pass again needs a key revoked during it: there are only so many keys
+        try:
+            return _verify_with(scheme, submission, bundle)
+        except SigningKeysRevoked as exc:
+            # Nothing was written (the verdict's transaction rolled back). Reached again: the keys
+            # are read anew, so the revoked ones count as unregistered.
+            logger.info("submission %s: %s; verified again", submission.pk, exc)
 
 
 def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Submission:
@@ -404,6 +411,7 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
         return _conclude(submission, None, write_mismatch)
 
     def write(locked: Submission) -> Verdict:
+        _signers_unrevoked(outcome)
         # In the verdict's transaction (serialized per digest), so two simultaneous uploads of
         # the same results cannot both pass; a refusal here rolls everything back.
         copies = results_duplicate_check(
@@ -429,6 +437,15 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
         return accepted
 
     return _conclude(submission, None, write)
+
+
+def _signers_unrevoked(outcome: Any) -> None:
+    """Raise SigningKeysRevoked when a key ``outcome`` counted was revoked since ``load`` read the
+    keys (before the recomputation): it must not attest (or file) a run recorded after its
+    revocation. Called in the verdict's transaction, which then holds the keys until it commits."""
+    revoked = signing_keys_revoked(key_ids=outcome.signer_key_ids)
+    if revoked:
+        raise SigningKeysRevoked(revoked)
 
 
 def bundle_release_ref(bundle: Bundle) -> tuple[str, str]:

@@ -142,6 +142,31 @@ def test_a_validator_key_of_another_benchmark_cannot_sign_this_benchmarks_runs(
     assert SubmissionChallenge.objects.filter(used_at__isnull=False).count() == 0
 
 
+def test_a_validator_key_revoked_while_its_race_run_is_being_verified_files_no_run(
+    running, submitter, submit, make_validator, monkeypatch
+):
+    """The validator keys are read before the run is evaluated and the run recorded after: a
+    revocation committed in between let the revoked key file a counted race run."""
+    from leaderboard.models import SigningKey
+    from submissions.services import races
+    from submissions.services.signing_keys import signing_key_revoke
+
+    validator, key = make_validator("validator-a")
+    evaluate = races.race_run_evaluate
+
+    def revoked_midway(bundle, context):
+        outcome = evaluate(bundle, context)
+        signing_key_revoke(signing_key=SigningKey.objects.get(validator=validator), user=None)
+        return outcome
+
+    monkeypatch.setattr(races, "race_run_evaluate", revoked_midway)
+    bundle = members(validator=validator, key=key, agent="Shopper", version="1", outcomes=scoring_outcomes(0.5), race=1)
+    submission = submit(submitter, bundle)
+    assert (submission.verdict, submission.error_code) == ("rejected", "validator_key_unknown")
+    assert not RaceRun.objects.exists()
+    assert SubmissionChallenge.objects.filter(used_at__isnull=False).count() == 0
+
+
 def test_a_race_run_uploaded_by_another_account_than_its_challenges_is_refused(
     running, submit, make_validator, make_user
 ):

@@ -750,6 +750,73 @@ def test_two_accounts_recording_the_same_results_at_once_are_serialized_and_the_
     assert outcome["second"] == "duplicate_results"
 
 
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_revocation_and_a_verdict_counting_the_key_are_serialized():
+    """A verdict holds each key it counts until it commits: a revocation waits for it (the run is
+    then one the key attested before), and a verdict asking while a revocation is uncommitted
+    waits for it and sees the key revoked."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from leaderboard.models import SigningKey
+    from submissions.services.signing_keys import signing_key_revoke, signing_keys_revoked
+
+    evaluator = Evaluator.objects.create(simulator="lock-sim")
+    key = signing_key_register(
+        evaluator=evaluator, public_key_b64=public_key_b64(Ed25519PrivateKey.generate()), user=None
+    )
+    held, release = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def verdict() -> None:
+        try:
+            with transaction.atomic():
+                seen["verdict"] = signing_keys_revoked(key_ids=[key.key_id])
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def revocation(hold: bool = False) -> None:
+        try:
+            with transaction.atomic():
+                signing_key_revoke(signing_key=key, user=None)
+                held.set()
+                if hold:
+                    release.wait(10)
+        finally:
+            connection.close()
+
+    one = threading.Thread(target=verdict)
+    one.start()
+    assert held.wait(10)
+    two = threading.Thread(target=revocation)
+    two.start()
+    two.join(1.0)
+    assert two.is_alive(), "the revocation did not wait for the verdict counting the key"
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert seen["verdict"] == set()  # recorded before the revocation, as a run it attested before
+    assert SigningKey.objects.get(pk=key.pk).revoked_at is not None
+
+    SigningKey.objects.filter(pk=key.pk).update(revoked_at=None)
+    held.clear(), release.clear()
+    one = threading.Thread(target=revocation, kwargs={"hold": True})
+    one.start()
+    assert held.wait(10)
+    two = threading.Thread(target=verdict)
+    two.start()
+    two.join(1.0)
+    assert two.is_alive(), "the verdict did not wait for the uncommitted revocation"
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert seen["verdict"] == {key.key_id}
+
+
 def _integral_floats_as_ints(value):
     """The same JSON numbers written another way: 1.0 as 1 (JCS prints both as 1)."""
     if isinstance(value, float) and value.is_integer():
@@ -822,6 +889,37 @@ def test_revoking_a_key_stops_it_attesting_later_uploads_and_marks_the_runs_it_a
     page = client.get(f"/runs/{run.pk}/")
     assert page.status_code == 200
     assert "key since revoked" in page.content.decode()
+
+
+def test_a_key_revoked_while_a_bundle_it_signed_is_being_verified_attests_nothing(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key, monkeypatch
+):
+    """The keys are read before the recomputation (seconds for a large bundle) and the run is
+    recorded after it: a revocation committed in between let the revoked key attest a run
+    recorded after its revocation. The verdict is reached again with the keys as they are then."""
+    from leaderboard.models import SigningKey
+    from submissions.bundle.signatures import key_id_for
+    from submissions.services import runs
+    from submissions.services.signing_keys import signing_key_revoke
+
+    key = SigningKey.objects.get(key_id=key_id_for(public_key_b64(evaluator_key)))
+    evaluate = runs.paper_gap_evaluate
+
+    def revoked_midway(bundle, context):
+        outcome = evaluate(bundle, context)
+        signing_key_revoke(signing_key=key, user=None)  # staff revoke it meanwhile (idempotent)
+        return outcome
+
+    monkeypatch.setattr(runs, "paper_gap_evaluate", revoked_midway)
+    submission = upload(
+        api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key)
+    )
+    assert (submission.verdict, submission.error_code) == ("validated", "")
+    assert "not every evaluator result is signed by a registered key" in submission.error_message
+    run = Run.objects.get(submission=submission)
+    assert run.level == "validated"
+    assert set(TaskResult.objects.filter(run=run).values_list("signature", "signing_key")) == {("unregistered", None)}
+    assert list(run.events.values_list("level", flat=True)) == ["validated"]
 
 
 def test_the_same_signed_results_filed_again_by_their_account_under_another_agent_are_duplicate_results(
