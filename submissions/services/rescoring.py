@@ -57,7 +57,12 @@ from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import scoring_results
 from submissions.models import Rescore, RescoreItem, Submission
 from submissions.services.enqueue import enqueue_on_commit
-from submissions.services.runs import _enqueue_confidence, task_result_scores
+from submissions.services.runs import (
+    _enqueue_confidence,
+    scoped_evaluator_keys,
+    scoped_judge_keys,
+    task_result_scores,
+)
 from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
 
 logger = logging.getLogger(__name__)
@@ -450,12 +455,56 @@ def rescore_apply(*, rescore_id: Any, user: User) -> Rescore:
 CARRIED_LEVEL = {Run.Level.VERIFIED: Run.Level.ATTESTED}
 
 
+def carry_attestation_caps(*, source: Run, target: Release) -> list[str]:
+    """Why ``source``'s signatures do not attest the run carried onto ``target`` (empty: they do).
+
+    The carried run is recorded now, on another release, so its signers are judged as
+    verification would judge them now, with its one rule for keys (``scoped_evaluator_keys`` and
+    ``scoped_judge_keys``): a key revoked since counts for nothing (revocation looks forward), and a
+    judge's verdict counts only under the rubric ``target``'s own faithfulness gate was calibrated
+    with (seed 003), not the source release's."""
+    rows = ReleaseTask.objects.filter(release=target).values_list(
+        "task__slug", "task__simulator__simulator", "faithfulness_rubric_version", "faithfulness_calibrated_at"
+    )
+    simulators = {slug: simulator for slug, simulator, _, _ in rows}
+    calibrated = {slug: rubric for slug, _, rubric, at in rows if rubric and at is not None}
+    evaluators = scoped_evaluator_keys(benchmark_id=target.benchmark_id)
+    judges = scoped_judge_keys(benchmark_id=target.benchmark_id, calibrated=calibrated)
+    caps = []
+    results = TaskResult.objects.filter(run=source).select_related("release_task__task", "signing_key", "judge_key")
+    for result in results.order_by("release_task__position", "pk"):
+        slug = result.release_task.task.slug
+        key = result.signing_key
+        if result.signature == "valid" and key is not None:
+            scope = evaluators.get(key.key_id)
+            if scope is None:
+                caps.append(f"evaluator key {key.key_id} is revoked")
+            elif not scope.covers(task=slug, simulator=simulators.get(slug, "")):
+                caps.append(f"evaluator key {key.key_id} does not sign task {slug!r} there")
+        judge_key = result.judge_key
+        if result.faithfulness_source == "judge_signed" and judge_key is not None:
+            judge = judges.get(judge_key.key_id)
+            if judge is None:
+                caps.append(f"judge key {judge_key.key_id} is revoked")
+            elif judge.rubrics.get(slug) != result.rubric_version:
+                caps.append(
+                    f"judge {result.judge} signed {slug!r} under rubric {result.rubric_version!r}, "
+                    f"not the rubric release {target.version} calibrated"
+                )
+    return list(dict.fromkeys(caps))
+
+
 def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
     """Create the run (and its submission row) on the target release; the caller holds the locks."""
     target = rescore.target_release
     assert target is not None
     origin = source.submission
     now = timezone.now()
+    level = CARRIED_LEVEL.get(Run.Level(source.level), source.level)
+    caps = carry_attestation_caps(source=source, target=target) if level == Run.Level.ATTESTED else []
+    uncarried = f"not attested on release {target.version}: " + "; ".join(caps) if caps else ""
+    if caps:
+        level = Run.Level.VALIDATED
     submission = Submission(
         submitter_id=origin.submitter_id,
         kind=origin.kind,
@@ -465,7 +514,7 @@ def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
         sha256=origin.sha256,
         size=origin.size,
         status=Submission.Status.DONE,
-        verdict=origin.verdict,
+        verdict=Submission.Verdict.VALIDATED if caps else origin.verdict,
         results_digest=origin.results_digest,
         bundle_format=origin.bundle_format,
         is_private=origin.is_private,
@@ -476,7 +525,6 @@ def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
     submission.save()
     aggregates = breakdown["aggregates"]
     coverage = aggregates["coverage"]
-    level = CARRIED_LEVEL.get(Run.Level(source.level), source.level)
     run = Run.objects.create(
         release=target,
         agent_version_id=source.agent_version_id,
@@ -534,7 +582,7 @@ def _carry_run(source: Run, breakdown: dict[str, Any], rescore: Rescore) -> Run:
             f"its stored bundle recomputed with release {target.version}'s inputs"
         )[:200],
         evidence_sha256=origin.sha256,
-        note=rescore.reason,
+        note=" — ".join(filter(None, [rescore.reason, uncarried])),
     )
     run_cost_refresh(run=run)
     return run

@@ -305,3 +305,100 @@ def test_a_run_carried_onto_a_draft_shows_its_submitter_no_rank_and_no_leader_am
     client.force_login(staff)
     body = client.get(reverse("run_detail", args=[carried.pk])).content.decode()
     assert "Hidden Leader" in body and "rank 2" in body
+
+
+# ------------------------------------------------------------------ what an attested run carries
+
+
+@pytest.fixture
+def signers(demo_release, corrected):
+    """An evaluator key and a judge key (rubric/1, as the demo release's faithfulness gate was
+    calibrated); the corrected release 0.6 calibrates its own gate with ``calibrate(rubric)``."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from django.utils import timezone
+
+    from leaderboard.models import Evaluator
+    from submissions.bundle.signatures import public_key_b64
+    from submissions.services.signing_keys import signing_key_register
+
+    evaluator, judge = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(evaluator), user=None
+    )
+    reproduction = ReleaseTask.objects.filter(release=demo_release, genre="reproduction")
+    reproduction.update(faithfulness_rubric_version="rubric/1", faithfulness_calibrated_at=timezone.now())
+    signing_key_register(
+        judge_name="judge/1",
+        tasks={rt.task: "rubric/1" for rt in reproduction},
+        public_key_b64=public_key_b64(judge),
+        user=None,
+    )
+
+    def calibrate(rubric: str) -> None:
+        ReleaseTask.objects.filter(release=corrected, genre="reproduction").update(
+            faithfulness_rubric_version=rubric, faithfulness_calibrated_at=timezone.now()
+        )
+
+    return evaluator, judge, calibrate
+
+
+@pytest.fixture
+def attested(owner, demo_release, seal, issue_challenge, signers, django_capture_on_commit_callbacks):
+    evaluator, judge, _ = signers
+    sealed = seal(challenge=issue_challenge(owner), sign_with=evaluator, judge_with=judge)
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(sealed))
+    with django_capture_on_commit_callbacks(execute=True):
+        verified = submission_verify(submission_id=submission.pk)
+    assert verified.verdict == "attested"
+    return Run.objects.get(submission=submission)
+
+
+def carry(source_release, target, staff, capture) -> Run:
+    rescore = propose(source_release, staff, capture, target)
+    with capture(execute=True):
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+    return Run.objects.get(release=target)
+
+
+@pytest.mark.django_db
+class TestWhatAnAttestedRunCarries:
+    def test_an_attested_run_whose_signers_count_on_the_new_release_is_carried_attested(
+        self, attested, signers, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        signers[2]("rubric/1")
+        carried = carry(demo_release, corrected, staff, django_capture_on_commit_callbacks)
+        assert (carried.level, carried.submission.verdict) == ("attested", "attested")
+
+    def test_a_run_whose_evaluator_key_was_revoked_since_is_carried_validated_and_says_why(
+        self, attested, signers, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        """Revocation looks forward: a run attested before keeps its level, but the run a rescore
+        creates on the new release is recorded after the revocation. It carried the source's
+        level, so a key revoked after a compromise attested new runs on every later release."""
+        from leaderboard.models import SigningKey
+        from submissions.bundle.signatures import key_id_for, public_key_b64
+        from submissions.services.signing_keys import signing_key_revoke
+
+        signers[2]("rubric/1")
+        key_id = key_id_for(public_key_b64(signers[0]))
+        signing_key_revoke(signing_key=SigningKey.objects.get(key_id=key_id), user=None)
+        carried = carry(demo_release, corrected, staff, django_capture_on_commit_callbacks)
+        assert (carried.level, carried.submission.verdict) == ("validated", "validated")
+        event = VerificationEvent.objects.get(run=carried)
+        assert event.level == "validated"
+        assert f"not attested on release 0.6: evaluator key {key_id} is revoked" in event.note
+        attested.refresh_from_db()
+        assert attested.level == "attested"  # the run on the old release keeps its level
+
+    def test_a_judge_verdict_under_a_rubric_the_new_release_did_not_calibrate_is_not_attested_there(
+        self, attested, signers, staff, demo_release, corrected, django_capture_on_commit_callbacks
+    ):
+        """Seed 003: a verdict counts only under the rubric the release's faithfulness gate was
+        calibrated with. 0.6 calibrated rubric/2, and the carried run was attested on a verdict
+        signed under 0.5's rubric/1, which nobody dry-ran for 0.6."""
+        signers[2]("rubric/2")
+        carried = carry(demo_release, corrected, staff, django_capture_on_commit_callbacks)
+        assert (carried.level, carried.submission.verdict) == ("validated", "validated")
+        note = VerificationEvent.objects.get(run=carried).note
+        assert "not attested on release 0.6: judge judge/1 signed" in note
+        assert "under rubric 'rubric/1', not the rubric release 0.6 calibrated" in note
