@@ -27,6 +27,7 @@ from leaderboard.models import (
     OfficialRerun,
     Run,
     SigningKey,
+    SigningKeyEvent,
     Task,
     TaskResult,
     Validator,
@@ -312,6 +313,28 @@ class SigningKeyForm(forms.ModelForm):
         return cleaned
 
 
+class SigningKeyEventInline(admin.TabularInline):
+    """The key's history (submissions.services.signing_keys writes it): who registered it, changed
+    its scope and revoked it, and when. Read-only, shown to whoever may view the key."""
+
+    model = SigningKeyEvent
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = ("created_at", "action", "actor", "detail")
+    verbose_name_plural = "history"
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.has_perm("leaderboard.view_signingkey") or request.user.has_perm(
+            "leaderboard.change_signingkey"
+        )
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(SigningKey)
 class SigningKeyAdmin(admin.ModelAdmin):
     list_display = [
@@ -323,10 +346,14 @@ class SigningKeyAdmin(admin.ModelAdmin):
         "benchmark",
         "daily_limit",
         "created_at",
+        "registered_by",
         "revoked_at",
     ]
     list_filter = ["owner_kind"]
     actions = ["revoke"]
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> list[type[admin.options.InlineModelAdmin]]:
+        return [SigningKeyEventInline] if obj is not None else []  # the add page has no history yet
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -378,9 +405,11 @@ class SigningKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[SigningKey]) -> None:
+        revoked = 0
         for key in queryset:
+            revoked += key.revoked_at is None
             signing_key_revoke(signing_key=key, user=signed_in_user(request))
-        self.message_user(request, f"revoked {queryset.count()} key(s)")
+        self.message_user(request, f"revoked {revoked} key(s)")
 
 
 class CardEpisodeInline(admin.TabularInline):

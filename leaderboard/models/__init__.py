@@ -17,7 +17,7 @@ from leaderboard.models.runs import (
     TaskResult,
     VerificationEvent,
 )
-from leaderboard.models.signing_keys import SigningKey, SigningKeyTask
+from leaderboard.models.signing_keys import SigningKey, SigningKeyEvent, SigningKeyTask
 from leaderboard.models.standings import Standing
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "ScorecardLevel",
     "ScorecardRun",
     "SigningKey",
+    "SigningKeyEvent",
     "SigningKeyTask",
     "Standing",
     "Task",

@@ -80,3 +80,29 @@ class SigningKeyTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.signing_key.key_id} / {self.task.slug}"
+
+
+class SigningKeyEvent(models.Model):
+    """Append-only history of a signing key: who registered it, widened or changed its scope by
+    registering it again, and revoked it, and when (written by submissions.services.signing_keys;
+    never edited or deleted). Shown to staff on the key's admin page and in the staff API."""
+
+    class Action(models.TextChoices):
+        REGISTERED = "registered"
+        SCOPE_ADDED = "scope_added"
+        SCOPE_CHANGED = "scope_changed"
+        REVOKED = "revoked"
+
+    signing_key = models.ForeignKey(SigningKey, on_delete=models.PROTECT, related_name="events")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    # None: a script (manage.py load_demo, a deploy job) acted, not an account.
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+")
+    # What changed, e.g. "lift: rubric r1 -> r2"; never a secret (a key's public half is on its row).
+    detail = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"key {self.signing_key_id} {self.action}"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -22,7 +22,7 @@ from leaderboard.api.fields import StrictCharField
 from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
 from leaderboard.api_errors import ApiError
-from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, Task, Validator
+from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, SigningKeyEvent, Task, Validator
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_RUN
 from leaderboard.request_text import StrictMultiPartParser
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
@@ -96,7 +96,11 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = SigningKeySerializer
 
     def get_queryset(self) -> QuerySet[SigningKey]:
-        return SigningKey.objects.select_related("evaluator", "validator").order_by("-created_at", "-id")
+        return (
+            SigningKey.objects.select_related("evaluator", "validator", "benchmark", "registered_by")
+            .prefetch_related(Prefetch("events", queryset=SigningKeyEvent.objects.select_related("actor")))
+            .order_by("-created_at", "-id")
+        )
 
     @extend_schema(
         summary="Register an evaluator, judge or validator Ed25519 public key with its scope (staff)",

@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictModelSerializer, StrictSlugField
 from leaderboard.disclosure import SubmissionView, submission_view
-from leaderboard.models import SigningKey
+from leaderboard.models import SigningKey, SigningKeyEvent
 from submissions.models import Submission
 
 
@@ -150,14 +150,37 @@ class SigningKeyRegisterSerializer(serializers.Serializer):
     )
 
 
+class SigningKeyEventSerializer(StrictModelSerializer):
+    actor = StrictCharField(source="actor.get_username", allow_null=True, default=None, read_only=True)
+
+    class Meta:
+        model = SigningKeyEvent
+        fields = ["action", "actor", "detail", "created_at"]
+        read_only_fields = fields
+
+
 class SigningKeySerializer(StrictModelSerializer):
     owner = serializers.SerializerMethodField()
     benchmark = serializers.SerializerMethodField()
     tasks = serializers.SerializerMethodField()
+    registered_by = StrictCharField(source="registered_by.get_username", allow_null=True, default=None, read_only=True)
+    # Who registered it, changed its scope and revoked it, and when (the staff audit; oldest first).
+    events = SigningKeyEventSerializer(many=True, read_only=True)
 
     class Meta:
         model = SigningKey
-        fields = ["key_id", "owner_kind", "owner", "benchmark", "tasks", "public_key", "created_at", "revoked_at"]
+        fields = [
+            "key_id",
+            "owner_kind",
+            "owner",
+            "benchmark",
+            "tasks",
+            "public_key",
+            "created_at",
+            "registered_by",
+            "revoked_at",
+            "events",
+        ]
         read_only_fields = fields
 
     def get_owner(self, obj: SigningKey) -> str:

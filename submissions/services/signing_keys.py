@@ -3,7 +3,9 @@
 evaluator key signs results of its simulator's tasks (narrowed by ``tasks``),
 a judge key the verdicts of the tasks it is calibrated for (``tasks`` with
 their rubric versions), a validator key race runs of one ``benchmark``. Admins register them; nothing is ever deleted, a
-compromised key is revoked. Revocation looks forward: a result it signs counts from then on as
+compromised key is revoked, and each registration, change of scope (registering a key again with
+more tasks, or another rubric) and revocation is appended to the key's history with who did it
+(SigningKeyEvent). Revocation looks forward: a result it signs counts from then on as
 signed by an unregistered key, while a run it attested before keeps its level and its page
 marks the key "since revoked" (docs/security-model.md); staff lower such runs by hand
 (``submissions.services.reruns.run_level_change``)."""
@@ -20,7 +22,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Evaluator, SigningKey, SigningKeyTask, Task, Validator
+from leaderboard.models import Benchmark, Evaluator, SigningKey, SigningKeyEvent, SigningKeyTask, Task, Validator
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_SIGNING_KEY, staff_write_actor
 
 ED25519_PUBLIC_KEY_BYTES = 32
@@ -135,7 +137,14 @@ def signing_key_register(
             "registered_by": user,
         },
     )
-    if not created:
+    if created:
+        owner = evaluator or (f"{validator} on benchmark {benchmark.slug}" if validator and benchmark else judge_name)
+        scope = ", ".join(_scope_text(task, rubric) for task, rubric in (tasks or {}).items())
+        detail = f"{kind} {owner}" + (f": {scope}" if scope else "")
+        SigningKeyEvent.objects.create(
+            signing_key=key, action=SigningKeyEvent.Action.REGISTERED, actor=user, detail=detail[:500]
+        )
+    else:
         existing = SigningKey.objects.select_for_update().get(pk=key.pk)
         same_owner = (
             existing.owner_kind == kind
@@ -149,6 +158,8 @@ def signing_key_register(
         if existing.revoked_at is not None:
             raise SigningKeyError(f"public key: key {key_id} was revoked and cannot be registered again")
         key = existing
+    if not created:
+        _scope_changes_record(key=key, tasks=tasks or {}, user=user)
     for task, rubric in (tasks or {}).items():
         SigningKeyTask.objects.update_or_create(
             signing_key=key, task=task, defaults={"rubric_version": (rubric or "").strip()[:100]}
@@ -156,10 +167,31 @@ def signing_key_register(
     return key
 
 
+def _scope_text(task: Task, rubric: str) -> str:
+    rubric = (rubric or "").strip()[:100]
+    return f"{task.slug} (rubric {rubric})" if rubric else task.slug
+
+
+def _scope_changes_record(*, key: SigningKey, tasks: dict[Task, str], user: User | None) -> None:
+    """An event per task a re-registration adds to ``key``'s scope, or moves to another rubric:
+    either changes what the key may sign from now on."""
+    current = dict(SigningKeyTask.objects.filter(signing_key=key).values_list("task_id", "rubric_version"))
+    for task, given in tasks.items():
+        rubric = (given or "").strip()[:100]
+        if task.pk not in current:
+            action, detail = SigningKeyEvent.Action.SCOPE_ADDED, _scope_text(task, rubric)
+        elif current[task.pk] != rubric:
+            action, detail = SigningKeyEvent.Action.SCOPE_CHANGED, f"{task.slug}: rubric {current[task.pk]} -> {rubric}"
+        else:
+            continue
+        SigningKeyEvent.objects.create(signing_key=key, action=action, actor=user, detail=detail[:500])
+
+
 @transaction.atomic
 def signing_key_revoke(*, signing_key: SigningKey, user: User | None) -> SigningKey:
     """Revoke a key (idempotent): it stops attesting new submissions. ``user``: staff holding
-    ``leaderboard.change_signingkey`` (None for a script)."""
+    ``leaderboard.change_signingkey`` (None for a script), recorded with the revocation (a
+    SigningKeyEvent; a key already revoked records nothing more)."""
     staff_write_actor(user, CHANGE_SIGNING_KEY, doing="revoke signing keys")
     # Exclusively: a verdict counting this key holds it shared until it commits (signing_keys_revoked).
     _signer_locks(key_ids=[signing_key.key_id], shared=False)
@@ -167,6 +199,7 @@ def signing_key_revoke(*, signing_key: SigningKey, user: User | None) -> Signing
     if locked.revoked_at is None:
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at"])
+        SigningKeyEvent.objects.create(signing_key=locked, action=SigningKeyEvent.Action.REVOKED, actor=user)
     return locked
 
 

@@ -148,3 +148,51 @@ def test_two_registrations_of_one_signing_key_at_once_keep_one_row_and_are_not_a
         )
     assert response.status_code in (200, 201), (response.status_code, response.content)
     assert SigningKey.objects.filter(public_key=public_key).count() == 1
+
+
+@pytest.mark.django_db
+def test_every_key_action_is_recorded_with_who_did_it_and_when_and_shown_to_staff(demo_release, client):
+    """Who registered a key is on its row, but who revoked it, or widened its scope by registering
+    it again (a judge key calibrated for one more task, or under another rubric), was nowhere:
+    the admin's revoke action wrote no history, and a re-registration changed the scope silently.
+    Each action is now an appended event, shown on the key's admin page and in the staff API."""
+    from django.contrib.admin import helpers
+    from django.urls import reverse
+
+    from leaderboard.models import ReleaseTask, SigningKeyEvent
+    from tests.staff import staff_with
+
+    first, second = (
+        rt.task.slug
+        for rt in ReleaseTask.objects.filter(release=demo_release, genre="reproduction").order_by("position")[:2]
+    )
+    public_key = new_public_key()[1]
+    registrar = staff_with("registrar", "leaderboard.add_signingkey")
+    widener = staff_with("widener", "leaderboard.add_signingkey")
+    revoker = staff_with("revoker", "leaderboard.change_signingkey", "leaderboard.view_signingkey")
+    body = {"owner_kind": "judge", "owner": "judge/1", "benchmark": "ale-robotics", "public_key": public_key}
+    created = api_for(registrar).post("/api/v1/admin/signing-keys/", {**body, "tasks": [f"{first}@r1"]}, format="json")
+    assert created.status_code == 201, created.content
+    again = api_for(widener).post(
+        "/api/v1/admin/signing-keys/", {**body, "tasks": [f"{first}@r2", f"{second}@r1"]}, format="json"
+    )
+    assert again.status_code == 200, again.content
+    key = SigningKey.objects.get(public_key=public_key)
+    client.force_login(revoker)
+    data = {"action": "revoke", helpers.ACTION_CHECKBOX_NAME: [str(key.pk)], "index": "0"}
+    assert client.post(reverse("admin:leaderboard_signingkey_changelist"), data).status_code == 302
+    # A second revoke changes nothing, so it records nothing.
+    assert client.post(reverse("admin:leaderboard_signingkey_changelist"), data).status_code == 302
+
+    events = list(SigningKeyEvent.objects.filter(signing_key=key).values_list("action", "actor__username", "detail"))
+    assert events == [
+        ("registered", "registrar", f"judge judge/1: {first} (rubric r1)"),
+        ("scope_changed", "widener", f"{first}: rubric r1 -> r2"),
+        ("scope_added", "widener", f"{second} (rubric r1)"),
+        ("revoked", "revoker", ""),
+    ]
+    listed = api_for(staff_with("reader")).get("/api/v1/admin/signing-keys/").json()["results"][0]
+    assert [(e["action"], e["actor"], e["detail"]) for e in listed["events"]] == events
+    assert listed["registered_by"] == "registrar"
+    page = client.get(reverse("admin:leaderboard_signingkey_change", args=[key.pk])).content.decode()
+    assert "scope_changed" in page and "widener" in page and "revoker" in page
