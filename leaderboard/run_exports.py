@@ -11,6 +11,7 @@ from typing import Any
 
 from leaderboard.disclosure import Disclosure, shown_anchor
 from leaderboard.exports import _cell
+from leaderboard.provenance import TASK_PROVENANCE_FIELDS, task_provenance
 from scoring.proportion import wilson_interval
 
 TASK_COLUMNS: tuple[str, ...] = (
@@ -31,7 +32,7 @@ TASK_COLUMNS: tuple[str, ...] = (
     "pass_rate_ci_low",
     "pass_rate_ci_high",
     "episodes",
-    "signature",
+    *TASK_PROVENANCE_FIELDS,  # who signed the result and the verdict, and whether each key was revoked since
     "withheld",
 )
 
@@ -63,7 +64,7 @@ def task_record(result: Any, *, disclosure: Disclosure, staff: bool, release_pub
         "pass_rate_ci_low": interval[0] if interval else None,
         "pass_rate_ci_high": interval[1] if interval else None,
         "episodes": result.episodes,
-        "signature": result.signature,
+        **task_provenance(result),
         "withheld": sorted(hidden),
     }
 

@@ -66,7 +66,7 @@ def runs_visible(user: AnyUser, *, with_breakdown: bool = False) -> QuerySet[Run
         Prefetch(
             "task_results",
             queryset=TaskResult.objects.select_related(
-                "release_task__task", "release_task__release", "signing_key"
+                "release_task__task", "release_task__release", "signing_key", "judge_key"
             ).order_by("release_task__position", "release_task__task__slug"),
         )
     )

@@ -34,6 +34,7 @@ from leaderboard.models import (
     TaskResult,
     VerificationEvent,
 )
+from leaderboard.provenance import ProvenanceField
 from leaderboard.selectors.visibility import viewer_is_staff
 from leaderboard.users import Viewer
 
@@ -230,7 +231,11 @@ class TaskResultSerializer(StrictModelSerializer):
     gap = serializers.SerializerMethodField()
     score = serializers.SerializerMethodField()
     final = serializers.SerializerMethodField()
-    signing_key = serializers.SerializerMethodField()
+    # Who signed the result and its verdict, as the exports give it (leaderboard.provenance).
+    signing_key = ProvenanceField()
+    signing_key_revoked_at = ProvenanceField()
+    judge_key = ProvenanceField()
+    judge_key_revoked_at = ProvenanceField()
     withheld = serializers.SerializerMethodField()
 
     class Meta:
@@ -254,6 +259,9 @@ class TaskResultSerializer(StrictModelSerializer):
             "rubric_version",
             "signature",
             "signing_key",
+            "signing_key_revoked_at",
+            "judge_key",
+            "judge_key_revoked_at",
             "withheld",
         ]
 
@@ -285,10 +293,6 @@ class TaskResultSerializer(StrictModelSerializer):
     @extend_schema_field(NULLABLE_NUMBER)
     def get_final(self, obj: TaskResult) -> float | None:
         return self._value(obj, "final")
-
-    @extend_schema_field({"type": "string", "nullable": True})
-    def get_signing_key(self, obj: TaskResult) -> str | None:
-        return obj.signing_key.key_id if obj.signing_key is not None else None
 
     @extend_schema_field(WITHHELD_LIST)
     def get_withheld(self, obj: TaskResult) -> list[str]:

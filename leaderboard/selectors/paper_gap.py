@@ -515,9 +515,9 @@ def run_get(*, run_id: int, user: Viewer | None) -> Run:
         .prefetch_related(
             Prefetch(
                 "task_results",
-                queryset=TaskResult.objects.select_related("release_task__task", "signing_key__evaluator").order_by(
-                    "release_task__position", "release_task__task__slug"
-                ),
+                queryset=TaskResult.objects.select_related(
+                    "release_task__task", "signing_key__evaluator", "judge_key"
+                ).order_by("release_task__position", "release_task__task__slug"),
             ),
             "events__actor",
             Prefetch("reruns", queryset=OfficialRerun.objects.select_related("actor").order_by("created_at", "id")),
@@ -623,24 +623,37 @@ def task_by_benchmark(*, benchmark_slug: str, task_slug: str) -> Task:
 
 
 @dataclass(frozen=True)
-class EvaluatorSignature:
+class RunSigner:
+    """A key that signed some of a run's task results: an evaluator key (its results) or a judge
+    key (its faithfulness verdicts, each under a rubric)."""
+
+    kind: str  # "evaluator" | "judge"
     key_id: str
-    evaluator: str
+    owner: str  # the evaluator's simulator, or the judge's name
     tasks: tuple[str, ...]
-    revoked: bool
+    rubrics: tuple[str, ...]
+    revoked_at: Any  # when the key was revoked since (None: in force)
 
 
-def run_signatures(*, run: Run) -> list[EvaluatorSignature]:
-    """The evaluator keys that signed the run's task results (from the prefetched rows: no query)."""
-    by_key: dict[str, tuple[str, list[str], bool]] = {}
+def run_signatures(*, run: Run) -> list[RunSigner]:
+    """The evaluator and judge keys that signed the run's task results, evaluators first (from the
+    prefetched rows: no query). The same keys ``leaderboard.provenance.task_provenance`` names per task."""
+    signers: dict[tuple[str, str], tuple[str, list[str], list[str], Any]] = {}
     for result in run.task_results.all():
+        slug = result.release_task.task.slug
         key = result.signing_key
-        if result.signature != "valid" or key is None:
-            continue
-        evaluator = key.evaluator.simulator if key.evaluator else ""
-        entry = by_key.setdefault(key.key_id, (evaluator, [], key.revoked_at is not None))
-        entry[1].append(result.release_task.task.slug)
+        if result.signature == "valid" and key is not None:
+            owner = key.evaluator.simulator if key.evaluator else ""
+            signers.setdefault(("evaluator", key.key_id), (owner, [], [], key.revoked_at))[1].append(slug)
+        judge_key = result.judge_key
+        if result.faithfulness_source == "judge_signed" and judge_key is not None:
+            entry = signers.setdefault(("judge", judge_key.key_id), (result.judge, [], [], judge_key.revoked_at))
+            entry[1].append(slug)
+            if result.rubric_version not in entry[2]:
+                entry[2].append(result.rubric_version)
     return [
-        EvaluatorSignature(key_id=key_id, evaluator=evaluator, tasks=tuple(tasks), revoked=revoked)
-        for key_id, (evaluator, tasks, revoked) in sorted(by_key.items())
+        RunSigner(
+            kind=kind, key_id=key_id, owner=owner, tasks=tuple(tasks), rubrics=tuple(rubrics), revoked_at=revoked_at
+        )
+        for (kind, key_id), (owner, tasks, rubrics, revoked_at) in sorted(signers.items())
     ]

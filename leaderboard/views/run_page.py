@@ -94,6 +94,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         {"rerun": rerun, "rows": rerun_comparison(rerun, disclosure=disclosure, run=run, user=request.user)}
         for rerun in run.reruns.all()
     ]
+    signers = selectors.run_signatures(run=run)
     return render(
         request,
         "leaderboard/run.html",
@@ -111,7 +112,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "tab_labels": TABS,
             "diff": diff,
             "diff_mismatches": sum(1 for d in diff if d.get("status") != "match"),
-            "signatures": selectors.run_signatures(run=run),
+            "signatures": signers,
+            "has_evaluator_signer": any(signer.kind == "evaluator" for signer in signers),
+            "has_judge_signer": any(signer.kind == "judge" for signer in signers),
             "reruns": reruns,
         },
     )

@@ -891,6 +891,84 @@ def test_revoking_a_key_stops_it_attesting_later_uploads_and_marks_the_runs_it_a
     assert "key since revoked" in page.content.decode()
 
 
+def test_each_tasks_signers_and_their_revocation_read_the_same_on_the_page_in_the_api_and_in_the_exports(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key, client
+):
+    """Which key signed a task's result and which its faithfulness verdict, and whether each was
+    revoked since, is provenance a visitor reads on the run page, in the API and in the exports.
+    The page marked only evaluator keys "since revoked" (a revoked judge key read like one in
+    force) and named no judge key; the API named no judge key and no revocation; the exports named
+    no key at all, and no verdict's source."""
+    import csv
+
+    from leaderboard.models import SigningKey
+    from submissions.bundle.signatures import key_id_for
+    from submissions.services.signing_keys import signing_key_revoke
+
+    submission = upload(
+        api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key)
+    )
+    run = Run.objects.get(submission=submission)
+    evaluator_id = key_id_for(public_key_b64(evaluator_key))
+    judge_id = key_id_for(public_key_b64(judge_key))
+    signing_key_revoke(signing_key=SigningKey.objects.get(key_id=judge_id), user=None)
+    revoked_at = SigningKey.objects.get(key_id=judge_id).revoked_at
+
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert f"<code>{judge_id}</code> judge judge/1" in page
+    assert page.count("key since revoked") == 1  # the judge's; the evaluator key is in force
+    assert f'datetime="{revoked_at.isoformat()}"' in page
+
+    tasks = {t["task"]: t for t in APIClient().get(f"/api/v1/runs/{run.pk}/").json()["tasks"]}
+    rows = {
+        r["task"]: r
+        for r in csv.DictReader(
+            b"".join(client.get(f"/runs/{run.pk}/results.csv").streaming_content).decode().splitlines()
+        )
+    }
+    records = {r["task"]: r for r in client.get(f"/runs/{run.pk}/results.json").json()["tasks"]}
+    assert tasks.keys() == rows.keys() == records.keys()
+    for slug, task in tasks.items():
+        judged = task["genre"] == "reproduction"
+        expected = {
+            "signature": "valid",
+            "signing_key": evaluator_id,
+            "signing_key_revoked_at": None,
+            "faithfulness_source": "judge_signed" if judged else "",
+            "judge_key": judge_id if judged else None,
+            "judge_key_revoked_at": revoked_at.isoformat().replace("+00:00", "Z") if judged else None,
+        }
+        assert {name: task[name] for name in expected} == expected, slug
+        assert {name: records[slug][name] for name in expected} == expected, slug
+        assert {name: rows[slug][name] for name in expected} == {
+            name: "" if value is None else value for name, value in expected.items()
+        }, slug
+
+
+def test_the_run_exports_tell_a_self_declared_verdict_from_a_judge_signed_one(
+    api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key, client
+):
+    """A verdict the runner wrote itself and one a calibrated judge signed read alike in results.csv
+    and results.json (``faithful`` alone), where the page and the API tell them apart."""
+    import csv
+
+    signed = upload(api(owner), seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key))
+    declared = upload(
+        api(owner),
+        seal(challenge=issue_challenge(owner, agent_version="2"), agent_version="2", seed=1, sign_with=evaluator_key),
+    )
+    assert (signed.verdict, declared.verdict) == ("attested", "validated")
+    for submission, source in ((signed, "judge_signed"), (declared, "self_declared")):
+        run = Run.objects.get(submission=submission)
+        rows = csv.DictReader(
+            b"".join(client.get(f"/runs/{run.pk}/results.csv").streaming_content).decode().splitlines()
+        )
+        records = client.get(f"/runs/{run.pk}/results.json").json()["tasks"]
+        for row in [*rows, *records]:
+            if row["genre"] == "reproduction":
+                assert row["faithfulness_source"] == source
+
+
 def test_a_key_revoked_while_a_bundle_it_signed_is_being_verified_attests_nothing(
     api, upload, owner, demo_release, seal, issue_challenge, evaluator_key, judge_key, monkeypatch
 ):
