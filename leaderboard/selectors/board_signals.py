@@ -18,12 +18,18 @@ from leaderboard.selectors.race import race_runs_shown
 from leaderboard.users import Viewer
 
 
+@dataclass(frozen=True)
+class SignerKey:
+    key_id: str
+    revoked_at: dt.datetime | None  # revoked since it signed (the runs it signed before still count)
+
+
 @dataclass
 class ValidatorSigner:
-    """One validator behind a race's results: its name, the key ids it signed with, its runs."""
+    """One validator behind a race's results: its name, the keys it signed with, its runs."""
 
     name: str
-    key_ids: list[str] = field(default_factory=list)
+    keys: list[SignerKey] = field(default_factory=list)
     signed_runs: int = 0
     unsigned_runs: int = 0
 
@@ -60,7 +66,7 @@ def qualifying_signals(*, release: Any) -> RaceSignals | None:
 
 def _signals(runs: Any) -> RaceSignals:
     rows = (
-        runs.values("validator__name", "signing_key__key_id")
+        runs.values("validator__name", "signing_key__key_id", "signing_key__revoked_at")
         .annotate(runs=Count("id"), newest=Max("created_at"))
         .order_by("validator__name", "signing_key__key_id")
     )
@@ -69,7 +75,7 @@ def _signals(runs: Any) -> RaceSignals:
     for row in rows:
         signer = by_name.setdefault(row["validator__name"], ValidatorSigner(name=row["validator__name"]))
         if row["signing_key__key_id"]:
-            signer.key_ids.append(row["signing_key__key_id"])
+            signer.keys.append(SignerKey(row["signing_key__key_id"], row["signing_key__revoked_at"]))
             signer.signed_runs += row["runs"]
         else:
             signer.unsigned_runs += row["runs"]

@@ -283,7 +283,7 @@ def race_run_get(*, pk: int, user: Viewer | None = None) -> RaceRun:
     """A validator run ``user`` may know of (race_runs_shown), else the 404 of a run that does not exist."""
     run = (
         RaceRun.objects.select_related(
-            "race__benchmark", "release__benchmark", "agent_version__agent", "validator", "submission"
+            "race__benchmark", "release__benchmark", "agent_version__agent", "validator", "submission", "signing_key"
         )
         .prefetch_related(Prefetch("outcomes", queryset=RaceTaskOutcome.objects.order_by("task_id")))
         .filter(pk=pk)

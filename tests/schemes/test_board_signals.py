@@ -51,3 +51,30 @@ def test_the_qualifying_board_names_its_signers_too(client) -> None:
     signed = RaceRun.objects.filter(race__isnull=True, signing_key__isnull=False).select_related("signing_key").first()
     assert signed is not None
     assert "data-board-signal" in html and f"<code>{signed.signing_key.key_id}</code>" in html
+
+
+def test_a_validator_key_revoked_since_is_marked_on_the_board_and_on_the_run_pages_it_signed(client) -> None:
+    """A race run's validator signature is its whole provenance. The board said its runs were
+    "signed with a registered validator key" whatever became of the key, and a run's own page
+    named neither the key nor the run's level (a podium-bundle/1 run is only validated)."""
+    from leaderboard.models import Race
+    from submissions.services.signing_keys import signing_key_revoke
+
+    load_race_demo(stdout=io.StringIO())
+    run = (
+        RaceRun.objects.filter(race__status=Race.Status.RELEASED, signing_key__isnull=False)
+        .select_related("race", "signing_key", "submission")
+        .first()
+    )
+    assert run is not None and run.submission.verdict == "attested"
+    page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    assert f"<code>{run.signing_key.key_id}</code>" in page and "key since revoked" not in page
+    assert 'class="badge badge--attested"' in page
+
+    key = signing_key_revoke(signing_key=run.signing_key, user=None)
+    stamp = f'datetime="{key.revoked_at.isoformat()}"'
+    board = client.get(reverse("race_detail", args=["shopping-race", run.race.number])).content.decode()
+    assert f"<code>{key.key_id}</code> <span" in board and f"key since revoked <time {stamp}" in board
+    page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    assert f"<code>{key.key_id}</code>" in page and stamp in page
+    assert 'class="badge badge--attested"' in page  # it attested the run before: the run keeps its level
