@@ -1,4 +1,4 @@
-"""Admin for submissions, runs, the verification log and signing keys.
+"""Admin for submissions, runs and the verification log (signing keys: submissions.admin_signing_keys).
 
 Everything a submitter sent or the worker concluded is read-only here: an
 admin can re-queue verification, record an official re-run (its bundle or its
@@ -22,26 +22,15 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from leaderboard.models import (
-    Benchmark,
-    Evaluator,
     OfficialRerun,
     Run,
-    SigningKey,
-    SigningKeyEvent,
-    Task,
     TaskResult,
-    Validator,
     VerificationEvent,
 )
 from leaderboard.users import signed_in_user
+from submissions.admin_signing_keys import SignedByFilter
 from submissions.models import Card, CardEpisode, CardMove, Submission, SubmissionChallenge
 from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
-from submissions.services.signing_keys import (
-    SigningKeyError,
-    decode_public_key,
-    signing_key_register,
-    signing_key_revoke,
-)
 from submissions.tasks import verify_submission
 
 
@@ -155,7 +144,7 @@ class OfficialRerunInline(admin.TabularInline):
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
     list_display = ["id", "release", "agent_version", "level", "overall", "pass_rate", "complete", "is_private"]
-    list_filter = ["level", "release", "complete"]
+    list_filter = ["level", "release", "complete", SignedByFilter]  # SignedByFilter: runs a key signed
     list_select_related = ["release__benchmark", "agent_version__agent"]
     inlines = [TaskResultInline, OfficialRerunInline, VerificationEventInline]
 
@@ -275,143 +264,6 @@ class OfficialRerunAdmin(ReadOnlyAdmin):
     list_select_related = ["run", "actor"]
 
 
-class SigningKeyForm(forms.ModelForm):
-    evaluator = forms.ModelChoiceField(queryset=Evaluator.objects.all(), required=False)
-    validator = forms.ModelChoiceField(queryset=Validator.objects.all(), required=False)
-    judge_name = forms.CharField(
-        label="Judge", required=False, max_length=100, help_text="A judge's public identity, e.g. llm-judge/2026-05."
-    )
-    benchmark = forms.ModelChoiceField(
-        queryset=Benchmark.objects.all(), required=False, help_text="Validator keys: the benchmark they sign for."
-    )
-    tasks = forms.ModelMultipleChoiceField(
-        queryset=Task.objects.all(),
-        required=False,
-        help_text="Judge keys: the tasks the judge is calibrated for. Evaluator keys: optional narrowing.",
-    )
-    rubric_version = forms.CharField(
-        required=False, max_length=100, help_text="Judge keys: the rubric version of the calibration."
-    )
-    public_key_b64 = forms.CharField(
-        label="Public key", help_text="Base64 of the raw 32-byte Ed25519 public key.", max_length=100
-    )
-
-    class Meta:
-        model = SigningKey
-        fields: list[str] = []
-
-    def clean(self):
-        super().clean()
-        cleaned = self.cleaned_data
-        if sum(bool(cleaned.get(name)) for name in ("evaluator", "validator", "judge_name")) != 1:
-            raise forms.ValidationError("Choose exactly one owner: an evaluator, a validator or a judge.")
-        if cleaned.get("public_key_b64"):
-            try:
-                decode_public_key(cleaned["public_key_b64"])
-            except SigningKeyError as exc:
-                self.add_error("public_key_b64", str(exc))
-        return cleaned
-
-
-class SigningKeyEventInline(admin.TabularInline):
-    """The key's history (submissions.services.signing_keys writes it): who registered it, changed
-    its scope and revoked it, and when. Read-only, shown to whoever may view the key."""
-
-    model = SigningKeyEvent
-    extra = 0
-    can_delete = False
-    fields = readonly_fields = ("created_at", "action", "actor", "detail")
-    verbose_name_plural = "history"
-
-    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
-        return request.user.has_perm("leaderboard.view_signingkey") or request.user.has_perm(
-            "leaderboard.change_signingkey"
-        )
-
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
-@admin.register(SigningKey)
-class SigningKeyAdmin(admin.ModelAdmin):
-    list_display = [
-        "key_id",
-        "owner_kind",
-        "evaluator",
-        "validator",
-        "judge_name",
-        "benchmark",
-        "daily_limit",
-        "created_at",
-        "registered_by",
-        "revoked_at",
-    ]
-    list_filter = ["owner_kind"]
-    actions = ["revoke"]
-
-    def get_inlines(self, request: HttpRequest, obj: Any) -> list[type[admin.options.InlineModelAdmin]]:
-        return [SigningKeyEventInline] if obj is not None else []  # the add page has no history yet
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        if obj is None:
-            kwargs["form"] = SigningKeyForm
-        return super().get_form(request, obj, change=change, **kwargs)
-
-    def get_readonly_fields(self, request: HttpRequest, obj=None):
-        if obj is None:
-            return []
-        # Only a validator key's daily limit of race runs is an admin setting (submissions.quotas).
-        editable = {"daily_limit"} if obj.owner_kind == SigningKey.Owner.VALIDATOR else set()
-        return [field.name for field in self.model._meta.fields if field.name not in editable]
-
-    def save_model(self, request: HttpRequest, obj: SigningKey, form, change: bool) -> None:
-        if change:
-            if "daily_limit" in form.changed_data and obj.owner_kind == SigningKey.Owner.VALIDATOR:
-                obj.save(update_fields=["daily_limit"])
-            return
-        try:
-            rubric = form.cleaned_data.get("rubric_version") or ""
-            key = signing_key_register(
-                evaluator=form.cleaned_data.get("evaluator"),
-                validator=form.cleaned_data.get("validator"),
-                judge_name=form.cleaned_data.get("judge_name") or "",
-                benchmark=form.cleaned_data.get("benchmark") if form.cleaned_data.get("validator") else None,
-                tasks=dict.fromkeys(form.cleaned_data.get("tasks") or [], rubric) or None,
-                public_key_b64=form.cleaned_data["public_key_b64"],
-                user=signed_in_user(request),
-            )
-        except SigningKeyError as exc:
-            self.message_user(request, str(exc), level=messages.ERROR)
-            # Nothing was added: the admin must neither log an addition nor say it succeeded.
-            request._podium_key_refused = True  # type: ignore[attr-defined]
-            return
-        obj.pk = key.pk
-
-    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
-        if getattr(request, "_podium_key_refused", False):
-            return None
-        return super().log_addition(request, obj, message)
-
-    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> HttpResponse:
-        if getattr(request, "_podium_key_refused", False):
-            return HttpResponseRedirect(request.path)  # the add page again, under the error message
-        return super().response_add(request, obj, post_url_continue)
-
-    @admin.action(description="Revoke the selected keys", permissions=["change"])
-    def revoke(self, request: HttpRequest, queryset: QuerySet[SigningKey]) -> None:
-        revoked = 0
-        for key in queryset:
-            revoked += key.revoked_at is None
-            signing_key_revoke(signing_key=key, user=signed_in_user(request))
-        self.message_user(request, f"revoked {revoked} key(s)")
-
-
 class CardEpisodeInline(admin.TabularInline):
     """A card's episodes, read-only: the audit view of what the server measured."""
 
@@ -496,6 +348,7 @@ class SubmissionChallengeAdmin(admin.ModelAdmin):
         return False
 
 
-# Notifications, visibility log and rescoring, kept in their own modules.
+# Notifications, visibility log, rescoring and signing keys, kept in their own modules.
 from submissions import admin_notifications as _admin_notifications  # noqa: E402, F401
 from submissions import admin_rescoring as _admin_rescoring  # noqa: E402, F401
+from submissions import admin_signing_keys as _admin_signing_keys  # noqa: E402, F401

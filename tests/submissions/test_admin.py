@@ -165,3 +165,41 @@ def test_a_refused_re_run_shows_its_sentence_then_its_code(admin_client, run):
     assert html.unescape(" ".join(re.sub(r"<[^>]+>", " ", note).split())) == (
         "results: expected an object of task slug -> {measured, rates, faithful}. Code results_invalid"
     )
+
+
+@pytest.mark.django_db
+def test_after_a_compromise_staff_find_every_run_a_revoked_key_signed_from_the_keys_page(
+    admin_client, demo_release, seal, owner
+):
+    """The documented remedy for a compromised key is to lower the runs it signed, one by one; the
+    admin could not list them (no filter of runs by key), so staff had to search the database.
+    The key's page links the run list filtered to the runs whose results or verdicts it signed."""
+    from submissions.services.signing_keys import signing_key_register, signing_key_revoke
+
+    private = Ed25519PrivateKey.generate()
+    key = signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"), public_key_b64=public_key_b64(private), user=None
+    )
+    signed = []
+    for version, sign_with in (("1", private), ("2", private), ("3", None)):
+        submission, _ = submission_create(
+            user=owner, uploaded_file=io.BytesIO(seal(agent_version=version, seed=int(version), sign_with=sign_with))
+        )
+        submission_verify(submission_id=submission.pk)
+        if sign_with is not None:
+            signed.append(Run.objects.get(submission=submission).pk)
+    signing_key_revoke(signing_key=key, user=admin_client.user)
+
+    page = admin_client.get(reverse("admin:leaderboard_signingkey_change", args=[key.pk])).content.decode()
+    listing = reverse("admin:leaderboard_run_changelist") + f"?signed_by={key.key_id}"
+    assert f'href="{listing}"' in page and "2 runs" in page
+    response = admin_client.get(listing)
+    assert response.status_code == 200
+    assert sorted(run.pk for run in response.context["cl"].result_list) == sorted(signed)
+    other = signing_key_register(
+        evaluator=Evaluator.objects.get(simulator="demo-sim"),
+        public_key_b64=public_key_b64(Ed25519PrivateKey.generate()),
+        user=None,
+    )
+    unused = admin_client.get(reverse("admin:leaderboard_run_changelist") + f"?signed_by={other.key_id}")
+    assert (unused.status_code, list(unused.context["cl"].result_list)) == (200, [])
