@@ -33,7 +33,7 @@ FORM = {
 
 
 def board_table_of(body: str) -> str:
-    start = body.index('<table class="data board">')
+    start = body.index('<table class="data board"')
     return body[start : body.index("</table>", start)]
 
 

@@ -15,7 +15,7 @@ BOARD = reverse("release_board", args=["ale-robotics", "v0.5"])
 
 
 def rows_of(html: str) -> list[str]:
-    body = html.split('<table class="data board">', 1)[1].split("</tbody>", 1)[0]
+    body = html.split('<table class="data board"', 1)[1].split("</tbody>", 1)[0]
     return re.findall(r'<th scope="row" class="agent"><a href="[^"]+">([^<]+)</a>', body)
 
 
