@@ -162,13 +162,18 @@ def signing_key_register(
         _scope_changes_record(key=key, tasks=tasks or {}, user=user)
     for task, rubric in (tasks or {}).items():
         SigningKeyTask.objects.update_or_create(
-            signing_key=key, task=task, defaults={"rubric_version": (rubric or "").strip()[:100]}
+            signing_key=key, task=task, defaults={"rubric_version": _rubric(rubric)}
         )
     return key
 
 
+def _rubric(given: str | None) -> str:
+    """A rubric version as stored on a key's task (``SigningKeyTask.rubric_version``, 100 characters)."""
+    return (given or "").strip()[:100]
+
+
 def _scope_text(task: Task, rubric: str) -> str:
-    rubric = (rubric or "").strip()[:100]
+    rubric = _rubric(rubric)
     return f"{task.slug} (rubric {rubric})" if rubric else task.slug
 
 
@@ -177,7 +182,7 @@ def _scope_changes_record(*, key: SigningKey, tasks: dict[Task, str], user: User
     either changes what the key may sign from now on."""
     current = dict(SigningKeyTask.objects.filter(signing_key=key).values_list("task_id", "rubric_version"))
     for task, given in tasks.items():
-        rubric = (given or "").strip()[:100]
+        rubric = _rubric(given)
         if task.pk not in current:
             action, detail = SigningKeyEvent.Action.SCOPE_ADDED, _scope_text(task, rubric)
         elif current[task.pk] != rubric:
