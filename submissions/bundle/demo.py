@@ -20,7 +20,7 @@ from scoring import gap
 from submissions.bundle import seal as sealing
 from submissions.bundle.schema import FORMAT_V1, FORMAT_V2
 from submissions.bundle.sign_dir import signed_verdict
-from submissions.bundle.signatures import load_private_key, sign_object
+from submissions.bundle.signatures import judged_results_sha256, load_private_key, sign_object
 
 __all__ = [
     "DEMO_BENCHMARK",
@@ -215,7 +215,9 @@ def write_paper_gap_bundle_dir(
     breakdown = gap.score_run(spec, scored).to_dict()
     results = _signed_results(results, keys_by_simulator=keys_by_simulator, key=key)
     if judge_with is not None:
-        faithfulness = _judged(faithfulness, judge_with, challenge=challenge, rubric_version=rubric_version)
+        faithfulness = _judged(
+            faithfulness, judge_with, challenge=challenge, rubric_version=rubric_version, results=results
+        )
 
     genres = {slug: {"genre": spec.tasks[slug].genre} for slug in chosen}
     rng = _rng(seed, "usage")
@@ -293,9 +295,15 @@ def _signed_results(
 
 
 def _judged(
-    faithfulness: dict[str, dict[str, Any]], judge_with: Any, *, challenge: str | None, rubric_version: str
+    faithfulness: dict[str, dict[str, Any]],
+    judge_with: Any,
+    *,
+    challenge: str | None,
+    rubric_version: str,
+    results: dict[str, dict[str, Any]],
 ) -> dict[str, dict[str, Any]]:
-    """Each faithfulness verdict signed by the judge, over the task, rubric and challenge."""
+    """Each faithfulness verdict signed by the judge, over the task, rubric, challenge and the
+    results it judged (as they will be sealed)."""
     if challenge is None:
         raise ValueError("judge_with needs a challenge: a judge's signature covers it")
     judge_key = load_private_key(judge_with) if isinstance(judge_with, bytes | str) else judge_with
@@ -306,6 +314,7 @@ def _judged(
             judge=entry["judge"],
             rubric_version=rubric_version,
             challenge=challenge,
+            results_sha256=judged_results_sha256(results[slug]),
             key=judge_key,
         )
         for slug, entry in faithfulness.items()

@@ -54,6 +54,7 @@ ERROR_CODES: dict[str, str] = {
     "missing_signature": "a signature the format requires is absent",
     "key_out_of_scope": "a registered key signed something outside its scope (another simulator, task or benchmark)",
     "judge_key_out_of_scope": "a judge key signed the verdict of a task (or rubric) it is not calibrated for",
+    "verdict_results_mismatch": "a judge's signed verdict names other results than the bundle's for its task",
     "unsigned_withheld_task": "a task whose anchor is withheld has a result no registered evaluator key signed",
     "challenge_mismatch": "a signed document carries another challenge, or the challenge is for another run",
     "validator_key_unknown": "a race run is not signed by a registered, unrevoked validator key",

@@ -36,10 +36,11 @@ from scoring.compare import DEFAULT_TOLERANCE, MATCH, compare_claims
 from scoring.errors import ScoringError
 from scoring.uncertainty import pack_run_columns, task_columns
 from submissions.bundle.bundle import Bundle
+from submissions.bundle.canonical_json import CanonicalJSONError
 from submissions.bundle.contract import EvaluatorKey, JudgeKey, check_challenge, results_digest
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import PAPER_GAP
-from submissions.bundle.signatures import VALID, SignatureCheck, check_signature
+from submissions.bundle.signatures import VALID, SignatureCheck, check_signature, judged_results_sha256
 
 # TaskCheck.faithfulness_source of a reproduction task.
 JUDGE_SIGNED = "judge_signed"
@@ -85,6 +86,11 @@ class TaskCheck:
     judge: str = ""
     rubric_version: str = ""
     judge_key_id: str | None = None
+    # A judge-signed verdict that names the results it judged (results_sha256, checked equal to
+    # this task's results). False for a verdict signed without it: it could be another attempt's
+    # verdict under the same challenge, so it attests nothing (_attestation_caps). Not stored:
+    # it only decides the run's level, whose message says why.
+    verdict_bound: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -291,17 +297,18 @@ def _intervals(
 
 
 def _faithfulness_check(
-    bundle: Bundle, slug: str, judge_keys: Mapping[str, JudgeKey]
-) -> tuple[str, str, str, str | None]:
-    """(source, judge, rubric_version, judge key id) of a reproduction task's verdict."""
+    bundle: Bundle, slug: str, judge_keys: Mapping[str, JudgeKey], result_check: SignatureCheck
+) -> tuple[str, str, str, str | None, bool]:
+    """(source, judge, rubric_version, judge key id, bound) of a reproduction task's verdict;
+    ``bound``: the judge's signed verdict names this task's results (``results_sha256``)."""
     verdict = bundle.faithfulness[slug]
     if not verdict.signed:
-        return SELF_DECLARED, verdict.judge, "", None
+        return SELF_DECLARED, verdict.judge, "", None, True
     where = f"faithfulness.json: {slug}"
     check_challenge(verdict.challenge, bundle.manifest.challenge, where=where)
     signature = check_signature(verdict.raw, {k: j.public_key for k, j in judge_keys.items()}, where=where)
     if signature.status != VALID:
-        return SELF_DECLARED, verdict.judge, verdict.rubric_version or "", None
+        return SELF_DECLARED, verdict.judge, verdict.rubric_version or "", None, True
     judge = judge_keys[str(signature.key_id)]
     calibrated = judge.rubrics.get(slug)
     if calibrated is None or calibrated != verdict.rubric_version:
@@ -311,7 +318,30 @@ def _faithfulness_check(
             + (f" with rubric {verdict.rubric_version!r}" if calibrated is not None else "")
             + "; a judge signs only the verdicts of the tasks (and rubric versions) it is registered for",
         )
-    return JUDGE_SIGNED, judge.name, calibrated, signature.key_id
+    if verdict.results_sha256 is None:
+        return JUDGE_SIGNED, judge.name, calibrated, signature.key_id, False
+    _check_judged_results(bundle, slug, verdict.results_sha256, result_check, where=where)
+    return JUDGE_SIGNED, judge.name, calibrated, signature.key_id, True
+
+
+def _check_judged_results(bundle: Bundle, slug: str, named: str, result_check: SignatureCheck, *, where: str) -> None:
+    """A signed verdict judged exactly this bundle's results of ``slug``, or
+    ``verdict_results_mismatch``: within one challenge a task may be run more than once, and a
+    verdict of one attempt must not vouch for another attempt's results."""
+    result = bundle.results[slug]
+    judged = result_check.signed_sha256
+    if judged is None:  # unsigned results: the same bytes a signature would have covered
+        try:
+            judged = judged_results_sha256(result.raw)
+        except CanonicalJSONError:
+            judged = ""
+    if named != judged:
+        raise BundleError(
+            "verdict_results_mismatch",
+            f"{where}: the verdict names results with SHA-256 {named}, but {result.member}'s signed bytes "
+            f"have SHA-256 {judged or '(none: not printable as canonical JSON)'}; a judge's verdict counts "
+            "only for the results it judged (sign the results first, then have the judge sign the verdict)",
+        )
 
 
 def _episode_columns(release_spec: gap.ReleaseSpec, results: Mapping[str, gap.TaskResult]) -> bytes:
@@ -387,10 +417,10 @@ def evaluate_paper_gap(
                 )
             verdict = bundle.faithfulness.get(slug)
             genre = release_spec.tasks[slug].genre
-            source, judge, rubric, judge_key_id = (
-                _faithfulness_check(bundle, slug, judge_keys)
+            source, judge, rubric, judge_key_id, verdict_bound = (
+                _faithfulness_check(bundle, slug, judge_keys, signature)
                 if genre == gap.REPRODUCTION and verdict is not None
-                else ("", "", "", None)
+                else ("", "", "", None, True)
             )
             checks.append(
                 TaskCheck(
@@ -406,6 +436,7 @@ def evaluate_paper_gap(
                     judge=judge,
                     rubric_version=rubric,
                     judge_key_id=judge_key_id,
+                    verdict_bound=verdict_bound,
                 )
             )
         results = scoring_results(bundle)
@@ -461,4 +492,9 @@ def _attestation_caps(bundle: Bundle, checks: Sequence[TaskCheck]) -> list[str]:
         caps.append("not every evaluator result is signed by a registered key")
     if any(c.faithfulness_source == SELF_DECLARED for c in checks):
         caps.append("self-declared faithfulness")
+    unbound = [c.slug for c in checks if not c.verdict_bound]
+    if unbound:
+        caps.append(
+            "a judge's signed verdict does not name the results it judged (no results_sha256): " + ", ".join(unbound)
+        )
     return caps

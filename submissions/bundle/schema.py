@@ -480,10 +480,16 @@ class FaithfulnessVerdict:
     rubric_version: str | None = None
     challenge: str | None = None
     signed: bool = False
+    # The SHA-256 (hex) of the judged results' signed bytes (docs/bundle-format.md 11.3), inside
+    # the signed verdict; None for a verdict signed before verdicts named what they judged.
+    results_sha256: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 _SIGNED_VERDICT = {"task", "faithful", "judge", "rubric_version", "challenge", "signature"}
+# Optional in a signed verdict: a verdict without it is still read (signed before the field
+# existed), but it attests nothing (evaluate._attestation_caps): it could belong to any attempt.
+_SIGNED_VERDICT_OPTIONAL = frozenset({"results_sha256"})
 
 
 def parse_faithfulness(
@@ -491,17 +497,32 @@ def parse_faithfulness(
 ) -> dict[str, FaithfulnessVerdict]:
     """faithfulness.json: ``{slug: {"faithful": bool, "judge": str}}`` (self-declared), or in
     podium-bundle/2 also ``{slug: {"task", "faithful", "judge", "rubric_version", "challenge",
-    "signature"}}``: a verdict signed by a registered judge key, whose signature covers the
-    task, the rubric version and the challenge together with the verdict."""
+    "results_sha256", "signature"}}``: a verdict signed by a registered judge key, whose signature
+    covers the task, the rubric version, the challenge and the judged results' digest together
+    with the verdict (``results_sha256`` is optional to read; without it the verdict attests nothing)."""
     verdicts: dict[str, FaithfulnessVerdict] = {}
     for slug, entry in _map(where, "the document", value, duplicate_code="duplicate_task").items():
         _slug(where, f"key {slug!r}", slug)
         signed = bound and isinstance(entry, dict) and "signature" in entry
-        item = _obj(where, slug, entry, _SIGNED_VERDICT if signed else {"faithful", "judge"})
+        item = (
+            _obj(where, slug, entry, _SIGNED_VERDICT, _SIGNED_VERDICT_OPTIONAL)
+            if signed
+            else _obj(where, slug, entry, {"faithful", "judge"})
+        )
+        results_sha256 = None
         if signed:
             if item["task"] != slug:
                 raise _fail(where, f"{slug}.task", f"the task it is keyed under ({slug!r})", item["task"])
             _signature(f"{where}: {slug}", item["signature"])
+            if "results_sha256" in item:
+                results_sha256 = item["results_sha256"]
+                if not isinstance(results_sha256, str) or not _HEX64.match(results_sha256):
+                    raise _fail(
+                        where,
+                        f"{slug}.results_sha256",
+                        "the SHA-256 of the judged results' signed bytes, 64 lowercase hex digits",
+                        results_sha256,
+                    )
         verdicts[slug] = FaithfulnessVerdict(
             faithful=_bool(where, f"{slug}.faithful", item["faithful"]),
             judge=_text(where, f"{slug}.judge", item["judge"], max_len=100),
@@ -510,6 +531,7 @@ def parse_faithfulness(
             else None,
             challenge=_challenge(where, f"{slug}.challenge", item["challenge"]) if signed else None,
             signed=signed,
+            results_sha256=results_sha256,
             raw=dict(item),
         )
     return verdicts

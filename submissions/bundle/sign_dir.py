@@ -18,10 +18,11 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from submissions.bundle.canonical_json import CanonicalJSONError
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import check_no_duplicate_keys, parse_faithfulness
 from submissions.bundle.seal import write_members
-from submissions.bundle.signatures import sign_object
+from submissions.bundle.signatures import judged_results_sha256, sign_object
 from submissions.bundle.strict_json import parse_json
 
 __all__ = ["SignError", "manifest_challenge", "sign_faithfulness", "sign_results", "signed_verdict"]
@@ -70,9 +71,10 @@ def sign_faithfulness(
     directory: str | os.PathLike[str], key: Ed25519PrivateKey, *, rubric_version: str, tasks: Sequence[str] = ()
 ) -> int:
     """Sign the verdicts of ``faithfulness.json`` (only ``tasks``' when given) with the judge's
-    ``key``, in the signed form ``{task, faithful, judge, rubric_version, challenge, signature}``;
-    return how many were signed (:func:`signed_verdict`). Nothing is written when a verdict
-    would be refused by the server's schema."""
+    ``key``, in the signed form ``{task, faithful, judge, rubric_version, challenge,
+    results_sha256, signature}``; return how many were signed (:func:`signed_verdict`). Each
+    verdict names the results it judged, ``results/<task>.json`` as it is now: sign the results
+    first. Nothing is written when a verdict would be refused by the server's schema."""
     path = Path(directory, FAITHFULNESS)
     if not path.is_file():
         raise SignError(f"{path}: no {FAITHFULNESS} to sign")
@@ -102,6 +104,7 @@ def sign_faithfulness(
             judge=verdict.judge,
             rubric_version=rubric_version,
             challenge=challenge,
+            results_sha256=_judged_results(directory, slug),
             key=key,
         )
     parse_faithfulness(signed, bound=True)  # e.g. a rubric version over the schema's 100 characters
@@ -110,13 +113,36 @@ def sign_faithfulness(
     return len(chosen)
 
 
+def _judged_results(directory: str | os.PathLike[str], slug: str) -> str:
+    """``results_sha256`` of ``results/<slug>.json`` in ``directory`` (what the judge judged)."""
+    rel = f"results/{slug}.json"
+    path = Path(directory, rel)
+    if not path.is_file():
+        raise SignError(f"{path}: no results for task {slug!r}; a judge's verdict names the results it judged")
+    try:
+        return judged_results_sha256(_object(parse_json(path.read_bytes(), member=rel), rel))
+    except CanonicalJSONError as exc:
+        raise BundleError("invalid_json", f"{rel}: cannot be printed as canonical JSON: {exc}") from None
+
+
 def signed_verdict(
-    task: str, *, faithful: bool, judge: str, rubric_version: str, challenge: str, key: Ed25519PrivateKey
+    task: str,
+    *,
+    faithful: bool,
+    judge: str,
+    rubric_version: str,
+    challenge: str,
+    results_sha256: str | None,
+    key: Ed25519PrivateKey,
 ) -> dict[str, Any]:
     """One judge-signed faithfulness verdict (docs/bundle-format.md 11.3): the signature covers
-    the task, the verdict, the rubric version the judge was calibrated with and the run's
-    challenge, so it cannot be moved to another task, rubric or run."""
+    the task, the verdict, the rubric version the judge was calibrated with, the run's
+    challenge and the judged results (``results_sha256``, :func:`judged_results_sha256`), so it
+    cannot be moved to another task, rubric, run or attempt. ``results_sha256=None`` writes the
+    older form without it, which the server reads but which attests nothing."""
     verdict = {"task": task, "faithful": faithful, "judge": judge, "rubric_version": rubric_version}
+    if results_sha256 is not None:
+        verdict["results_sha256"] = results_sha256
     return _signed({**verdict, "challenge": challenge}, key, where=f"{FAITHFULNESS}: {task}")
 
 

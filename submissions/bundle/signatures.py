@@ -39,6 +39,7 @@ __all__ = [
     "SignatureCheck",
     "check_signature",
     "generate_signing_key",
+    "judged_results_sha256",
     "key_id_for",
     "load_private_key",
     "public_key_b64",
@@ -77,6 +78,16 @@ def _raw_public(public_key: bytes | str) -> bytes:
 def signed_payload(obj: Mapping[str, Any]) -> bytes:
     """The exact bytes a signature covers: JCS of ``obj`` minus ``signature``."""
     return canonical_json({k: v for k, v in obj.items() if k != "signature"})
+
+
+def judged_results_sha256(results: Mapping[str, Any]) -> str:
+    """What a judge's signed verdict names as the results it judged (``results_sha256``): the
+    SHA-256 (hex) of the results document's signed bytes, i.e. JCS of it minus ``signature``.
+    For a signed result this is the digest of exactly what the evaluator signed
+    (:attr:`SignatureCheck.signed_sha256`), so re-sealing or re-formatting keeps it; any change
+    to what was measured, or to the challenge, changes it. Raises CanonicalJSONError for a
+    document JCS cannot print."""
+    return hashlib.sha256(signed_payload(results)).hexdigest()
 
 
 def generate_signing_key() -> Ed25519PrivateKey:

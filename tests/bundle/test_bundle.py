@@ -294,3 +294,26 @@ def test_it_rejects_a_task_slug_with_spaces(seal_bytes, site_identity, tar_bytes
         "manifest.json: tasks key 'bad slug' must be a slug (letters, digits, '_', '-', '.'; at most 100 characters), "
         "got 'bad slug'",
     )
+
+
+def test_a_signed_verdict_whose_results_sha256_is_not_a_lowercase_sha256_is_a_schema_error_naming_the_field():
+    from submissions.bundle.schema import parse_faithfulness
+
+    signed = {
+        "task": "pick",
+        "faithful": True,
+        "judge": "judge/1",
+        "rubric_version": "r1",
+        "challenge": "c" * 43,
+        "signature": {"key_id": "0" * 16, "alg": "ed25519", "sig": "AA=="},
+    }
+    assert parse_faithfulness({"pick": {**signed, "results_sha256": "a" * 64}}, bound=True)["pick"].results_sha256 == (
+        "a" * 64
+    )
+    with pytest.raises(BundleError) as caught:
+        parse_faithfulness({"pick": {**signed, "results_sha256": "A" * 64}}, bound=True)
+    assert (caught.value.code, caught.value.message) == (
+        "schema_error",
+        "faithfulness.json: pick.results_sha256 must be the SHA-256 of the judged results' signed bytes, "
+        f"64 lowercase hex digits, got {'A' * 64!r}",
+    )

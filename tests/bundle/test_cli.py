@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from submissions.bundle.cli import main
 from submissions.bundle.demo import write_paper_gap_bundle_dir
-from submissions.bundle.signatures import key_id_for
+from submissions.bundle.signatures import key_id_for, signed_payload
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_RELEASE = ROOT / "examples" / "demo-release"
@@ -243,6 +244,11 @@ def test_sign_faithfulness_signs_every_verdict_with_its_rubric_and_the_challenge
     assert {
         (slug, v["task"], v["rubric_version"], v["challenge"], v["signature"]["key_id"]) for slug, v in verdicts.items()
     } == {(slug, slug, "r3", "c" * 43, key_id_for(judge_public)) for slug in verdicts}
+    # Each verdict names the results it judged: the digest of what the evaluator signed.
+    signed_results = {slug: json.loads((directory / "results" / f"{slug}.json").read_text()) for slug in verdicts}
+    assert {slug: v["results_sha256"] for slug, v in verdicts.items()} == {
+        slug: hashlib.sha256(signed_payload(doc)).hexdigest() for slug, doc in signed_results.items()
+    }
     trusted = ["--trust", evaluator_public, "--trust-judge", judge_public, "--resamples", "0"]
     # --keep-members: the members map sign-faithfulness rewrote is the one a tar of DIR carries.
     code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), *trusted, "--keep-members")
@@ -254,6 +260,21 @@ def test_sign_faithfulness_signs_every_verdict_with_its_rubric_and_the_challenge
             "faithfulness verdict by a calibrated judge",
         ],
     )
+
+
+def test_sign_faithfulness_refuses_a_verdict_whose_results_are_missing_and_signs_nothing(tmp_path, capsys):
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
+    before = (directory / "faithfulness.json").read_bytes()
+    slug = min(json.loads(before))
+    (directory / "results" / f"{slug}.json").unlink()
+    judge, _ = _keyfile(tmp_path, capsys, "judge.pem")
+    code, _, err = _run(capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3")
+    assert (code, err) == (
+        4,
+        f"error: {directory / 'results' / f'{slug}.json'}: no results for task {slug!r}; a judge's verdict "
+        "names the results it judged\n",
+    )
+    assert (directory / "faithfulness.json").read_bytes() == before
 
 
 def test_sign_faithfulness_with_task_signs_only_those_verdicts(tmp_path, capsys):

@@ -194,6 +194,72 @@ def test_a_bundle_signed_with_the_tools_sign_results_and_sign_faithfulness_is_at
     assert SubmissionChallenge.objects.get(token=token).submission == submission
 
 
+def _judged_attempt(directory, *, token, evaluator_key, judge_key, seed):
+    """One attempt at the run under ``token``: its results signed by the evaluator, its
+    verdicts by the judge (each naming the results it judged)."""
+    from submissions.bundle.demo import write_paper_gap_bundle_dir
+
+    return write_paper_gap_bundle_dir(
+        directory, challenge=token, sign_with=evaluator_key, judge_with=judge_key, seed=seed, episodes_per_task=5
+    )
+
+
+def test_a_judge_verdict_of_another_attempt_under_the_same_challenge_is_refused_and_nothing_is_recorded(
+    api, upload, owner, demo_release, issue_challenge, evaluator_key, judge_key, site_identity, tmp_path
+):
+    from submissions.bundle.demo import seal_dir
+    from submissions.bundle.seal import write_members
+
+    token = issue_challenge(owner)
+    judged = _judged_attempt(tmp_path / "a", token=token, evaluator_key=evaluator_key, judge_key=judge_key, seed=1)
+    other = _judged_attempt(tmp_path / "b", token=token, evaluator_key=evaluator_key, judge_key=judge_key, seed=2)
+    # Attempt b's signed results, carried by attempt a's signed verdicts: both signatures verify,
+    # for the same tasks and challenge; only the verdicts' results_sha256 tells them apart.
+    (other / "faithfulness.json").write_bytes((judged / "faithfulness.json").read_bytes())
+    write_members(other)
+    submission = upload(api(owner), seal_dir(other, str(site_identity.to_public())).read_bytes())
+    assert (submission.status, submission.verdict, submission.error_code) == (
+        "done",
+        "rejected",
+        "verdict_results_mismatch",
+    )
+    assert "a judge's verdict counts only for the results it judged" in submission.error_message
+    assert nothing_recorded()
+
+
+def test_a_judge_verdict_signed_without_naming_its_results_is_recorded_but_does_not_attest(
+    api, upload, owner, demo_release, issue_challenge, evaluator_key, judge_key, site_identity, tmp_path
+):
+    from submissions.bundle.demo import seal_dir
+    from submissions.bundle.seal import write_members
+    from submissions.bundle.sign_dir import signed_verdict
+
+    token = issue_challenge(owner)
+    directory = _judged_attempt(tmp_path / "a", token=token, evaluator_key=evaluator_key, judge_key=judge_key, seed=1)
+    verdicts = json.loads((directory / "faithfulness.json").read_text())
+    older = {
+        slug: signed_verdict(
+            slug,
+            faithful=v["faithful"],
+            judge=v["judge"],
+            rubric_version=v["rubric_version"],
+            challenge=token,
+            results_sha256=None,  # the form judges signed before verdicts named their results
+            key=judge_key,
+        )
+        for slug, v in verdicts.items()
+    }
+    (directory / "faithfulness.json").write_text(json.dumps(older))
+    write_members(directory)
+    submission = upload(api(owner), seal_dir(directory, str(site_identity.to_public())).read_bytes())
+    assert (submission.verdict, submission.error_code) == ("validated", "")
+    assert "a judge's signed verdict does not name the results it judged" in submission.error_message
+    run = Run.objects.get(submission=submission)
+    assert run.level == "validated"
+    reproduction = TaskResult.objects.filter(run=run, release_task__genre="reproduction")
+    assert set(reproduction.values_list("faithfulness_source", flat=True)) == {"judge_signed"}
+
+
 @pytest.mark.parametrize(
     ("case", "code"),
     [
