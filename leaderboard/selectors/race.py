@@ -160,6 +160,24 @@ def race_baseline(*, race: Race) -> float | None:
     return RaceResult.objects.filter(race=race).values_list("baseline", flat=True).first()
 
 
+def race_result_signers(*, race: Race) -> dict[int, tuple[list[str], list[str]]]:
+    """Per agent version of ``race``: the validator keys that signed its included runs (the
+    runs its raw score is the mean of: neither failed nor an infrastructure failure), and
+    those of them revoked since, each as sorted key ids. One query."""
+    signers: dict[int, tuple[set[str], set[str]]] = {}
+    rows = (
+        RaceRun.objects.filter(race=race, failed=False, infrastructure_failure=False, signing_key__isnull=False)
+        .values_list("agent_version_id", "signing_key__key_id", "signing_key__revoked_at")
+        .order_by()
+    )
+    for agent_version_id, key_id, revoked_at in rows:
+        keys, revoked = signers.setdefault(agent_version_id, (set(), set()))
+        keys.add(key_id)
+        if revoked_at is not None:
+            revoked.add(key_id)
+    return {version: (sorted(keys), sorted(revoked)) for version, (keys, revoked) in signers.items()}
+
+
 def race_runs_of(*, race: Race, user: Viewer | None = None) -> list[RaceRun]:
     """Every validator run of a race ``user`` may know of (for the run-status table), without outcomes."""
     return list(

@@ -62,6 +62,8 @@ RACE_RESULT_COLUMNS: tuple[str, ...] = (
     "vs_field",
     "runs_included",
     "runs_excluded",
+    "validator_keys",
+    "validator_keys_revoked",
 )
 QUALIFYING_COLUMNS: tuple[str, ...] = ("agent", "agent_slug", "version", "score", "runs_included", "runs_excluded")
 
@@ -140,6 +142,9 @@ def race_result_records(*, race: Race, user: Viewer | None = None) -> list[dict[
     """A race's raw results with baseline and vs Field; RaceEmbargoed unless ``user`` may see them."""
     if not race_values_visible(race, user):
         raise RaceEmbargoed(race)
+    # Who signed what each raw score averages (key ids, space-separated), and which of those
+    # keys were revoked since: a revoked key's runs keep counting, so a reader can weigh them.
+    signers = race_selectors.race_result_signers(race=race)
     return [
         {
             "rank": result.rank,
@@ -151,6 +156,8 @@ def race_result_records(*, race: Race, user: Viewer | None = None) -> list[dict[
             "vs_field": result.delta,
             "runs_included": result.runs_included,
             "runs_excluded": result.runs_excluded,
+            "validator_keys": " ".join(signers.get(result.agent_version_id, ([], []))[0]),
+            "validator_keys_revoked": " ".join(signers.get(result.agent_version_id, ([], []))[1]),
         }
         for result in race_selectors.race_results(race=race)
     ]

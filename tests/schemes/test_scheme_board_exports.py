@@ -11,10 +11,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 from schemes_race_helpers import RACE_TASKS, members, scoring_outcomes
 
-from leaderboard.models import Agent, AgentVersion, ScorecardRun
+from leaderboard.models import Agent, AgentVersion, ScorecardRun, SigningKey
 from leaderboard.models.races import RaceResult, ScorecardStanding
 from leaderboard.services import races as lifecycle
 from submissions.models import Card
+from submissions.services.signing_keys import signing_key_revoke
 
 SCORECARD = ("sokoban-play", "p1")  # tests/schemes/conftest.py: play_release
 
@@ -150,6 +151,21 @@ def test_a_released_races_results_are_public_in_csv_json_and_api(client, three_r
     lines = b"".join(response.streaming_content).decode().splitlines()
     assert lines[0].startswith("rank,agent,agent_slug,version,raw_score,baseline,vs_field")
     assert len(lines) == 3
+
+
+def test_a_released_races_results_name_the_validator_keys_of_the_runs_they_average_and_those_revoked_since(
+    client, three_races
+):
+    key = SigningKey.objects.get(owner_kind=SigningKey.Owner.VALIDATOR)
+    rows = _api().get(reverse("api-race-results", args=["shop-race", 2])).json()["rows"]
+    assert [(r["validator_keys"], r["validator_keys_revoked"]) for r in rows] == [(key.key_id, "")] * 2
+    signing_key_revoke(signing_key=key, user=None)
+    rows = client.get(reverse("race_results_json", args=["shop-race", 2])).json()["rows"]
+    assert [(r["validator_keys"], r["validator_keys_revoked"]) for r in rows] == [(key.key_id, key.key_id)] * 2
+    response = client.get(reverse("race_results_csv", args=["shop-race", 2]))
+    header, first, _ = b"".join(response.streaming_content).decode().splitlines()
+    assert header.endswith(",validator_keys,validator_keys_revoked")
+    assert first.endswith(f",{key.key_id},{key.key_id}")
 
 
 @pytest.mark.parametrize("viewer", ["anonymous", "another", "submitter"])
@@ -307,9 +323,9 @@ RACE_VIEWS = [
     ("overall-json", lambda: reverse("race_overall_json", args=["shop-race"]), 3),
     ("overall-csv", lambda: reverse("race_overall_csv", args=["shop-race"]), 3),
     ("api-overall", lambda: reverse("api-race-overall", args=["shop-race"]), 3),
-    # benchmark, race, its results
-    ("results-json", lambda: reverse("race_results_json", args=["shop-race", 2]), 3),
-    ("api-results", lambda: reverse("api-race-results", args=["shop-race", 2]), 3),
+    # benchmark, race, its results, the validator keys of the runs they average
+    ("results-json", lambda: reverse("race_results_json", args=["shop-race", 2]), 4),
+    ("api-results", lambda: reverse("api-race-results", args=["shop-race", 2]), 4),
     # benchmark, races, the released races' Overall rows; the page adds the race list
     ("history-json", lambda: reverse("race_history_json", args=["shop-race"]) + "?n=20", 3),
     ("history", lambda: reverse("race_history", args=["shop-race"]) + "?n=20", 4),
