@@ -20,7 +20,8 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from submissions.bundle.archive import DEFAULT_LIMITS, iter_members
-from submissions.bundle.bundle import read_bundle_dir, read_payload
+from submissions.bundle.bundle import Bundle, read_bundle_dir, read_payload
+from submissions.bundle.canonical_json import CanonicalJSONError
 from submissions.bundle.client import add_commands
 from submissions.bundle.contract import JudgeKey
 from submissions.bundle.envelope import decrypt_to_tempfile, generate_identity, parse_identities, parse_recipient
@@ -30,6 +31,7 @@ from submissions.bundle.seal import members_drift, seal_dir
 from submissions.bundle.sign_dir import SignError, manifest_challenge, sign_faithfulness, sign_results
 from submissions.bundle.signatures import (
     generate_signing_key,
+    judged_results_sha256,
     key_id_for,
     load_private_key,
     private_key_pem,
@@ -187,6 +189,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 f"manifest.json: benchmark {m.benchmark!r} release {m.release!r} is not the release in "
                 f"{args.manifest} ({release.benchmark.slug} {release.version})",
             )
+        if not args.trust_judge:  # a trusted judge's verdicts are checked by evaluate itself
+            _warn_misjudged_results(bundle)
         # Locally a trusted judge counts as calibrated for the rubric it signed with; the server
         # checks the task and rubric version against the judge key's registered calibrations.
         rubrics = {slug: v.rubric_version or "" for slug, v in bundle.faithfulness.items() if v.signed}
@@ -211,6 +215,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     if outcome.verdict in (VALIDATED, ATTESTED):
         return EXIT_OK
     return EXIT_MISMATCH if outcome.verdict == MISMATCH else EXIT_REJECTED
+
+
+def _warn_misjudged_results(bundle: Bundle) -> None:
+    """Say on stderr when a judge's signed verdict names other results than the bundle's (the
+    results were changed or signed again after the judge signed): without the judge's key
+    ``check`` reads the verdict as self-declared, while the server refuses it."""
+    for slug, verdict in sorted(bundle.faithfulness.items()):
+        result = bundle.results.get(slug)
+        if verdict.results_sha256 is None or result is None:
+            continue
+        try:
+            judged = judged_results_sha256(result.raw)
+        except CanonicalJSONError:
+            continue  # the server refuses such results on their own
+        if judged != verdict.results_sha256:
+            print(
+                f"warning: faithfulness.json: {slug}: the judge's verdict names results with SHA-256 "
+                f"{verdict.results_sha256}, but {result.member} now has {judged}; the server refuses it "
+                "[verdict_results_mismatch]: sign the results first, then have the judge sign the verdict",
+                file=sys.stderr,
+            )
 
 
 def _warn_stale_members(directory: str, files: dict[str, str]) -> None:

@@ -277,6 +277,23 @@ def test_sign_faithfulness_refuses_a_verdict_whose_results_are_missing_and_signs
     assert (directory / "faithfulness.json").read_bytes() == before
 
 
+def test_check_warns_when_results_changed_after_the_judge_signed_their_verdict(tmp_path, capsys, release_manifest):
+    directory = write_paper_gap_bundle_dir(
+        tmp_path / "run", release_manifest=release_manifest, episodes_per_task=5, challenge="c" * 43
+    )
+    judge, _ = _keyfile(tmp_path, capsys, "judge.pem")
+    assert _run(capsys, "sign-faithfulness", str(directory), "--key", str(judge), "--rubric", "r3")[0] == 0
+    # The evaluator's results re-written after the judge judged them (another attempt's numbers).
+    slug = min(json.loads((directory / "faithfulness.json").read_text()))
+    path = directory / "results" / f"{slug}.json"
+    results = json.loads(path.read_text())
+    results["episodes"][0]["metric"] = 1.0 - results["episodes"][0]["metric"]
+    path.write_text(json.dumps(results))
+    _, _, err = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert f"warning: faithfulness.json: {slug}: the judge's verdict names results with SHA-256 " in err
+    assert "[verdict_results_mismatch]: sign the results first, then have the judge sign the verdict" in err
+
+
 def test_sign_faithfulness_with_task_signs_only_those_verdicts(tmp_path, capsys):
     directory = write_paper_gap_bundle_dir(tmp_path / "run", episodes_per_task=3, challenge="c" * 43)
     before = json.loads((directory / "faithfulness.json").read_text())
