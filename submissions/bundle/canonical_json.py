@@ -18,10 +18,11 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["CanonicalJSONError", "canonical_json", "format_number"]
+__all__ = ["CanonicalJSONError", "PlainTexts", "canonical_json", "format_number", "plain_texts"]
 
 # Integers above this lose precision as IEEE doubles, so two harnesses could
 # disagree about their canonical text.
@@ -174,100 +175,163 @@ class _NotPlain(Exception):
     """A value the C encoder would print differently from JCS: the general encoder takes it."""
 
 
-# Python's C JSON encoder prints exactly what JCS prints for a "plain" value (below): strings are
-# escaped alike (the general encoder's _string uses it too), ASCII keys sort alike, and repr()
-# of a float is ECMAScript's text wherever repr() needs no exponent (1e-4 <= |x| < 1e16) and the
-# float is not integral (repr "5.0" where JCS says "5": those become ints first; exact below
-# 2**53, where the shortest digits are the integer's own). Any other finite float is printed as
-# repr() and its repr() text then swapped for the JCS text (see canonical_json). A signed result
-# is almost all plain.
+# Python's C JSON encoder prints exactly what JCS prints for a "plain" value (below) except for
+# some floats: strings are escaped alike (the general encoder's _string uses it too), ASCII keys
+# sort alike, safe integers print alike, and repr() of a float is ECMAScript's text wherever
+# repr() needs no exponent (1e-4 <= |x| < 1e16) and the float is not integral. An integral float
+# below 1e16 is printed "5.0" (repr) where JCS says "5" (-0.0: "0"); any other float repr()
+# prints with an exponent ("1e-05", "1e+16") where JCS may not. canonical_json encodes the value
+# as it is, then rewrites those number tokens in the text; a walk of the value first checks it is
+# plain and counts them, so that a string which happens to spell one is never rewritten. A signed
+# result is almost all plain.
 _c_encode = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"), check_circular=False
 ).encode
 
+# The ".0" of a number token "N.0" (an integral float below 1e16): what follows a number inside a
+# container in the C encoder's compact text is one of , } ].
+_INTEGRAL_TAIL = re.compile(r"\.0(?=[,}\]])")
+_NEGATIVE_ZERO = re.compile(r"-0\.0(?=[,}\]])")
 
-def _plain_float(value: float, odd: dict[str, int]) -> float | int:
+
+class _Counts:
+    """What :func:`_scan` found: integral floats below 1e16 (printed "N.0"), how many of them are
+    -0.0, whether one lies beyond 2**53 or sits in a tuple (the results digest reads those two
+    differently, see plain_texts), and the repr() of each float printed with an exponent."""
+
+    __slots__ = ("beyond_safe", "integral", "negative_zeros", "odd", "tuples")
+
+    def __init__(self) -> None:
+        self.integral = 0
+        self.negative_zeros = 0
+        self.beyond_safe = False
+        self.tuples = False
+        self.odd: dict[str, int] = {}
+
+
+def _scan_float(value: float, counts: _Counts) -> None:
     if value.is_integer():
-        if -_MAX_SAFE_INTEGER < value < _MAX_SAFE_INTEGER:
-            return int(value)  # -0.0 becomes 0, printed "0" as JCS does
+        if -1e16 < value < 1e16:
+            counts.integral += 1
+            if value == 0 and math.copysign(1.0, value) < 0:
+                counts.negative_zeros += 1
+            elif not -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
+                counts.beyond_safe = True
+            return
     elif 1e-4 <= abs(value) < 1e16:
-        return value
+        return
     if not math.isfinite(value):
         raise _NotPlain  # the general encoder refuses it
-    # repr() differs from JCS (1e-05: "0.00001", 1e+16: "10000000000000000"): counted, swapped later.
+    # repr() uses an exponent where JCS may not (1e-05: "0.00001", 1e+16: "10000000000000000").
     shown = repr(value)
-    odd[shown] = odd.get(shown, 0) + 1
-    return value
+    counts.odd[shown] = counts.odd.get(shown, 0) + 1
 
 
 # One flat walk on purpose (C901 waived): it runs over every value of a signed result.
-def _plain(value: Any, odd: dict[str, int]) -> Any:  # noqa: C901
-    """``value`` with integral floats as ints (a copy where one changed), or raise _NotPlain;
-    ``odd`` counts the repr() of each float whose repr() is not its JCS text.
+def _scan(value: Any, counts: _Counts) -> None:  # noqa: C901
+    """Raise _NotPlain unless ``value`` is plain, counting into ``counts`` the floats whose
+    repr() is not their JCS text.
 
-    Exact types only (what a JSON parser returns): a subclass, a non-ASCII or non-string key,
-    an unsafe integer, nan or inf takes the general path.
+    Plain: exact types only (what a JSON parser returns), ASCII string keys, safe integers,
+    finite floats; a subclass, a non-ASCII or non-string key, an unsafe integer, nan or inf
+    takes the general path.
     """
     kind = type(value)
     if kind is dict:
-        new = None
         for key, item in value.items():
             if type(key) is not str or not key.isascii():
                 raise _NotPlain
             item_kind = type(item)
             if item_kind is float:
-                if 1e-4 <= item < 1e16 and not item.is_integer():  # the hot case, checked inline
-                    continue
-                converted = _plain_float(item, odd)
-            elif item_kind is str or item_kind is bool or item is None:
-                continue
-            else:
-                converted = _plain(item, odd)
-            if converted is not item:
-                if new is None:
-                    new = dict(value)
-                new[key] = converted
-        return value if new is None else new
-    if kind is list or kind is tuple:
-        new_list = None
-        for index, item in enumerate(value):
-            converted = _plain(item, odd)
-            if converted is not item:
-                if new_list is None:
-                    new_list = list(value)  # a tuple prints as a list either way
-                new_list[index] = converted
-        return value if new_list is None else new_list
-    if kind is float:
-        return _plain_float(value, odd)
-    if kind is int:
-        if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
-            return value
+                if 1e-4 <= item < 1e16:  # the hot cases, checked inline
+                    if not item.is_integer():
+                        continue
+                    if item <= _MAX_SAFE_INTEGER:
+                        counts.integral += 1
+                        continue
+                _scan_float(item, counts)
+            elif item_kind is int:
+                if not -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
+                    raise _NotPlain
+            elif not (item_kind is str or item_kind is bool or item is None):
+                _scan(item, counts)
+    elif kind is list or kind is tuple:
+        if kind is tuple:
+            counts.tuples = True
+        for item in value:
+            _scan(item, counts)
+    elif kind is float:
+        _scan_float(value, counts)
+    elif kind is int:
+        if not -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
+            raise _NotPlain
+    elif not (kind is str or kind is bool or value is None):
         raise _NotPlain
-    if kind is str or kind is bool or value is None:
-        return value
-    raise _NotPlain
+
+
+class PlainTexts(NamedTuple):
+    """A plain object's texts, from one walk and one C-encoder pass (see :func:`plain_texts`)."""
+
+    # json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False): numbers as they are.
+    as_is: str
+    # That text with every integral float of magnitude up to 2**53 printed as its integer (-0.0 as
+    # 0), i.e. the text of submissions.bundle.contract's "as signed" reading of the value; None
+    # where that reading differs otherwise (an integral float beyond 2**53, or one in a tuple).
+    as_signed: str | None
+    # canonical_json(value).
+    canonical: bytes
+
+
+def plain_texts(value: Any) -> PlainTexts | None:
+    """The texts of a plain object (or list), or None: then canonical_json takes the general
+    encoder and a caller wanting the other texts computes them its own way."""
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return None  # a number at the top has no delimiter after it: the general encoder
+    counts = _Counts()
+    try:
+        _scan(value, counts)
+        text = _c_encode(value)
+    except (_NotPlain, RecursionError):
+        # RecursionError: nested about as deep as the recursion limit, where the general encoder
+        # alone decides, as it always did.
+        return None
+    signed = text
+    if counts.integral:
+        # Each integral float below 1e16 is a number token "N.0" followed by a delimiter: when the
+        # text holds no other ".0" before a delimiter (no string spells one), dropping every such
+        # ".0" prints each of those floats as its integer and touches nothing else.
+        if counts.negative_zeros:
+            # "-0.0" -> "0.0" first, so it becomes "0" (JCS and the as-signed reading print -0.0 so);
+            # the count below still covers it, and when it holds, every "-0.0" before a delimiter
+            # was a -0.0 token (no other float prints so).
+            signed = _NEGATIVE_ZERO.sub("0.0", signed)
+        signed, found = _INTEGRAL_TAIL.subn("", signed)
+        if found != counts.integral:
+            return None
+    canonical = signed
+    for shown, count in counts.odd.items():
+        # Each such float is a number token of the text spelled exactly ``shown`` (no delimiter
+        # in it, so no other occurrence overlaps one). Only when no string or other number holds
+        # that spelling too is every occurrence swapped for the JCS text.
+        if canonical.count(shown) != count:
+            return None
+        canonical = canonical.replace(shown, format_number(float(shown)))
+    try:
+        data = canonical.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the general encoder refuses it
+        return None
+    return PlainTexts(text, None if counts.beyond_safe or counts.tuples else signed, data)
 
 
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 canonical UTF-8 bytes of a JSON value."""
-    # The C encoder on the plain form: about half the CPU of the general encoder on a signed
-    # result (each bundle checks a signature per task). Byte-identical output is property-tested
-    # against the general encoder (tests/bundle/test_signatures.py).
-    try:
-        odd: dict[str, int] = {}
-        text = _c_encode(_plain(value, odd))
-        for shown, count in odd.items():
-            # Each such float is a number token of the text spelled exactly ``shown`` (no
-            # delimiter in it, so no other occurrence overlaps one). Only when no string or other
-            # number holds that spelling too is every occurrence swapped for the JCS text.
-            if text.count(shown) != count:
-                raise _NotPlain
-            text = text.replace(shown, format_number(float(shown)))
-        return text.encode("utf-8")
-    except (_NotPlain, UnicodeEncodeError, RecursionError):
-        # UnicodeEncodeError: a lone surrogate, refused below. RecursionError: nested about as
-        # deep as the recursion limit, where the general encoder alone decides, as it always did.
-        pass
+    # The C encoder on the plain value: about a third of the CPU of the general encoder on a
+    # signed result (each bundle checks a signature per task). Byte-identical output is
+    # property-tested against the general encoder (tests/bundle/test_signatures.py).
+    texts = plain_texts(value)
+    if texts is not None:
+        return texts.canonical
     out: list[str] = []
     _encode(value, out)
     return "".join(out).encode("utf-8")

@@ -218,6 +218,8 @@ _scalars = st.one_of(
     st.text(st.characters(exclude_categories=())),  # with lone surrogates
     # Strings spelling a number whose repr() is not its JCS text (the fast path swaps those).
     st.sampled_from(["1e-05", "x 2.9e-05", "1e+16", "-1e-07", "9007199254740994.0"]),
+    # Strings holding what the fast path rewrites in the text: an integral float's ".0" before a delimiter.
+    st.sampled_from(["1.0,", "x.0}", "-0.0]", "[5.0]", '{"a":2.0}']),
 )
 _keys = st.one_of(
     st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=6),
@@ -251,17 +253,39 @@ def test_the_c_encoder_fast_path_is_byte_identical_to_the_general_encoder(value)
         assert canonical_json(value) == expected
 
 
+@settings(max_examples=1000, deadline=None)
+@given(_json_values)
+def test_the_plain_texts_are_the_c_encoder_text_and_the_as_signed_reading(value):
+    """plain_texts' other two texts (the results digests read them): the value encoded as it is,
+    and encoded with every integral float up to 2**53 as its integer (contract._as_signed)."""
+    import json
+
+    from submissions.bundle.canonical_json import plain_texts
+    from submissions.bundle.contract import _as_signed
+
+    texts = plain_texts(value)
+    if texts is None:
+        return
+    dump = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+    assert texts.as_is == dump(value)
+    if texts.as_signed is not None:
+        assert texts.as_signed == dump(_as_signed(value))
+    assert texts.canonical == _general_canonical_json(value)
+
+
 def test_the_fast_path_prints_the_standard_signed_results_as_the_general_encoder_does(tmp_path):
     """The demo bundle's evaluator results (what every bundle's signature checks canonicalise):
     integral metrics, tiny rates, nested rate maps."""
     import json
 
+    from submissions.bundle.canonical_json import plain_texts
     from submissions.bundle.demo import write_paper_gap_bundle_dir
 
     directory = write_paper_gap_bundle_dir(tmp_path / "bundle", sign_with=generate_signing_key())
     for path in sorted((directory / "results").glob("*.json")):
         document = json.loads(path.read_bytes())
         assert canonical_json(document) == _general_canonical_json(document)
+        assert plain_texts(document) is not None  # the C-encoder path, not the general encoder
         assert signed_payload(document) == _general_canonical_json(
             {k: v for k, v in document.items() if k != "signature"}
         )
@@ -272,8 +296,8 @@ def test_a_document_nested_too_deep_for_the_fast_path_is_left_to_the_general_enc
     not: its RecursionError is never the answer."""
     from submissions.bundle import canonical_json as module
 
-    def too_deep(value, odd):
+    def too_deep(value, counts):
         raise RecursionError
 
-    monkeypatch.setattr(module, "_plain", too_deep)
+    monkeypatch.setattr(module, "_scan", too_deep)
     assert canonical_json({"a": [1.0, {"b": None}]}) == b'{"a":[1,{"b":null}]}'
