@@ -17,9 +17,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from submissions.bundle.canonical_json import plain_texts
 from submissions.bundle.errors import BundleError
 
-__all__ = ["EvaluatorKey", "JudgeKey", "ValidatorKey", "check_challenge", "results_digest"]
+__all__ = [
+    "DocumentTexts",
+    "EvaluatorKey",
+    "JudgeKey",
+    "ValidatorKey",
+    "check_challenge",
+    "document_texts",
+    "results_digest",
+    "results_digests",
+]
 
 
 @dataclass(frozen=True)
@@ -91,13 +101,90 @@ def _as_signed(value: Any) -> Any:
     return value
 
 
-def results_digest(documents: Iterable[tuple[str, Mapping[str, Any]]], *, as_signed: bool = True) -> str:
-    """SHA-256 over the measured content of (name, document) pairs, order-independent; two
-    documents with the same signed bytes (JCS) have the same digest. ``as_signed=False`` is the
-    digest stored before numbers were read as JCS reads them: matched against older rows only."""
+def _defined_digest(documents: Iterable[tuple[str, Mapping[str, Any]]], *, as_signed: bool) -> str:
+    """The digest by its definition: each document without its binding fields, read as signed
+    (``_as_signed``) or as it is, all dumped as one sorted ASCII JSON object."""
     read = _as_signed if as_signed else (lambda value: value)
     canonical = {
         name: {key: read(value) for key, value in doc.items() if key not in _BINDING_FIELDS} for name, doc in documents
     }
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return _sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False))
+
+
+def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+@dataclass(frozen=True)
+class DocumentTexts:
+    """One document encoded once (canonical_json.plain_texts) for its signature and both results
+    digests: the bytes its signature covers, and its text inside each digest. Each is None where it
+    is computed the defining way instead (the signed bytes by signed_payload)."""
+
+    signed_payload: bytes | None = None
+    digest: str | None = None
+    legacy: str | None = None
+
+
+_NO_TEXTS = DocumentTexts()
+
+
+def _without_challenge(text: str | None, head: str) -> str | None:
+    """An object's text without its first item, ``head`` (``{"challenge":"..."``), or None."""
+    if text is None:
+        return None
+    if text.startswith(head) and text[len(head) : len(head) + 1] == ",":
+        return "{" + text[len(head) + 1 :]
+    return "{}" if text == head + "}" else None
+
+
+def document_texts(doc: Mapping[str, Any]) -> DocumentTexts:
+    """``doc``'s signed bytes (signatures.signed_payload) and its texts in results_digests,
+    from one walk and one encoding where the document is plain; the digests' texts are the
+    signed text without its challenge when that text is ASCII (then ensure_ascii changes nothing)
+    and the challenge, a string, is its first key (then its item is the text's first)."""
+    payload = {key: value for key, value in doc.items() if key != "signature"}
+    texts = plain_texts(payload)
+    if texts is None:
+        return _NO_TEXTS
+    digest: str | None = texts.as_signed
+    legacy: str | None = texts.as_is
+    if not texts.as_is.isascii():
+        return DocumentTexts(texts.canonical)
+    if "challenge" in payload:
+        challenge = payload["challenge"]
+        if type(challenge) is not str or min(payload) != "challenge":
+            return DocumentTexts(texts.canonical)
+        head = '{"challenge":' + json.dumps(challenge)
+        digest, legacy = _without_challenge(digest, head), _without_challenge(legacy, head)
+    return DocumentTexts(texts.canonical, digest, legacy)
+
+
+def results_digests(
+    documents: Iterable[tuple[str, Mapping[str, Any]]], texts: Mapping[str, DocumentTexts] | None = None
+) -> tuple[str, str]:
+    """``(results_digest(documents), results_digest(documents, as_signed=False))``, each document
+    encoded once; ``texts`` the documents' :func:`document_texts` where the caller has them."""
+    named = list(documents)
+    # A name given twice keeps its last document, as defined (unpacked as the definition unpacks).
+    by_name = {name: doc for name, doc in named}  # noqa: C416
+    parts: list[tuple[str, DocumentTexts]] = []
+    if all(type(name) is str for name in by_name):
+        for name in sorted(by_name):
+            found = texts.get(name) if texts is not None else None
+            found = found or document_texts(by_name[name])
+            if found.digest is None or found.legacy is None:
+                break
+            parts.append((json.dumps(name), found))
+        else:
+            digest = "{" + ",".join(f"{key}:{found.digest}" for key, found in parts) + "}"
+            legacy = "{" + ",".join(f"{key}:{found.legacy}" for key, found in parts) + "}"
+            return _sha256(digest), _sha256(legacy)
+    return _defined_digest(named, as_signed=True), _defined_digest(named, as_signed=False)
+
+
+def results_digest(documents: Iterable[tuple[str, Mapping[str, Any]]], *, as_signed: bool = True) -> str:
+    """SHA-256 over the measured content of (name, document) pairs, order-independent; two
+    documents with the same signed bytes (JCS) have the same digest. ``as_signed=False`` is the
+    digest stored before numbers were read as JCS reads them: matched against older rows only."""
+    return results_digests(documents)[0 if as_signed else 1]

@@ -37,7 +37,14 @@ from scoring.errors import ScoringError
 from scoring.uncertainty import pack_run_columns, task_columns
 from submissions.bundle.bundle import Bundle
 from submissions.bundle.canonical_json import CanonicalJSONError
-from submissions.bundle.contract import EvaluatorKey, JudgeKey, check_challenge, results_digest
+from submissions.bundle.contract import (
+    DocumentTexts,
+    EvaluatorKey,
+    JudgeKey,
+    check_challenge,
+    document_texts,
+    results_digests,
+)
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import PAPER_GAP
 from submissions.bundle.signatures import VALID, SignatureCheck, check_signature, judged_results_sha256
@@ -226,12 +233,15 @@ def scoring_results(bundle: Bundle) -> dict[str, gap.TaskResult]:
     return out
 
 
-def result_signature(bundle: Bundle, slug: str, public_keys: Mapping[str, bytes | str]) -> SignatureCheck:
+def result_signature(
+    bundle: Bundle, slug: str, public_keys: Mapping[str, bytes | str], *, payload: bytes | None = None
+) -> SignatureCheck:
     """The signature check of one evaluator result (a forged signature raises ``bad_signature``;
-    in a bound format, a result carrying another challenge raises ``challenge_mismatch``)."""
+    in a bound format, a result carrying another challenge raises ``challenge_mismatch``).
+    ``payload``: the bytes the signature covers, where the caller already has them."""
     result = bundle.results[slug]
     check_challenge(result.challenge, bundle.manifest.challenge, where=result.member)
-    return check_signature(result.raw, public_keys, where=result.member)
+    return check_signature(result.raw, public_keys, where=result.member, payload=payload)
 
 
 def unbound_signed_digests(bundle: Bundle, signatures: Iterable[SignatureCheck]) -> tuple[str, ...]:
@@ -389,9 +399,12 @@ def evaluate_paper_gap(
         _check_release(bundle, release_spec, required_task_set_hash)
         checks: list[TaskCheck] = []
         signatures: list[SignatureCheck] = []
+        # Each result encoded once, for its signature and both results digests.
+        texts: dict[str, DocumentTexts] = {}
         for slug in sorted(bundle.results):
             result = bundle.results[slug]
-            signature = result_signature(bundle, slug, public_keys)
+            texts[slug] = document_texts(result.raw)
+            signature = result_signature(bundle, slug, public_keys, payload=texts[slug].signed_payload)
             signatures.append(signature)
             key = evaluator_keys.get(str(signature.key_id)) if signature.status == VALID else None
             simulator = task_simulators.get(slug, result.simulator)
@@ -466,6 +479,7 @@ def evaluate_paper_gap(
         )
     else:
         verdict_name, message = VALIDATED, "every claim matches the recomputation; not attested: " + "; ".join(caps)
+    digest, legacy_digest = results_digests(((slug, bundle.results[slug].raw) for slug in bundle.results), texts)
     return Outcome(
         verdict=verdict_name,
         message=message,
@@ -473,10 +487,8 @@ def evaluate_paper_gap(
         diff=[{"path": d.path, "claimed": d.claimed, "recomputed": d.recomputed, "status": d.status} for d in diffs],
         tasks=tuple(checks),
         confidence=confidence,
-        results_digest=results_digest((slug, bundle.results[slug].raw) for slug in bundle.results),
-        legacy_results_digest=results_digest(
-            ((slug, bundle.results[slug].raw) for slug in bundle.results), as_signed=False
-        ),
+        results_digest=digest,
+        legacy_results_digest=legacy_digest,
         signed_digests=unbound_signed_digests(bundle, signatures),
         episode_columns=episode_columns,
         **_manifest_fields(bundle),

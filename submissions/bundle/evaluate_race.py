@@ -24,7 +24,7 @@ from scoring import compare as compare_scoring
 from scoring import race as race_scoring
 from scoring.errors import ScoringError
 from submissions.bundle.bundle import Bundle
-from submissions.bundle.contract import ValidatorKey, check_challenge, results_digest
+from submissions.bundle.contract import ValidatorKey, check_challenge, results_digests
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import ATTESTED, MISMATCH, REJECTED, VALIDATED
 from submissions.bundle.schema import RACE_RUN
@@ -173,14 +173,15 @@ def evaluate_race_run(bundle: Bundle, spec: RaceSpec) -> RaceOutcome:
         # The embargo: a race episode's category must not come back out through the stored
         # diff (shown on "my submissions" and by the API) before the race is released.
         rows = [row for row in rows if not row["path"].endswith(".failure_category")]
+    digest, legacy_digest = results_digests([("race_run.json", run.raw)])
     outcome = partial(
         outcome,
         key_id=key_id,
         score=score,
         outcomes=outcomes,
         # The validator, race and agent stay in: two validators' identical receipts are two runs.
-        results_digest=results_digest([("race_run.json", run.raw)]),
-        legacy_results_digest=results_digest([("race_run.json", run.raw)], as_signed=False),
+        results_digest=digest,
+        legacy_results_digest=legacy_digest,
     )
     if compare_scoring.has_mismatch(diffs):
         wrong = ", ".join(diff.path for diff in diffs if diff.status != compare_scoring.MATCH)

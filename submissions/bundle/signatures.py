@@ -140,12 +140,15 @@ def check_signature(
     signing_keys: Mapping[str, bytes | str],
     *,
     where: str,
+    payload: bytes | None = None,
 ) -> SignatureCheck:
     """Check ``obj["signature"]`` against the registered ``signing_keys``.
 
     ``signing_keys`` maps key_id -> raw 32-byte public key (bytes or base64).
     The signature object's shape is validated by the schema layer; this
     raises ``bad_signature`` when a registered key does not verify it.
+    ``payload`` is ``signed_payload(obj)`` where the caller already has it
+    (contract.document_texts), else None.
     """
     signature = obj.get("signature")
     if signature is None:
@@ -160,7 +163,8 @@ def check_signature(
     )
     try:
         sig = base64.b64decode(signature["sig"], validate=True)
-        payload = signed_payload(obj)
+        if payload is None:
+            payload = signed_payload(obj)
     except (binascii.Error, ValueError, CanonicalJSONError):
         raise forged from None
     try:

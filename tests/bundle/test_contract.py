@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,6 +115,91 @@ _DOCUMENTS = st.lists(
 def test_both_results_digests_are_the_stored_definitions(documents):
     expected = (_stored_definition(documents, True), _stored_definition(documents, False))
     assert (results_digest(documents), results_digest(documents, as_signed=False)) == expected
+
+
+# Documents as a signature check sees them: a challenge string (often their first key), the
+# numbers where JCS, the signed reading and the stored reading part, strings spelling such numbers
+# (".0," inside a string must never be rewritten), tuples, and deep nesting.
+_CHALLENGED = st.tuples(
+    st.dictionaries(st.one_of(_TEXT, st.sampled_from(["episodes", "task", "signature"])), _VALUES, max_size=4),
+    st.one_of(st.none(), _TEXT, st.just("c" * 43), _VALUES),
+).map(lambda pair: pair[0] if pair[1] is None else {**pair[0], "challenge": pair[1]})
+_DOCUMENT_VALUES = st.recursive(
+    st.one_of(_NUMBERS, _TEXT, st.booleans(), st.none(), st.sampled_from([9007199254740994.0, -1e-05, 1e300])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple), st.dictionaries(_TEXT, inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+_SIGNED_DOCUMENTS = st.one_of(
+    _CHALLENGED,
+    st.dictionaries(st.one_of(_TEXT, st.sampled_from(["challenge", "signature"])), _DOCUMENT_VALUES, max_size=4),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.tuples(_TEXT, _SIGNED_DOCUMENTS), max_size=3))
+def test_texts_read_once_give_the_signed_bytes_and_both_stored_digests(documents):
+    """document_texts (one walk, one encoding per document) must give exactly signed_payload's
+    bytes and, through results_digests, exactly the digests as first defined, whatever the document."""
+    from submissions.bundle.contract import document_texts, results_digests
+    from submissions.bundle.signatures import signed_payload
+
+    texts = {}
+    for name, doc in documents:
+        found = document_texts(doc)
+        texts[name] = found
+        try:
+            expected = signed_payload(doc)
+        except Exception:  # no canonical form: the texts must not pretend to have one
+            assert found.signed_payload is None
+        else:
+            assert found.signed_payload in (None, expected)
+    expected = (_stored_definition(documents, True), _stored_definition(documents, False))
+    assert results_digests(documents, texts) == expected
+    assert results_digests(documents) == expected
+
+
+def test_a_bound_signed_result_is_read_once_for_its_signature_and_digests(demo_dir, evaluator_key):
+    """The standard results (v1 and v2, with the challenge as first key) take the one-encoding path:
+    the signature check and both digests reuse it, and they equal what they always were."""
+    from submissions.bundle.contract import document_texts, results_digests
+    from submissions.bundle.signatures import signed_payload
+
+    for challenge in (None, CHALLENGE):
+        bundle = read_bundle_dir(demo_dir(sign_with=evaluator_key, challenge=challenge))
+        documents = [(slug, bundle.results[slug].raw) for slug in bundle.results]
+        texts = {slug: document_texts(doc) for slug, doc in documents}
+        for slug, doc in documents:
+            assert texts[slug].signed_payload == signed_payload(doc)
+            assert texts[slug].digest is not None and texts[slug].legacy is not None
+        expected = (_stored_definition(documents, True), _stored_definition(documents, False))
+        assert results_digests(documents, texts) == expected
+
+
+@pytest.mark.parametrize(
+    ("doc", "fast"),
+    [
+        ({"episodes": [{"metric": 1.0, "name": "a.0,b"}]}, False),  # a string spelling ".0,": the definition
+        ({"episodes": [-0.0, 0.0, 5.0, 2.0**53, -(2.0**53)]}, True),  # read as integers both ways
+        ({"episodes": [9007199254740994.0]}, False),  # integral beyond 2**53: JCS "9007199254740994", digest float
+        ({"episodes": (1.0, 2.5)}, False),  # a tuple: the signed reading leaves it as it is
+        ({"episodes": [1e-05, 1e16]}, True),  # JCS spells them otherwise; both digests keep repr()
+        ({"challenge": 7, "episodes": [1.0]}, False),  # not a string: the definition
+        ({"a": 1, "challenge": "c" * 43}, False),  # not the first key: the definition
+        ({"challenge": "c" * 43}, True),  # nothing left but the challenge
+        ({"episodes": ["\u00e9"]}, False),  # non-ASCII text: ensure_ascii would change it
+        ({"episodes": [2**60]}, False),  # no canonical form; the digests still have one
+    ],
+)
+def test_each_way_off_the_one_encoding_path_still_gives_the_defined_digests(doc, fast):
+    from submissions.bundle.contract import document_texts, results_digests
+
+    texts = document_texts(doc)
+    assert (texts.digest is not None and texts.legacy is not None) is fast
+    documents = [("t", doc)]
+    expected = (_stored_definition(documents, True), _stored_definition(documents, False))
+    assert results_digests(documents, {"t": texts}) == expected
 
 
 def test_an_integral_float_and_its_integer_share_the_signed_digest_but_not_the_stored_one():
