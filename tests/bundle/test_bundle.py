@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from submissions.bundle import BundleError, open_bundle
 from submissions.bundle.seal import seal_dir
@@ -137,6 +140,77 @@ def test_an_integer_a_double_holds_is_read_exactly():
 
     largest = "1" + "0" * 308  # 1e308: 309 digits, still a double's
     assert parse_json(f'{{"n": {largest}, "m": -7}}'.encode(), member="x.json") == {"n": int(largest), "m": -7}
+
+
+def _parse_outcome(data):
+    from submissions.bundle.errors import BundleError
+    from submissions.bundle.strict_json import parse_json
+
+    try:
+        value = parse_json(data, member="x.json")
+    except BundleError as exc:
+        return ("error", exc.code, exc.message)
+    return ("value", json.dumps(value), repr(value))  # repr: -0.0 and 0.0, 1 and 1.0 differ
+
+
+def _hooked_outcome(data):
+    """What parse_json answers when it checks every number with its hooks (its only way before
+    the number-shape test let plain documents skip them)."""
+    from submissions.bundle import strict_json
+
+    with mock.patch.object(strict_json, "_numbers_in_range", lambda data: False):
+        return _parse_outcome(data)
+
+
+@pytest.mark.parametrize(
+    ("number", "in_range"),
+    [
+        ("1e400", False),
+        ("1E+400", False),
+        ("-1e-400", False),  # 3 exponent digits: checked by the hooks (it is -0.0, accepted)
+        ("1.5e308", False),
+        ("1e99", True),
+        ("-2.5E-07", True),
+        ("1" * 199, True),
+        ("-" + "1" * 199 + ".5e+99", True),
+        ("1" * 200, False),
+        ("1" * 400, False),  # refused: no double holds it
+        ("9" * 5000, False),  # beyond int()'s digit limit: invalid_json, as before
+        ("0." + "1" * 300, False),  # a long fraction: checked too (only stricter)
+    ],
+)
+def test_numbers_that_could_leave_a_doubles_range_take_the_checking_parse(number, in_range):
+    from submissions.bundle.strict_json import _numbers_in_range
+
+    data = f'{{"n": [{number}, 1.0], "s": "x"}}'.encode()
+    assert _numbers_in_range(data) is in_range
+    assert _parse_outcome(data) == _hooked_outcome(data)
+
+
+def test_a_string_that_spells_a_long_exponent_only_makes_the_parse_check_its_numbers():
+    from submissions.bundle.strict_json import _numbers_in_range, parse_json
+
+    data = b'{"key_id": "3e1234abcd", "n": 1e5}'
+    assert not _numbers_in_range(data)
+    assert parse_json(data, member="x.json") == {"key_id": "3e1234abcd", "n": 100000.0}
+
+
+_NUMBER_TOKENS = st.one_of(
+    st.from_regex(r"-?(0|[1-9][0-9]{0,3})(\.[0-9]{1,4})?([eE][-+]?[0-9]{1,4})?", fullmatch=True),
+    st.from_regex(r"-?[1-9][0-9]{190,420}(\.[0-9]{1,3})?", fullmatch=True),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers().map(str),
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e308", "1.7976931348623157e308", "1.8e308", "5e-324"]),
+)
+_STRINGS = st.one_of(st.text(max_size=8), st.sampled_from(["3e123", "0E-999", "1" * 250, "\\u0000", "e+1000"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_NUMBER_TOKENS, _STRINGS.map(json.dumps)), max_size=6), st.booleans())
+def test_parse_json_answers_as_its_number_hooks_do_on_any_numbers(tokens, broken):
+    """Skipping the hooks (numbers_in_range) changes no value, no error code and no message."""
+    data = ("[" + ", ".join(tokens) + ("]" if not broken else ",]")).encode()
+    assert _parse_outcome(data) == _hooked_outcome(data)
 
 
 def test_it_rejects_invalid_json(demo_dir, site_identity):
