@@ -310,11 +310,9 @@ class Episode(NamedTuple):
 
 
 _EPISODE_KEYS = {"seed", "metric", "rates", "aborted"}
-_EPISODE_KEYS_FROZEN = frozenset(_EPISODE_KEYS)
-_get_seed = itemgetter("seed")
-_get_metric = itemgetter("metric")
-_get_rates = itemgetter("rates")
-_get_aborted = itemgetter("aborted")
+_FOUR = {len(_EPISODE_KEYS)}
+# An episode's (seed, metric, rates, aborted), in Episode's field order.
+_get_row = itemgetter("seed", "metric", "rates", "aborted")
 # Episode((seed, metric, rates, aborted)) without the Python-level NamedTuple constructor.
 _episode_from_row = partial(tuple.__new__, Episode)
 
@@ -399,15 +397,14 @@ def _plain_episodes(items: list[Any]) -> list[Episode] | None:
     refuses the rest). Integer metrics or rates are valid too but take the one-by-one path,
     which converts them to floats.
     """
-    if set(map(type, items)) != _PLAIN_KEY_TYPES:
+    # Exactly the four keys: four of them, and each of the four there (no frozenset per episode).
+    if set(map(type, items)) != _PLAIN_KEY_TYPES or set(map(len, items)) != _FOUR:
         return None
-    keys = set(map(frozenset, map(dict.keys, items)))
-    if keys != {_EPISODE_KEYS_FROZEN}:
+    try:
+        rows = list(map(_get_row, items))
+    except KeyError:
         return None
-    seeds = list(map(_get_seed, items))
-    metrics = list(map(_get_metric, items))
-    rates = list(map(_get_rates, items))
-    aborted = list(map(_get_aborted, items))
+    seeds, metrics, rates, aborted = zip(*rows, strict=True)
     if (
         set(map(type, seeds)) != {int}
         or min(seeds) < 0
@@ -423,7 +420,7 @@ def _plain_episodes(items: list[Any]) -> list[Episode] | None:
     values = list(chain.from_iterable(map(dict.values, rates)))
     if values and (set(map(type, values)) != {float} or min(values) < 0):
         return None
-    return list(map(_episode_from_row, zip(seeds, metrics, rates, aborted, strict=True)))
+    return list(map(_episode_from_row, rows))
 
 
 def _checked_episodes(items: list[Any], where: str) -> list[Episode]:

@@ -33,7 +33,11 @@ episode = st.fixed_dictionaries(
     },
     optional={"extra": st.just(1)},
 )
-items = st.lists(st.one_of(episode, st.just([]), st.integers()), min_size=1, max_size=6)
+# Four keys but not the four: one swapped for another (the column reader counts keys, then fetches each).
+swapped = st.tuples(episode, st.sampled_from(["seed", "metric", "rates", "aborted"])).map(
+    lambda pair: {**{k: v for k, v in pair[0].items() if k != pair[1]}, "extra": 1}
+)
+items = st.lists(st.one_of(episode, swapped, st.just([]), st.integers()), min_size=1, max_size=6)
 
 
 @settings(max_examples=400, deadline=None)
@@ -47,6 +51,15 @@ def test_the_column_reader_agrees_with_the_one_by_one_reader_or_declines(values)
     if fast is not None:
         assert fast == expected
         assert all(type(item) is Episode for item in fast)
+
+
+@pytest.mark.parametrize("missing", ["seed", "metric", "rates", "aborted"])
+def test_an_episode_with_four_keys_but_not_the_four_is_left_to_the_one_by_one_reader(missing):
+    good = {"seed": 1, "metric": 0.5, "rates": {}, "aborted": False}
+    bad = {**{k: v for k, v in good.items() if k != missing}, "extra": 1}
+    assert _plain_episodes([{**good, "seed": 2}, bad]) is None
+    with pytest.raises(BundleError, match=f"episodes\\[1\\] is missing the field '{missing}'"):
+        _checked_episodes([{**good, "seed": 2}, bad], WHERE)
 
 
 def document(episodes):
