@@ -241,15 +241,26 @@ def results_duplicate_check(
     # ``legacy_digest``: the same results as digested before numbers were read as JCS reads them,
     # so a row stored then still matches a verbatim copy.
     earlier = Submission.objects.filter(results_digest__in={digest, legacy_digest} - {""}).exclude(pk=submission.pk)
-    others = list(earlier.exclude(submitter_id=submission.submitter_id).select_related("run"))
-    copies = [other for other in others if signed_bound and _unbound_paper_gap_copy(other)]
+    # One light read of who filed these results before (on almost every verification: nobody),
+    # instead of loading the other accounts' rows with their runs and asking again whether any
+    # row exists: the runs are loaded only when they decide something (``signed_bound``), which
+    # is the one case the earlier filings may be copies rather than a refusal.
+    filers = list(earlier.values_list("pk", "submitter_id"))
+    others = [pk for pk, submitter_id in filers if submitter_id != submission.submitter_id]
+    copies: list[Submission] = []
+    if others and signed_bound:
+        copies = [
+            other
+            for other in Submission.objects.filter(pk__in=others).select_related("run")
+            if _unbound_paper_gap_copy(other)
+        ]
     if len(copies) < len(others):
         raise BundleError(
             "duplicate_results",
             "these evaluator results were already submitted by another account; results are accepted once, "
             "from the account that ran them",
         )
-    if signed_unbound and earlier.exists():
+    if signed_unbound and filers:
         raise BundleError(
             "duplicate_results",
             "these signed results were already accepted for an earlier submission of yours; a podium-bundle/1 "
