@@ -221,6 +221,9 @@ def notifications_for_verdict(*, submission: Submission) -> list[int]:
     Call inside the transaction that writes the verdict: the rows commit with it, and the
     deliveries are enqueued only once it has committed. Returns the new delivery ids.
     """
+    if _owes_nothing(submission):
+        # Nothing to write: no savepoint (two statements) around no statement at all.
+        return []
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the verdict intact
             created = _owe(submission)
@@ -232,9 +235,29 @@ def notifications_for_verdict(*, submission: Submission) -> list[int]:
     return created
 
 
+def _cached_webhook_url(submission: Submission) -> str | None:
+    """The submitter's webhook URL ("" when the account has none) when verification read it with
+    the locked submission (``select_related("submitter__webhook")``, in the verdict's own
+    transaction); None when it was not read and must be asked for."""
+    if not Submission.submitter.is_cached(submission) or submission.submitter is None:
+        return None
+    user = submission.submitter
+    if not type(user).webhook.is_cached(user):  # the reverse one-to-one's descriptor
+        return None
+    endpoint = getattr(user, "webhook", None)  # a cached absent reverse one-to-one raises DoesNotExist
+    return endpoint.url if endpoint is not None else ""
+
+
+def _owes_nothing(submission: Submission) -> bool:
+    """Whether what verification already read shows no channel to notify (no email, no webhook):
+    then nothing is owed, and nothing needs to be read or written."""
+    return _cached_webhook_url(submission) == "" and not submission.submitter.email
+
+
 def _owe(submission: Submission) -> list[int]:
-    # Verification has read the submitter already (the duplicate-results check): its email is
-    # at hand, in this same transaction; otherwise one read of the email alone.
+    # Verification has read the submitter already (the duplicate-results check), with its
+    # webhook: its email and URL are at hand, in this same transaction; otherwise one read of
+    # the email alone, and one of the URL.
     user: User | None
     if Submission.submitter.is_cached(submission):
         user = submission.submitter
@@ -243,7 +266,9 @@ def _owe(submission: Submission) -> list[int]:
     targets: list[tuple[str, str]] = []
     if user is not None and user.email:
         targets.append((NotificationDelivery.Channel.EMAIL, user.email))
-    url = WebhookEndpoint.objects.filter(user_id=submission.submitter_id).values_list("url", flat=True).first()
+    url = _cached_webhook_url(submission)
+    if url is None:
+        url = WebhookEndpoint.objects.filter(user_id=submission.submitter_id).values_list("url", flat=True).first()
     if url:
         targets.append((NotificationDelivery.Channel.WEBHOOK, url))
     created = []

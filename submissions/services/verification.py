@@ -472,10 +472,16 @@ def _jsonable_diff(diff: Any) -> list[Any]:
 
 
 def _locked(submission_id: uuid.UUID) -> Submission:
-    """The submission row, locked (its own row only), with its submitter read in the same query:
-    every verdict needs the submitter (the duplicate-results check, the run's owner, the
-    notification's email), which was one more query."""
-    return Submission.objects.select_for_update(of=("self",)).select_related("submitter").get(pk=submission_id)
+    """The submission row, locked (its own row only), with its submitter and the submitter's
+    webhook read in the same query (two LEFT JOINs, no lock on either): every verdict needs the
+    submitter (the duplicate-results check, the run's owner, the notification's email) and the
+    notification needs the webhook's URL, which were two more queries and a savepoint around
+    the second. Read in the verdict's transaction, as the notification read it before."""
+    return (
+        Submission.objects.select_for_update(of=("self",))
+        .select_related("submitter", "submitter__webhook")
+        .get(pk=submission_id)
+    )
 
 
 def _conclude(
