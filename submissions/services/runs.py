@@ -33,7 +33,6 @@ import base64
 import dataclasses
 import logging
 import re
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -51,7 +50,6 @@ from leaderboard.models import (
     Run,
     RunEpisodes,
     SigningKey,
-    SigningKeyTask,
     TaskResult,
     VerificationEvent,
 )
@@ -112,41 +110,58 @@ class PaperGapContext:
     key_pks: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
-def _task_scopes(kind: str, benchmark_id: int) -> tuple[dict[int, dict[str, str]], set[int]]:
-    """(signing key pk -> {task slug: rubric version} within ``benchmark_id``, pks of the keys
-    narrowed to any task at all) of the active keys of one kind.
+def _active_keys(
+    kind: str, benchmark_id: int, owner_column: str
+) -> list[tuple[int, str, str, Any, dict[str, str], bool]]:
+    """(pk, key_id, public key, ``owner_column``'s value, {task slug: rubric version} within
+    ``benchmark_id``, narrowed to any task at all) of every registered, unrevoked key of ``kind``.
+
+    One query: the keys LEFT JOINed to their task scopes (a key with no scope is its one row,
+    with NULL scope columns), where the scopes and the keys were two reads on every signed
+    verification. One statement also reads both from one snapshot (two could straddle a
+    registration). A revocation after this read is caught inside the verdict's transaction,
+    under the keys' locks (verification._signers_unrevoked), as before.
 
     A scope names a Task row, and a task's slug is unique only within its benchmark: a scope
     read by slug alone let a key narrowed to one benchmark's task sign another benchmark's task
     of the same name (the demo keys, whose private halves are public, for a real benchmark
     reusing a demo task's name). So only this benchmark's tasks are kept, and a key narrowed to
     other benchmarks' tasks only is returned as narrowed with no task here: it signs nothing."""
-    scopes: dict[int, dict[str, str]] = defaultdict(dict)
-    narrowed: set[int] = set()
-    rows = SigningKeyTask.objects.filter(
-        signing_key__owner_kind=kind, signing_key__revoked_at__isnull=True
-    ).values_list("signing_key_id", "task__benchmark_id", "task__slug", "rubric_version")
-    for key_pk, task_benchmark_id, slug, rubric in rows:
-        narrowed.add(key_pk)
-        if task_benchmark_id == benchmark_id:
-            scopes[key_pk][slug] = rubric
-    return scopes, narrowed
+    rows = (
+        SigningKey.objects.filter(owner_kind=kind, revoked_at__isnull=True)
+        .order_by()
+        .values_list(
+            "pk",
+            "key_id",
+            "public_key",
+            owner_column,
+            "task_scopes__task__benchmark_id",
+            "task_scopes__task__slug",
+            "task_scopes__rubric_version",
+        )
+    )
+    keys: dict[int, tuple[int, str, str, Any, dict[str, str], bool]] = {}
+    for pk, key_id, public_key, owner, task_benchmark_id, slug, rubric in rows:
+        key = keys.get(pk)
+        if key is None:
+            key = keys[pk] = (pk, key_id, public_key, owner, {}, slug is not None)
+        if slug is not None and task_benchmark_id == benchmark_id:
+            key[4][slug] = rubric
+    return list(keys.values())
 
 
 def scoped_evaluator_keys(*, benchmark_id: int, pks: dict[str, int] | None = None) -> dict[str, EvaluatorKey]:
     """key_id -> scope, for a release of ``benchmark_id``, of every registered, unrevoked
     evaluator key (``pks``, when given, gets each key's SigningKey pk by key_id)."""
-    scopes, narrowed = _task_scopes(SigningKey.Owner.EVALUATOR, benchmark_id)
-    rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.EVALUATOR, revoked_at__isnull=True).values_list(
-        "pk", "key_id", "public_key", "evaluator__simulator"
-    )
     keys: dict[str, EvaluatorKey] = {}
-    for pk, key_id, public_key, simulator in rows:
+    for pk, key_id, public_key, simulator, scopes, narrowed in _active_keys(
+        SigningKey.Owner.EVALUATOR, benchmark_id, "evaluator__simulator"
+    ):
         keys[key_id] = EvaluatorKey(
             public_key=base64.b64decode(public_key),
             simulator=simulator,
-            tasks=frozenset(scopes.get(pk, {})),
-            narrowed=pk in narrowed,
+            tasks=frozenset(scopes),
+            narrowed=narrowed,
         )
         if pks is not None:
             pks[key_id] = pk
@@ -163,13 +178,9 @@ def scoped_judge_keys(
     (``calibrated``: task slug -> the rubric version its faithfulness gate passed with): the
     rubric a key was registered with is what an administrator typed, and seed 003's verdict is
     trusted only from a rubric that was authored and dry-run for the release."""
-    scopes, _ = _task_scopes(SigningKey.Owner.JUDGE, benchmark_id)
-    rows = SigningKey.objects.filter(owner_kind=SigningKey.Owner.JUDGE, revoked_at__isnull=True).values_list(
-        "pk", "key_id", "public_key", "judge_name"
-    )
     keys: dict[str, JudgeKey] = {}
-    for pk, key_id, public_key, name in rows:
-        rubrics = {slug: rubric for slug, rubric in scopes.get(pk, {}).items() if calibrated.get(slug) == rubric}
+    for pk, key_id, public_key, name, scopes, _ in _active_keys(SigningKey.Owner.JUDGE, benchmark_id, "judge_name"):
+        rubrics = {slug: rubric for slug, rubric in scopes.items() if calibrated.get(slug) == rubric}
         keys[key_id] = JudgeKey(public_key=base64.b64decode(public_key), name=name, rubrics=rubrics)
         if pks is not None:
             pks[key_id] = pk
