@@ -33,7 +33,7 @@ import base64
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -266,13 +266,16 @@ def paper_gap_evaluate(bundle: Bundle, context: PaperGapContext) -> Outcome:
     )
 
 
-def paper_gap_record(*, submission: Submission, outcome: Outcome, context: PaperGapContext) -> Run:
+def paper_gap_record(
+    *, submission: Submission, outcome: Outcome, context: PaperGapContext, verdict_fields: Sequence[str] = ()
+) -> Run:
     return run_record_paper_gap(
         submission=submission,
         release=context.release,
         outcome=outcome,
         release_task_ids=context.release_task_ids,
         key_pks=context.key_pks,
+        verdict_fields=verdict_fields,
     )
 
 
@@ -283,6 +286,7 @@ def run_record_paper_gap(
     outcome: Outcome,
     release_task_ids: dict[str, int] | None = None,
     key_pks: dict[str, int] | None = None,
+    verdict_fields: Sequence[str] = (),
 ) -> Run:
     """Create the Run, its TaskResults and the first VerificationEvent of a validated/attested
     outcome (submissions.bundle.evaluate.Outcome), then update its agent version's standings
@@ -294,8 +298,12 @@ def run_record_paper_gap(
     ``release_task_ids``
     (slug -> ReleaseTask pk) and ``key_pks`` (key_id -> SigningKey pk of every key the outcome
     names) come from the load step when it read them; otherwise they are read here.
+    ``verdict_fields``: columns of ``submission`` the caller (verification) set and has not
+    written yet; they are written in the same UPDATE as the run link, before the standings.
     """
     if submission.run is not None:  # a null one-to-one reads no row
+        if verdict_fields:
+            submission.save(update_fields=verdict_fields)
         return submission.run
     breakdown = outcome.breakdown or {}
     aggregates = breakdown["aggregates"]
@@ -325,9 +333,10 @@ def run_record_paper_gap(
         breakdown=breakdown,
         is_private=submission.is_private,
     )
-    # Linked in the same transaction; the one-to-one's unique constraint is the backstop.
+    # Linked in the same transaction; the one-to-one's unique constraint is the backstop. Before
+    # the standings update, whose query finds a run through its submission's link.
     submission.run = run
-    submission.save(update_fields=["run", "updated_at"])
+    submission.save(update_fields=list(dict.fromkeys(["run", *verdict_fields, "updated_at"])))
     if not release_task_ids:
         release_task_ids = dict(ReleaseTask.objects.filter(release=release).values_list("task__slug", "pk"))
     checks = {check.slug: check for check in outcome.tasks}

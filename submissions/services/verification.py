@@ -199,34 +199,44 @@ def _storable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _finish(submission: Submission, verdict: Verdict, *, now: dt.datetime | None = None) -> None:
-    """The one place a verdict is written (the row is locked by the caller)."""
+# The columns a verdict writes (``_finish``).
+VERDICT_FIELDS = (
+    "status",
+    "verdict",
+    "error_code",
+    "error_message",
+    "diff",
+    "finished_at",
+    "kind",
+    "release",
+    "race",
+    "results_digest",
+    "bundle_format",
+    "updated_at",
+)
+
+
+def _finish(
+    submission: Submission, verdict: Verdict, *, now: dt.datetime | None = None, save: bool = True
+) -> tuple[str, ...]:
+    """The one place a verdict is written (the row is locked by the caller); returns its columns.
+
+    ``save=False`` sets them on ``submission`` without writing them: the caller hands them to a
+    record step that writes them in its own UPDATE of the row, in the same transaction
+    (``Scheme.record_writes_verdict``)."""
     submission.status = Submission.Status.DONE
     submission.verdict = verdict.verdict
     submission.error_code = verdict.error_code
     submission.error_message = _storable(verdict.message)
     submission.diff = verdict.diff or []
     submission.finished_at = now or timezone.now()
-    submission.save(
-        update_fields=[
-            "status",
-            "verdict",
-            "error_code",
-            "error_message",
-            "diff",
-            "finished_at",
-            "kind",
-            "release",
-            "race",
-            "results_digest",
-            "bundle_format",
-            "updated_at",
-        ]
-    )
+    if save:
+        submission.save(update_fields=VERDICT_FIELDS)
     # The one place a verdict is written, so the one place it is announced (in the same
     # transaction; delivery happens after commit and can never fail or delay the verdict).
 
     notifications_for_verdict(submission=submission)
+    return VERDICT_FIELDS
 
 
 # What a submitter sees while a transient fault is being retried. The fault itself is
@@ -324,6 +334,10 @@ class Scheme:
     load: Any
     evaluate: Any
     record: Any
+    # Whether ``record`` takes ``verdict_fields``: the verdict's columns, set on the locked row
+    # by ``_finish(..., save=False)`` and written by ``record`` in the UPDATE that links the run
+    # (one statement instead of two, still before the record step's standings update).
+    record_writes_verdict: bool = False
 
 
 def schemes() -> dict[str, Scheme]:
@@ -332,7 +346,11 @@ def schemes() -> dict[str, Scheme]:
 
     return {
         Submission.Kind.PAPER_GAP: Scheme(
-            Submission.Kind.PAPER_GAP, runs.paper_gap_load, runs.paper_gap_evaluate, runs.paper_gap_record
+            Submission.Kind.PAPER_GAP,
+            runs.paper_gap_load,
+            runs.paper_gap_evaluate,
+            runs.paper_gap_record,
+            record_writes_verdict=True,
         ),
         Submission.Kind.RACE_RUN: Scheme(
             Submission.Kind.RACE_RUN, races.race_run_load, races.race_run_evaluate, races.race_run_record
@@ -426,12 +444,22 @@ def _verify_with(scheme: Scheme, submission: Submission, bundle: Bundle) -> Subm
             challenge_consume(challenge=challenge, submission=locked)
         locked.results_digest = outcome.results_digest
         accepted = Verdict(verdict, "", outcome.message or "", diff)
-        # The verdict is written before the run is recorded, in the same transaction (a refusal
-        # from the record step rolls both back): the record step ends with the standings update,
-        # which takes the release's row lock, so concurrent verifications of one release hold
-        # that lock only for the standings themselves and the commit, not for the verdict's writes.
-        _finish(locked, accepted)
-        scheme.record(submission=locked, outcome=outcome, context=context)
+        # The verdict is written in the same transaction as the run (a refusal from the record
+        # step rolls both back) and before the record step's standings update, which takes the
+        # release's row lock: concurrent verifications of one release hold that lock only for
+        # the standings themselves and the commit, not for the verdict's writes.
+        if scheme.record_writes_verdict:
+            # The verdict's columns go out with the run link, in the record step's one UPDATE of
+            # the row (right after the run's INSERT): one statement, not two.
+            scheme.record(
+                submission=locked,
+                outcome=outcome,
+                context=context,
+                verdict_fields=_finish(locked, accepted, save=False),
+            )
+        else:
+            _finish(locked, accepted)
+            scheme.record(submission=locked, outcome=outcome, context=context)
         # Earlier unbound filings of these results by other accounts: copies of this run's.
         runs_hide_copies(runs=[copy.run for copy in copies if copy.run is not None])
         return accepted
