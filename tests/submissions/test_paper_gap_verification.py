@@ -246,3 +246,26 @@ def test_verifying_an_unsigned_bundle_does_not_read_the_signing_keys(demo_releas
     assert not [query for query in queries.captured_queries if "leaderboard_signingkey" in query["sql"]]
     # The run's task results are written in one statement, whatever the number of tasks.
     assert len([query for query in queries.captured_queries if 'INTO "leaderboard_taskresult"' in query["sql"]]) == 1
+
+
+@pytest.mark.django_db
+def test_a_verdict_updates_its_submission_once_and_reads_no_webhook_of_its_own(demo_release, seal, owner):
+    """After the claim, the verdict's columns and the run link are one UPDATE of the submission;
+    the submitter's webhook comes with the locked row (no query of its own), and an account with
+    neither an email nor a webhook is owed no notification row."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from submissions.models import NotificationDelivery
+
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal()))
+    with CaptureQueriesContext(connection) as queries:
+        verified = submission_verify(submission_id=submission.pk)
+    assert verified.verdict == "validated" and verified.run_id is not None
+    statements = [query["sql"] for query in queries.captured_queries]
+    updates = [sql for sql in statements if sql.startswith('UPDATE "submissions_submission"')]
+    assert len(updates) == 2  # the claim, then the verdict with its run
+    assert '"run_id"' in updates[1] and '"verdict"' in updates[1]
+    assert not [sql for sql in statements if sql.startswith('SELECT "submissions_webhookendpoint"')]
+    assert not [sql for sql in statements if "submissions_notificationdelivery" in sql]
+    assert not NotificationDelivery.objects.filter(submission=submission).exists()
