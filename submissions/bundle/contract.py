@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from submissions.bundle.canonical_json import plain_texts
+from submissions.bundle.canonical_json import CanonicalJSONError, plain_texts
 from submissions.bundle.errors import BundleError
+from submissions.bundle.signatures import judged_results_sha256
 
 __all__ = [
     "DocumentTexts",
@@ -26,6 +27,7 @@ __all__ = [
     "JudgeKey",
     "ValidatorKey",
     "check_challenge",
+    "check_judged_results",
     "document_texts",
     "results_digest",
     "results_digests",
@@ -75,6 +77,29 @@ def check_challenge(found: str | None, expected: str | None, *, where: str) -> N
             "challenge_mismatch",
             f"{where}: challenge differs from manifest.json's; every signed document of a bundle must carry "
             "the challenge the run was made for",
+        )
+
+
+def check_judged_results(
+    named: str, results: Mapping[str, Any], *, judged_sha256: str | None, member: str, where: str
+) -> None:
+    """A judge's signed verdict (at ``where``) that names the results it judged (``named``, its
+    ``results_sha256``) judged exactly ``results`` (``member``), or ``verdict_results_mismatch``:
+    within one challenge a task may be run more than once, and a verdict of one attempt must
+    not vouch for another attempt's results. ``judged_sha256``: the results' signed bytes' digest
+    when a signature check already has it (None: computed here, as for unsigned results)."""
+    judged = judged_sha256
+    if judged is None:  # unsigned results: the same bytes a signature would have covered
+        try:
+            judged = judged_results_sha256(results)
+        except CanonicalJSONError:
+            judged = ""
+    if named != judged:
+        raise BundleError(
+            "verdict_results_mismatch",
+            f"{where}: the verdict names results with SHA-256 {named}, but {member}'s signed bytes "
+            f"have SHA-256 {judged or '(none: not printable as canonical JSON)'}; a judge's verdict counts "
+            "only for the results it judged (sign the results first, then have the judge sign the verdict)",
         )
 
 

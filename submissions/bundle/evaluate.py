@@ -36,18 +36,18 @@ from scoring.compare import DEFAULT_TOLERANCE, MATCH, compare_claims
 from scoring.errors import ScoringError
 from scoring.uncertainty import pack_run_columns, task_columns
 from submissions.bundle.bundle import Bundle
-from submissions.bundle.canonical_json import CanonicalJSONError
 from submissions.bundle.contract import (
     DocumentTexts,
     EvaluatorKey,
     JudgeKey,
     check_challenge,
+    check_judged_results,
     document_texts,
     results_digests,
 )
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import PAPER_GAP
-from submissions.bundle.signatures import VALID, SignatureCheck, check_signature, judged_results_sha256
+from submissions.bundle.signatures import VALID, SignatureCheck, check_signature
 
 # TaskCheck.faithfulness_source of a reproduction task.
 JUDGE_SIGNED = "judge_signed"
@@ -330,28 +330,11 @@ def _faithfulness_check(
         )
     if verdict.results_sha256 is None:
         return JUDGE_SIGNED, judge.name, calibrated, signature.key_id, False
-    _check_judged_results(bundle, slug, verdict.results_sha256, result_check, where=where)
-    return JUDGE_SIGNED, judge.name, calibrated, signature.key_id, True
-
-
-def _check_judged_results(bundle: Bundle, slug: str, named: str, result_check: SignatureCheck, *, where: str) -> None:
-    """A signed verdict judged exactly this bundle's results of ``slug``, or
-    ``verdict_results_mismatch``: within one challenge a task may be run more than once, and a
-    verdict of one attempt must not vouch for another attempt's results."""
     result = bundle.results[slug]
-    judged = result_check.signed_sha256
-    if judged is None:  # unsigned results: the same bytes a signature would have covered
-        try:
-            judged = judged_results_sha256(result.raw)
-        except CanonicalJSONError:
-            judged = ""
-    if named != judged:
-        raise BundleError(
-            "verdict_results_mismatch",
-            f"{where}: the verdict names results with SHA-256 {named}, but {result.member}'s signed bytes "
-            f"have SHA-256 {judged or '(none: not printable as canonical JSON)'}; a judge's verdict counts "
-            "only for the results it judged (sign the results first, then have the judge sign the verdict)",
-        )
+    check_judged_results(
+        verdict.results_sha256, result.raw, judged_sha256=result_check.signed_sha256, member=result.member, where=where
+    )
+    return JUDGE_SIGNED, judge.name, calibrated, signature.key_id, True
 
 
 def _episode_columns(release_spec: gap.ReleaseSpec, results: Mapping[str, gap.TaskResult]) -> bytes:
