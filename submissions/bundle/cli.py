@@ -21,9 +21,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from submissions.bundle.archive import DEFAULT_LIMITS, iter_members
 from submissions.bundle.bundle import Bundle, read_bundle_dir, read_payload
-from submissions.bundle.canonical_json import CanonicalJSONError
 from submissions.bundle.client import add_commands
-from submissions.bundle.contract import JudgeKey
+from submissions.bundle.contract import JudgeKey, check_judged_results
 from submissions.bundle.envelope import decrypt_to_tempfile, generate_identity, parse_identities, parse_recipient
 from submissions.bundle.errors import BundleError
 from submissions.bundle.evaluate import ATTESTED, MISMATCH, VALIDATED, Outcome, evaluate_paper_gap
@@ -31,7 +30,6 @@ from submissions.bundle.seal import members_drift, seal_dir
 from submissions.bundle.sign_dir import SignError, manifest_challenge, sign_faithfulness, sign_results
 from submissions.bundle.signatures import (
     generate_signing_key,
-    judged_results_sha256,
     key_id_for,
     load_private_key,
     private_key_pem,
@@ -219,23 +217,22 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _warn_misjudged_results(bundle: Bundle) -> None:
     """Say on stderr when a judge's signed verdict names other results than the bundle's (the
-    results were changed or signed again after the judge signed): without the judge's key
-    ``check`` reads the verdict as self-declared, while the server refuses it."""
+    results changed after the judge signed): without the judge's key ``check`` reads the
+    verdict as self-declared, while the server refuses it (contract.check_judged_results)."""
     for slug, verdict in sorted(bundle.faithfulness.items()):
         result = bundle.results.get(slug)
         if verdict.results_sha256 is None or result is None:
             continue
         try:
-            judged = judged_results_sha256(result.raw)
-        except CanonicalJSONError:
-            continue  # the server refuses such results on their own
-        if judged != verdict.results_sha256:
-            print(
-                f"warning: faithfulness.json: {slug}: the judge's verdict names results with SHA-256 "
-                f"{verdict.results_sha256}, but {result.member} now has {judged}; the server refuses it "
-                "[verdict_results_mismatch]: sign the results first, then have the judge sign the verdict",
-                file=sys.stderr,
+            check_judged_results(
+                verdict.results_sha256,
+                result.raw,
+                judged_sha256=None,
+                member=result.member,
+                where=f"faithfulness.json: {slug}",
             )
+        except BundleError as error:
+            print(f"warning: {error.message}; the server refuses it [{error.code}]", file=sys.stderr)
 
 
 def _warn_stale_members(directory: str, files: dict[str, str]) -> None:

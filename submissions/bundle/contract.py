@@ -97,7 +97,7 @@ def check_judged_results(
     if named != judged:
         raise BundleError(
             "verdict_results_mismatch",
-            f"{where}: the verdict names results with SHA-256 {named}, but {member}'s signed bytes "
+            f"{where}: the judge's verdict names results with SHA-256 {named}, but {member}'s signed bytes "
             f"have SHA-256 {judged or '(none: not printable as canonical JSON)'}; a judge's verdict counts "
             "only for the results it judged (sign the results first, then have the judge sign the verdict)",
         )

@@ -291,7 +291,8 @@ def test_check_warns_when_results_changed_after_the_judge_signed_their_verdict(t
     path.write_text(json.dumps(results))
     _, _, err = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
     assert f"warning: faithfulness.json: {slug}: the judge's verdict names results with SHA-256 " in err
-    assert "[verdict_results_mismatch]: sign the results first, then have the judge sign the verdict" in err
+    assert "(sign the results first, then have the judge sign the verdict)" in err
+    assert "; the server refuses it [verdict_results_mismatch]\n" in err
 
 
 def test_sign_faithfulness_with_task_signs_only_those_verdicts(tmp_path, capsys):
