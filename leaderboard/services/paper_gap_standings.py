@@ -367,8 +367,7 @@ def standings_update_version(*, release: Release, agent_version_id: int) -> int:
     with transaction.atomic(savepoint=False):
         # The release row lock: concurrent writers of this release's standings serialize. Plain
         # SQL: the ORM query's compile (and its default ordering's joins) cost more than the lock.
-        _lock_release_row(connections[Release.objects.db], release.pk)
-        rounded = release_withheld_tabs(release)
+        rounded = _lock_release_withheld(release)
         runs = _version_runs(release, agent_version_id, rounded)
         # No ordering: a version has one row per tab (this module writes them so), and the rank
         # order's compile (its expressions, the release's joins) cost more than the query.
@@ -401,17 +400,18 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
     ``standings_update_version`` either ran before (its row is updated here) or runs after and
     reads the committed interval. Release.generation is bumped only when a row changed.
     """
-    rounded = release_withheld_tabs(release)
-    bounds = {str(tab): _interval(run, tab, rounded=tab in rounded) for tab in TABS}
-    changing = {tab: pair for tab, pair in bounds.items() if pair != (None, None)}
-    if not changing:
-        return 0
+    if not run.confidence:
+        return 0  # no interval: no row changes (checked before the lock, which it would not need)
     with transaction.atomic(savepoint=False):
+        rounded = _lock_release_withheld(release)
+        bounds = {str(tab): _interval(run, tab, rounded=tab in rounded) for tab in TABS}
+        changing = {tab: pair for tab, pair in bounds.items() if pair != (None, None)}
+        if not changing:
+            return 0
         # Plain SQL, here too: the ORM's Case/When compile, and that of the lock's query, cost
         # more CPU than the statements themselves.
         connection = connections[Standing.objects.db]
         quote = connection.ops.quote_name
-        _lock_release_row(connection, release.pk)
         table, tab, low, high = (quote(name) for name in (Standing._meta.db_table, "tab", "ci_low", "ci_high"))
         when = " ".join(f"WHEN {tab} = %s THEN %s" for _ in changing)
         placeholders = ", ".join(["%s"] * len(changing))
@@ -434,18 +434,41 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
         return int(changed)
 
 
-def _lock_release_row(connection: Any, release_id: int) -> None:
-    """The release row lock, as ``Release.objects.select_for_update().filter(pk=...)`` takes it
-    (FOR UPDATE where the backend has it; SQLite locks the whole database on the first write)."""
+def _lock_release_withheld(release: Release) -> frozenset[str]:
+    """Take the release row lock, as ``Release.objects.select_for_update().filter(pk=...)`` takes
+    it (FOR UPDATE where the backend has it; SQLite locks the whole database on the first write),
+    and return ``release_withheld_tabs(release)`` read in the same statement.
+
+    One statement instead of two: every standings writer of a verification, and of its
+    interval follow-up, takes the lock and then needs the withheld tabs. The lock covers the
+    release row only (FOR UPDATE OF it: the joined task rows are read, not locked), and the
+    release's ``published`` flag is the locked row's, not the caller's copy.
+    """
+    connection = connections[Release.objects.db]
     quote = connection.ops.quote_name
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    features = connection.features
+    lock = (
+        " FOR UPDATE OF r"
+        if features.has_select_for_update_of
+        else " FOR UPDATE"
+        if features.has_select_for_update
+        else ""
+    )
+    genre, anchor_published = (quote(_column(ReleaseTask, name)) for name in ("genre", "anchor_published"))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {quote(Release._meta.pk.column)} FROM {quote(Release._meta.db_table)} "  # noqa: S608 -- identifiers only
-            f"WHERE {quote(Release._meta.pk.column)} = %s{lock}",
-            [release_id],
+            f"SELECT r.{quote(_column(Release, 'published'))}, t.{genre}, t.{anchor_published} "  # noqa: S608 -- identifiers only
+            f"FROM {quote(Release._meta.db_table)} r LEFT JOIN {quote(ReleaseTask._meta.db_table)} t "
+            f"ON t.{quote(_column(ReleaseTask, 'release'))} = r.{quote(Release._meta.pk.column)} "
+            f"WHERE r.{quote(Release._meta.pk.column)} = %s{lock}",
+            [release.pk],
         )
-        cursor.fetchall()
+        rows = cursor.fetchall()
+    published = bool(rows[0][0]) if rows else bool(release.published)
+    return withheld_tabs(
+        {_TaskFlags(genre=str(name), anchor_published=bool(flag)) for _, name, flag in rows if name is not None},
+        release_published=published,
+    )
 
 
 def _move_row(release: Release, tab: str, row: Standing | None, fields: dict[str, Any] | None) -> int:

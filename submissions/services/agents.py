@@ -24,6 +24,7 @@ from __future__ import annotations
 import unicodedata
 
 from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from leaderboard.models import Agent, AgentVersion
@@ -88,14 +89,20 @@ def agent_owner_check(*, name: str, account: User, where: str = MANIFEST_AGENT) 
     Reads only: a refused run writes nothing.
     """
     agent = Agent.objects.filter(slug=agent_slug(name)).order_by().first()  # slugs are unique: no ordering
-    if agent is not None and (account is None or agent.owner_id != account.pk):
+    if agent is not None:
+        _owner_check(agent, account, where)
+    return agent
+
+
+def _owner_check(agent: Agent, account: User | None, where: str) -> None:
+    """The ownership rule: raise ``agent_not_yours`` unless ``account`` owns ``agent``."""
+    if account is None or agent.owner_id != account.pk:
         raise BundleError(
             "agent_not_yours",
             f"{where}: agent {agent.slug!r} belongs to another account; only its owner can submit runs "
             "under it (names that differ only in case, spaces or punctuation are the same agent); "
             "choose another agent name",
         )
-    return agent
 
 
 def agent_version_claim(*, name: str, version: str, account: User, where: str = MANIFEST_AGENT) -> AgentVersion:
@@ -103,14 +110,25 @@ def agent_version_claim(*, name: str, version: str, account: User, where: str = 
     and the version on first use. Raises ``agent_not_yours`` / ``agent_invalid`` /
     ``agent_name_ambiguous``, their messages starting with ``where`` (the field the name came in)."""
     slug = _checked_slug(name, version, where)
+    version = version[:AGENT_VERSION_MAX]
+    # A version seen before (every re-run): one statement, the version with its agent. An agent
+    # and its versions are never deleted while runs point at them, so what it finds stands.
+    known = AgentVersion.objects.select_related("agent").filter(agent__slug=slug, version=version).order_by().first()
+    if known is not None:
+        _owner_check(known.agent, account, where)
+        return known
     agent = agent_owner_check(name=name, account=account, where=where)
     if agent is None:
         agent_name_check(name, where=where)
         agent, _ = Agent.objects.get_or_create(slug=slug, defaults={"name": name[:AGENT_NAME_MAX], "owner": account})
         # A concurrent first use by another account may have won the get_or_create.
         agent_owner_check(name=name, account=account, where=where)
-    agent_version, _ = AgentVersion.objects.get_or_create(agent=agent, version=version[:AGENT_VERSION_MAX])
-    return agent_version
+    try:
+        # The read above found no such version: insert it, without get_or_create's second read.
+        with transaction.atomic():
+            return AgentVersion.objects.create(agent=agent, version=version)
+    except IntegrityError:  # a concurrent first use of the version inserted it first
+        return AgentVersion.objects.get(agent=agent, version=version)
 
 
 def agent_version_find(*, name: str, version: str) -> AgentVersion | None:

@@ -75,6 +75,29 @@ def test_a_challenge_under_a_variant_of_another_accounts_agent_name_is_refused(a
     assert not SubmissionChallenge.objects.filter(user=stranger).exists()
 
 
+@pytest.mark.parametrize("name", ["Alice Agent", *SAME_AGENT.values()], ids=["same", *SAME_AGENT.keys()])
+def test_a_challenge_under_a_version_another_account_already_filed_is_refused(alice_agent, stranger, name):
+    """The known version's path (one read of the version with its agent) keeps the ownership rule."""
+    response = ask_challenge(api_for(stranger), name, version="1")
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "agent_not_yours")
+    assert list(AgentVersion.objects.values_list("agent__slug", "version")) == [("alice-agent", "1")]
+    assert not SubmissionChallenge.objects.filter(user=stranger).exists()
+
+
+def test_claiming_a_known_version_reads_it_with_its_agent_in_one_statement_and_writes_nothing(alice_agent, owner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from submissions.services.agents import agent_version_claim
+
+    known = AgentVersion.objects.get(agent=alice_agent, version="1")
+    with CaptureQueriesContext(connection) as queries:
+        claimed = agent_version_claim(name="ALICE agent", version="1", account=owner)
+    assert (claimed.pk, claimed.agent.pk) == (known.pk, alice_agent.pk)
+    assert [query["sql"].split()[0] for query in queries.captured_queries] == ["SELECT"]
+    assert AgentVersion.objects.count() == 1
+
+
 @pytest.mark.parametrize("name", SAME_AGENT.values(), ids=SAME_AGENT.keys())
 def test_the_owner_gets_a_challenge_under_any_variant_of_their_agent_name(alice_agent, owner, name):
     response = ask_challenge(api_for(owner), name, version="2")

@@ -329,3 +329,46 @@ def test_a_rank_counted_for_a_filtered_view_is_the_rank_the_whole_tab_gives(rele
         for run_id, rank in ranked(release, tab="overall").values_list("run_id", "rank")
         if Standing.objects.get(release=release, tab="overall", run_id=run_id).agent_slug.endswith("3")
     }
+
+
+@pytest.mark.django_db
+def test_an_interval_lands_on_its_rows_rounded_where_the_tab_withholds_an_anchor_in_three_statements(
+    make_release, owner
+):
+    """standings_set_interval: the release lock and the withheld tabs in one statement, then one
+    UPDATE of the run's rows, then the generation bump. The reproduction tab withholds an
+    anchor, so its bounds (and the Overall tab's) are stored at display precision, as a full
+    rebuild stores them; the Open tab's are stored whole."""
+    from leaderboard.services.paper_gap_standings import standings_set_interval, standings_update_version
+
+    release = make_release(["pick:reproduction", "place:open"], withheld=frozenset({"pick"}))
+    run = Run.objects.create(
+        release=release,
+        agent_version=AgentVersion.objects.create(agent=Agent.objects.create(slug="alpha", name="Alpha"), version="1"),
+        overall=0.5,
+        reproduction=0.5,
+        open=0.5,
+        pass_rate=0.9,
+        level="validated",
+        covered=2,
+        required=2,
+        complete=True,
+    )
+    Submission.objects.create(
+        submitter=owner, sha256="f" * 64, size=1, file="bundles/f.age", status="done", verdict="validated", run=run
+    )
+    standings_update_version(release=release, agent_version_id=run.agent_version_id)
+    bounds = [0.123456, 0.654321]
+    Run.objects.filter(pk=run.pk).update(confidence=dict.fromkeys(("overall", "reproduction", "open"), bounds))
+    run.refresh_from_db()
+    with CaptureQueriesContext(connection) as queries:
+        assert standings_set_interval(release=release, run=run) == 3
+    statements = [query["sql"] for query in queries.captured_queries]
+    assert [sql.split()[0] for sql in statements] == ["SELECT", "UPDATE", "UPDATE"]
+    assert "leaderboard_releasetask" in statements[0]
+    if connection.features.has_select_for_update:
+        assert "FOR UPDATE" in statements[0]
+    stored = dict(Standing.objects.filter(release=release).values_list("tab", "ci_low"))
+    assert stored == {"overall": 0.12, "reproduction": 0.12, "open": 0.123456}
+    standings_refresh(release=release)  # the repair path stores the same bounds
+    assert dict(Standing.objects.filter(release=release).values_list("tab", "ci_low")) == stored
