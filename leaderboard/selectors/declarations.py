@@ -193,7 +193,7 @@ def board_baselines(*, release: Release, tab: str, filters: BoardFilters | None 
             **{f"{score_field}__isnull": False},
         )
         .exclude(Exists(leaking))
-        # Whether the tab has a withheld anchor (release_withheld_tabs), on every row: no query of its own.
+        # Whether the tab has a withheld anchor (release_lock_withheld_tabs), on every row: no query of its own.
         .annotate(tab_withheld=tab_withheld_exists(release, tab))
         .select_related("agent_version__agent", "agent_version__baseline", "agent_version__meta", "cost")
         .defer("breakdown", "agent_version__meta__description_md")

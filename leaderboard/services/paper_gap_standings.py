@@ -78,7 +78,7 @@ def _tab_score(run: Run, tab: str) -> float | None:
 def standing_sort_key(run: Run, tab: str, *, rounded: bool = False) -> tuple[Any, ...]:
     """Best first, by the one ranking rule (scoring.leaderboard.rank_key): complete coverage,
     score desc, pass rate desc (None last), earlier verified, then id. ``rounded``: by the
-    published score (a tab with a withheld anchor, ``release_withheld_tabs``)."""
+    published score (a tab with a withheld anchor, ``release_lock_withheld_tabs``)."""
     score = _tab_score(run, tab)
     return rank_key(
         complete=run.complete,
@@ -103,24 +103,40 @@ def _related(model: type[Model], name: str) -> type[Model]:
     return related
 
 
-def release_withheld_tabs(release: Release) -> frozenset[str]:
-    """The tabs of ``release`` whose scores are published at display precision (one query).
+def release_lock_withheld_tabs(release: Release) -> frozenset[str]:
+    """Lock the release row and return the tabs whose scores are published at display precision
+    (a withheld anchor), read in the same statement.
 
-    Written out, as the standings query is: it runs on every verification, and the ORM's
-    compile and model instances cost several times the statement."""
-    connection = connections[ReleaseTask.objects.db]
+    The lock is ``Release.objects.select_for_update().filter(pk=...)``'s (FOR UPDATE where the
+    backend has it; SQLite locks the whole database on the first write), on the release row
+    only (FOR UPDATE OF it: the joined task rows are read, not locked); ``published`` is the
+    locked row's. One written-out statement: every standings writer takes the lock and then
+    needs these tabs, on every verification and interval, and two statements (or the ORM's
+    compile) cost more CPU than the join."""
+    connection = connections[Release.objects.db]
     quote = connection.ops.quote_name
+    features = connection.features
+    lock = (
+        " FOR UPDATE OF r"
+        if features.has_select_for_update_of
+        else " FOR UPDATE"
+        if features.has_select_for_update
+        else ""
+    )
     genre, anchor_published = (quote(_column(ReleaseTask, name)) for name in ("genre", "anchor_published"))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT DISTINCT {genre}, {anchor_published} FROM {quote(ReleaseTask._meta.db_table)} "  # noqa: S608 -- identifiers only
-            f"WHERE {quote(_column(ReleaseTask, 'release'))} = %s",
+            f"SELECT r.{quote(_column(Release, 'published'))}, t.{genre}, t.{anchor_published} "  # noqa: S608 -- identifiers only
+            f"FROM {quote(Release._meta.db_table)} r LEFT JOIN {quote(ReleaseTask._meta.db_table)} t "
+            f"ON t.{quote(_column(ReleaseTask, 'release'))} = r.{quote(Release._meta.pk.column)} "
+            f"WHERE r.{quote(Release._meta.pk.column)} = %s{lock}",
             [release.pk],
         )
         rows = cursor.fetchall()
+    published = bool(rows[0][0]) if rows else bool(release.published)
     return withheld_tabs(
-        (_TaskFlags(genre=str(name), anchor_published=bool(published)) for name, published in rows),
-        release_published=bool(release.published),
+        {_TaskFlags(genre=str(name), anchor_published=bool(flag)) for _, name, flag in rows if name is not None},
+        release_published=published,
     )
 
 
@@ -133,7 +149,7 @@ class _TaskFlags:
 
 
 def tab_withheld_exists(release: Release, tab: str) -> Exists:
-    """``release_withheld_tabs``'s rule for one tab, as a subquery a read can annotate its rows
+    """``release_lock_withheld_tabs``'s rule for one tab, as a subquery a read can annotate its rows
     with (no query of its own): a task of the tab whose anchor is not public exists."""
     tasks = ReleaseTask.objects.filter(release_id=release.pk)
     if release.published:  # a draft release shows no anchor (withheld_tabs)
@@ -280,10 +296,10 @@ def standings_refresh(*, release: Release) -> int:
     by ``standing_sort_key``'s order). A version shows once per tab, with its best run,
     so resubmitting cannot crowd the board. Bumps Release.generation (cache
     keys include it). A constant number of queries whatever the run count (five);
-    the release row is locked first (by the bump) so concurrent refreshes serialize.
+    the release row is locked first so concurrent refreshes serialize.
     """
+    rounded = release_lock_withheld_tabs(release)
     generation = _bump_generation(release)
-    rounded = release_withheld_tabs(release)
     best_by_tab = _best_runs_by_tab(release, rounded)
     rows: list[Standing] = []
     for tab in TABS:
@@ -299,7 +315,7 @@ def standings_refresh(*, release: Release) -> int:
 
 def _standing_fields(run: Run, tab: str, *, rounded: bool) -> dict[str, Any]:
     """Every column of a run's Standing row in ``tab`` except release and tab; ``rounded``: the
-    score and interval at display precision (``release_withheld_tabs``).
+    score and interval at display precision (``release_lock_withheld_tabs``).
 
     ``run`` carries ``standing_agent_name``, ``standing_agent_slug`` and ``standing_version``
     (the raw query's columns, or set by ``_version_runs``)."""
@@ -367,7 +383,7 @@ def standings_update_version(*, release: Release, agent_version_id: int) -> int:
     with transaction.atomic(savepoint=False):
         # The release row lock: concurrent writers of this release's standings serialize. Plain
         # SQL: the ORM query's compile (and its default ordering's joins) cost more than the lock.
-        rounded = _lock_release_withheld(release)
+        rounded = release_lock_withheld_tabs(release)
         runs = _version_runs(release, agent_version_id, rounded)
         # No ordering: a version has one row per tab (this module writes them so), and the rank
         # order's compile (its expressions, the release's joins) cost more than the query.
@@ -403,7 +419,7 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
     if not run.confidence:
         return 0  # no interval: no row changes (checked before the lock, which it would not need)
     with transaction.atomic(savepoint=False):
-        rounded = _lock_release_withheld(release)
+        rounded = release_lock_withheld_tabs(release)
         bounds = {str(tab): _interval(run, tab, rounded=tab in rounded) for tab in TABS}
         changing = {tab: pair for tab, pair in bounds.items() if pair != (None, None)}
         if not changing:
@@ -432,43 +448,6 @@ def standings_set_interval(*, release: Release, run: Run) -> int:
         if changed:
             release.generation = _bump_generation(release)
         return int(changed)
-
-
-def _lock_release_withheld(release: Release) -> frozenset[str]:
-    """Take the release row lock, as ``Release.objects.select_for_update().filter(pk=...)`` takes
-    it (FOR UPDATE where the backend has it; SQLite locks the whole database on the first write),
-    and return ``release_withheld_tabs(release)`` read in the same statement.
-
-    One statement instead of two: every standings writer of a verification, and of its
-    interval follow-up, takes the lock and then needs the withheld tabs. The lock covers the
-    release row only (FOR UPDATE OF it: the joined task rows are read, not locked), and the
-    release's ``published`` flag is the locked row's, not the caller's copy.
-    """
-    connection = connections[Release.objects.db]
-    quote = connection.ops.quote_name
-    features = connection.features
-    lock = (
-        " FOR UPDATE OF r"
-        if features.has_select_for_update_of
-        else " FOR UPDATE"
-        if features.has_select_for_update
-        else ""
-    )
-    genre, anchor_published = (quote(_column(ReleaseTask, name)) for name in ("genre", "anchor_published"))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT r.{quote(_column(Release, 'published'))}, t.{genre}, t.{anchor_published} "  # noqa: S608 -- identifiers only
-            f"FROM {quote(Release._meta.db_table)} r LEFT JOIN {quote(ReleaseTask._meta.db_table)} t "
-            f"ON t.{quote(_column(ReleaseTask, 'release'))} = r.{quote(Release._meta.pk.column)} "
-            f"WHERE r.{quote(Release._meta.pk.column)} = %s{lock}",
-            [release.pk],
-        )
-        rows = cursor.fetchall()
-    published = bool(rows[0][0]) if rows else bool(release.published)
-    return withheld_tabs(
-        {_TaskFlags(genre=str(name), anchor_published=bool(flag)) for _, name, flag in rows if name is not None},
-        release_published=published,
-    )
 
 
 def _move_row(release: Release, tab: str, row: Standing | None, fields: dict[str, Any] | None) -> int:

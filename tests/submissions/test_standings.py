@@ -174,10 +174,10 @@ def test_a_refresh_costs_five_queries(release, make_run):
     make_run("beta", reproduction=None)
     with CaptureQueriesContext(connection) as queries:
         standings_refresh(release=release)
-    # bump the generation (locking the release), which tabs have a withheld anchor (published at
-    # display precision), the three tabs' best runs at once, delete, insert
+    # lock the release and read which tabs have a withheld anchor (published at display
+    # precision), bump the generation, the three tabs' best runs at once, delete, insert
     assert [query["sql"].split()[0] for query in queries.captured_queries] == [
-        "UPDATE", "SELECT", "SELECT", "DELETE", "INSERT"
+        "SELECT", "UPDATE", "SELECT", "DELETE", "INSERT"
     ]  # fmt: skip
 
 
