@@ -8,12 +8,14 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import F, Q, QuerySet
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, SigningKeyEvent, Task, Validator
+from leaderboard.models import Benchmark, Evaluator, RaceRun, Run, SigningKey, SigningKeyEvent, Task, Validator
+from leaderboard.services.race_exclusions import RaceExclusionError, race_runs_exclude
 from leaderboard.users import signed_in_user
 from submissions.services.signing_keys import (
     SigningKeyError,
@@ -127,7 +129,7 @@ class SigningKeyAdmin(admin.ModelAdmin):
         "revoked_at",
     ]
     list_filter = ["owner_kind"]
-    actions = ["revoke"]
+    actions = ["revoke", "exclude_race_runs"]
 
     def get_inlines(self, request: HttpRequest, obj: Any) -> list[type[admin.options.InlineModelAdmin]]:
         return [SigningKeyEventInline] if obj is not None else []  # the add page has no history yet
@@ -141,7 +143,13 @@ class SigningKeyAdmin(admin.ModelAdmin):
 
     @admin.display(description="Runs it signed")
     def signed_runs(self, obj: SigningKey) -> str:
-        """The paper-gap runs it signed, linked as the filtered run list (staff lower them after a compromise)."""
+        """The paper-gap runs it signed, linked as the filtered run list (staff lower them after a compromise);
+        for a validator key, the race runs it signed and how many of them are excluded."""
+        if obj.owner_kind == SigningKey.Owner.VALIDATOR:
+            counts = RaceRun.objects.filter(signing_key=obj).aggregate(
+                runs=Count("id"), excluded=Count("id", filter=Q(excluded_at__isnull=False))
+            )
+            return f"{counts['runs']} race run(s), {counts['excluded']} excluded from every score"
         count = Run.objects.filter(pk__in=runs_signed_by(key_id=obj.key_id)).count()
         listing = reverse("admin:leaderboard_run_changelist") + f"?signed_by={obj.key_id}"
         return format_html('<a href="{}">{} run{}</a>', listing, count, "" if count == 1 else "s")
@@ -194,3 +202,29 @@ class SigningKeyAdmin(admin.ModelAdmin):
             revoked += key.revoked_at is None
             signing_key_revoke(signing_key=key, user=signed_in_user(request))
         self.message_user(request, f"revoked {revoked} key(s)")
+
+    @admin.action(
+        description="Exclude every race run the selected (revoked) validator keys signed", permissions=["change"]
+    )
+    def exclude_race_runs(self, request: HttpRequest, queryset: QuerySet[SigningKey]) -> None:
+        """The race side of a compromise: a race run has no level to lower, so the runs a revoked
+        validator key signed are excluded from every score, with a public reason naming the key
+        (leaderboard.services.race_exclusions; ``manage.py exclude_race_runs`` does the same)."""
+        for key in queryset.order_by("key_id"):
+            if key.owner_kind != SigningKey.Owner.VALIDATOR or key.revoked_at is None:
+                self.message_user(
+                    request,
+                    f"key {key.key_id}: only a revoked validator key's race runs are excluded here; revoke it first",
+                    level=messages.ERROR,
+                )
+                continue
+            reason = f"Signed with validator key {key.key_id}, which was revoked as compromised: it no longer counts."
+            try:
+                excluded = race_runs_exclude(user=signed_in_user(request), reason=reason, signed_by=key.key_id)
+            except PermissionDenied as exc:
+                self.message_user(request, str(exc), level=messages.ERROR)
+                return
+            except RaceExclusionError as exc:
+                self.message_user(request, f"key {key.key_id}: {exc.message}", level=messages.WARNING)
+                continue
+            self.message_user(request, f"key {key.key_id}: excluded {len(excluded)} race run(s) from every score")

@@ -165,6 +165,10 @@ class ScorecardRun(models.Model):
         return card.pk if card is not None else None
 
 
+# Longest public reason for a staff exclusion of a race run (as a hidden run's reason).
+EXCLUSION_REASON_MAX_CHARS = 500
+
+
 class RaceRun(models.Model):
     """One validator's run of one agent version, on qualifying (race null) or a race."""
 
@@ -186,9 +190,23 @@ class RaceRun(models.Model):
         "leaderboard.SigningKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Excluded by staff with a public reason (leaderboard.services.race_exclusions), typically
+    # because the validator key that signed it was compromised: it stays listed, marked, and
+    # counts nowhere (no raw score, baseline, Overall or qualifying score includes it).
+    excluded_at = models.DateTimeField(null=True, blank=True)
+    excluded_reason = models.CharField(max_length=EXCLUSION_REASON_MAX_CHARS, blank=True)
+    excluded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     def __str__(self) -> str:
         return f"race run {self.pk}"
+
+    @property
+    def counted(self) -> bool:
+        """Whether the run enters its race's (or qualifying's) raw score: it ran and staff did
+        not exclude it (an infrastructure failure is left out by scoring.race itself)."""
+        return self.excluded_at is None and not self.failed and not self.infrastructure_failure
 
     @property
     def status(self) -> str:

@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
 from leaderboard.models import RaceRun
 from leaderboard.selectors.race import race_runs_shown
@@ -21,7 +21,7 @@ from leaderboard.users import Viewer
 @dataclass(frozen=True)
 class SignerKey:
     key_id: str
-    revoked_at: dt.datetime | None  # revoked since it signed (the runs it signed before still count)
+    revoked_at: dt.datetime | None  # revoked since it signed (its runs count unless staff excluded them)
 
 
 @dataclass
@@ -32,6 +32,7 @@ class ValidatorSigner:
     keys: list[SignerKey] = field(default_factory=list)
     signed_runs: int = 0
     unsigned_runs: int = 0
+    excluded_runs: int = 0  # of those, excluded by staff (leaderboard.services.race_exclusions)
 
 
 @dataclass
@@ -67,7 +68,7 @@ def qualifying_signals(*, release: Any) -> RaceSignals | None:
 def _signals(runs: Any) -> RaceSignals:
     rows = (
         runs.values("validator__name", "signing_key__key_id", "signing_key__revoked_at")
-        .annotate(runs=Count("id"), newest=Max("created_at"))
+        .annotate(runs=Count("id"), excluded=Count("id", filter=Q(excluded_at__isnull=False)), newest=Max("created_at"))
         .order_by("validator__name", "signing_key__key_id")
     )
     by_name: dict[str, ValidatorSigner] = {}
@@ -79,6 +80,7 @@ def _signals(runs: Any) -> RaceSignals:
             signer.signed_runs += row["runs"]
         else:
             signer.unsigned_runs += row["runs"]
+        signer.excluded_runs += row["excluded"]
         if row["newest"] is not None and (newest is None or row["newest"] > newest):
             newest = row["newest"]
     validators = list(by_name.values())

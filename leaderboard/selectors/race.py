@@ -162,11 +162,14 @@ def race_baseline(*, race: Race) -> float | None:
 
 def race_result_signers(*, race: Race) -> dict[int, tuple[list[str], list[str]]]:
     """Per agent version of ``race``: the validator keys that signed its included runs (the
-    runs its raw score is the mean of: neither failed nor an infrastructure failure), and
+    runs its raw score is the mean of: neither failed nor an infrastructure failure nor
+    excluded by staff), and
     those of them revoked since, each as sorted key ids. One query."""
     signers: dict[int, tuple[set[str], set[str]]] = {}
     rows = (
-        RaceRun.objects.filter(race=race, failed=False, infrastructure_failure=False, signing_key__isnull=False)
+        RaceRun.objects.filter(
+            race=race, failed=False, infrastructure_failure=False, excluded_at__isnull=True, signing_key__isnull=False
+        )
         .values_list("agent_version_id", "signing_key__key_id", "signing_key__revoked_at")
         .order_by()
     )
@@ -274,6 +277,8 @@ def qualifying_board(*, release: Release) -> list[QualifyingRow]:
         versions[run.agent_version_id] = run.agent_version
     rows = []
     for version_id, version_runs in by_version.items():
+        # A run staff excluded is listed (marked) but scored nowhere (race_exclusions).
+        counted = [run for run in version_runs if run.excluded_at is None]
         scores = [
             race_scoring.RunScore(
                 status=run.status,
@@ -281,15 +286,15 @@ def qualifying_board(*, release: Release) -> list[QualifyingRow]:
                 expected=run.expected_tasks,
                 infrastructure_errors=run.infrastructure_errors,
             )
-            for run in version_runs
+            for run in counted
         ]
-        included = sum(1 for run in version_runs if run.status == race_scoring.RUN_OK)
+        included = sum(1 for run in counted if run.status == race_scoring.RUN_OK)
         rows.append(
             QualifyingRow(
                 agent_version=versions[version_id],
                 score=race_scoring.race_score(scores),
                 runs_included=included,
-                runs_excluded=len(version_runs) - included,
+                runs_excluded=len(counted) - included,
                 runs=version_runs,
             )
         )

@@ -35,7 +35,10 @@ def _race_results(race: Race) -> list[RaceResult]:
     """Layers 2 and 3 of seed 002 for one race: raw scores, field baseline, deltas."""
     runs_by_version: dict[int, list[RaceRun]] = defaultdict(list)
     names: dict[int, str] = {}
-    for run in RaceRun.objects.filter(race=race).select_related("agent_version__agent").order_by("id"):
+    # Runs staff excluded (leaderboard.services.race_exclusions) count nowhere: not in a raw
+    # score, so not in the field baseline either, nor in the Overall built from these results.
+    counted = RaceRun.objects.filter(race=race, excluded_at__isnull=True)
+    for run in counted.select_related("agent_version__agent").order_by("id"):
         runs_by_version[run.agent_version_id].append(run)
         names[run.agent_version_id] = str(run.agent_version)
     raw: dict[int, tuple[float, int, int]] = {}

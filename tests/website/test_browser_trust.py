@@ -139,3 +139,24 @@ def test_staff_sign_off_one_tasks_anchor_with_its_evidence_in_the_admin(
     assert "Table 2, BC-RNN row" in text and "Table 2 of the paper, 200 demonstrations" in text
     row.refresh_from_db()
     assert row.anchor_cited_source == "Table 2, BC-RNN row"
+
+
+def test_a_race_run_excluded_after_a_key_compromise_is_marked_with_its_reason_on_the_race_and_run_pages(
+    live_server: Any, page: Any, site_identity: Any, media_root: Any
+) -> None:
+    from leaderboard.models import RaceRun
+    from leaderboard.services.race_exclusions import race_runs_exclude
+
+    load_race_demo(stdout=io.StringIO())
+    run = RaceRun.objects.filter(race__number=1, signing_key__isnull=False).order_by("pk").first()
+    reason = "Validator key compromised on 2026-12-01; its runs no longer count."
+    excluded = race_runs_exclude(user=None, reason=reason, signed_by=run.signing_key.key_id)
+    assert run.pk in excluded
+    base = f"{live_server.url}/races/shopping-race"
+    race = visit_at_both_sizes(page, f"{base}/race/1/", "race-1-excluded")
+    assert "excluded by staff" in race
+    page.locator(".race-runs a", has_text="excluded by staff").first.click()
+    page.wait_for_url("**/races/runs/*/")
+    text = visit_at_both_sizes(page, page.url, "race-1-excluded-run")
+    assert "excluded by staff" in text and reason in text
+    assert page.console_errors == []  # type: ignore[attr-defined]

@@ -1,0 +1,109 @@
+"""Staff exclusion of race-scheme validator runs (seed 002), the remedy for a compromised
+validator key.
+
+A paper-gap run signed by a compromised key is lowered (``run_level_change``); a race run has
+no level, so before this its scores kept counting after the key's revocation. Excluding a run
+keeps it listed (its page and its race's run list say "excluded by staff" with the public
+reason) and takes it out of everything computed from runs: the race's raw scores, its field
+baseline (the median moves), the vs-Field deltas, every Overall from that race on (the rolling
+window reads those results), the qualifying score, and the validator keys a raw score names.
+Reinstating undoes it. Both recompute through ``race_standings_update``, from the earliest race
+they touch, so the rows are those a full rebuild (``race_standings_refresh``) writes.
+
+Who: staff holding ``CHANGE_RUN`` (as hiding or lowering a run), or a script (``manage.py
+exclude_race_runs``, no actor). docs/security-model.md; tests/schemes/test_race_exclusions.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard.models import Race, RaceRun
+from leaderboard.models.runs import EXCLUSION_REASON_MAX_CHARS
+from leaderboard.permissions import CHANGE_RUN, staff_write_actor
+from leaderboard.services.race_standings import race_standings_update
+
+
+class RaceExclusionError(Exception):
+    """A refused exclusion or reinstatement: a stable ``code`` and a message saying what to fix."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise RaceExclusionError("reason_missing", "reason: say publicly why the runs no longer count")
+    if len(reason) > EXCLUSION_REASON_MAX_CHARS:
+        raise RaceExclusionError(
+            "reason_too_long", f"reason: at most {EXCLUSION_REASON_MAX_CHARS} characters, got {len(reason)}"
+        )
+    return reason
+
+
+def _locked(run_ids: list[int] | None, signed_by: str | None) -> list[RaceRun]:
+    """The runs named (by id, or every run a validator key signed), locked, in id order;
+    refuses ids that do not exist and a key that signed nothing, so a typo changes nothing."""
+    if (run_ids is None) == (signed_by is None):
+        raise RaceExclusionError("target_missing", "name the runs: either run ids or the key id that signed them")
+    runs = RaceRun.objects.select_for_update().order_by("pk")
+    if signed_by is not None:
+        found = list(runs.filter(signing_key__key_id=signed_by))
+        if not found:
+            raise RaceExclusionError("no_runs", f"validator key {signed_by!r} signed no race run on this site")
+        return found
+    assert run_ids is not None
+    found = list(runs.filter(pk__in=run_ids))
+    missing = sorted(set(run_ids) - {run.pk for run in found})
+    if missing:
+        raise RaceExclusionError("not_found", f"no race run with id {', '.join(str(pk) for pk in missing)}")
+    return found
+
+
+def _recompute(runs: list[RaceRun]) -> None:
+    """Recompute each benchmark's races from the earliest race ``runs`` belong to (that race's
+    results and every Overall from it on). Qualifying runs (no race) are scored when read."""
+    earliest: dict[int, Race] = {}
+    races = Race.objects.filter(pk__in={run.race_id for run in runs if run.race_id is not None})
+    for race in races.select_related("benchmark"):
+        current = earliest.get(race.benchmark_id)
+        if current is None or race.number < current.number:
+            earliest[race.benchmark_id] = race
+    for race in earliest.values():
+        race_standings_update(race=race)
+
+
+@transaction.atomic
+def race_runs_exclude(
+    *, user: Any, reason: str, run_ids: list[int] | None = None, signed_by: str | None = None
+) -> list[int]:
+    """Exclude race runs from every score, with a public ``reason``: the runs ``run_ids``, or every
+    race run the validator key ``signed_by`` (a key id) signed. Returns the ids newly excluded
+    (excluding again changes nothing, not even the reason). ``user`` None: a script."""
+    actor = staff_write_actor(user, CHANGE_RUN, doing="exclude race runs from scoring")
+    reason = _reason(reason)
+    runs = [run for run in _locked(run_ids, signed_by) if run.excluded_at is None]
+    now = timezone.now()
+    for run in runs:
+        run.excluded_at, run.excluded_reason, run.excluded_by = now, reason, actor
+    RaceRun.objects.bulk_update(runs, ["excluded_at", "excluded_reason", "excluded_by"])
+    _recompute(runs)
+    return [run.pk for run in runs]
+
+
+@transaction.atomic
+def race_runs_reinstate(*, user: Any, run_ids: list[int] | None = None, signed_by: str | None = None) -> list[int]:
+    """Count excluded race runs again (a mistaken exclusion); returns the ids reinstated."""
+    staff_write_actor(user, CHANGE_RUN, doing="reinstate excluded race runs")
+    runs = [run for run in _locked(run_ids, signed_by) if run.excluded_at is not None]
+    for run in runs:
+        run.excluded_at, run.excluded_reason, run.excluded_by = None, "", None
+    RaceRun.objects.bulk_update(runs, ["excluded_at", "excluded_reason", "excluded_by"])
+    _recompute(runs)
+    return [run.pk for run in runs]

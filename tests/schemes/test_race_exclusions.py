@@ -1,0 +1,243 @@
+"""Staff exclusion of race runs (leaderboard.services.race_exclusions), the race side of a
+compromised validator key: the runs it signed stop counting everywhere and stay listed, marked,
+with the public reason. Exact codes, permissions and the rows after."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
+from schemes_race_helpers import RACE_TASKS, members, scoring_outcomes
+
+from leaderboard.models import RaceRun, SigningKey
+from leaderboard.models.races import OverallStanding, RaceResult
+from leaderboard.permissions import CHANGE_RUN
+from leaderboard.services import races as lifecycle
+from leaderboard.services.race_exclusions import RaceExclusionError, race_runs_exclude, race_runs_reinstate
+from leaderboard.services.race_standings import race_standings_refresh
+from submissions.services.signing_keys import signing_key_revoke
+from tests.staff import staff_with
+
+REASON = "Validator key compromised on 2026-12-01; its runs no longer count."
+# Honest validator A and compromised validator B, per race: (Alpha, Bravo) run scores.
+HONEST = {1: (0.6, 0.4), 2: (0.5, 0.7)}
+FORGED = {1: (0.1, 1.0), 2: (0.0, 1.0)}
+
+
+@pytest.fixture
+def two_validators(race_benchmark, race_release, submitter, submit, make_validator):
+    """Races 1 and 2 released; validators A (honest) and B (its key later found compromised) ran
+    Alpha and Bravo in each. Returns B's signing key."""
+    honest, honest_key = make_validator("validator-a")
+    forged, forged_key = make_validator("validator-b")
+    for number in (1, 2):
+        race = lifecycle.race_schedule(
+            benchmark=race_benchmark, number=number, task_ids=RACE_TASKS, is_launch=number == 1, release=race_release
+        )
+        race = lifecycle.race_start(race=race)
+        for validator, key, scores in ((honest, honest_key, HONEST), (forged, forged_key, FORGED)):
+            for agent, score in zip(("Alpha", "Bravo"), scores[number], strict=True):
+                submit(
+                    submitter,
+                    members(
+                        validator=validator,
+                        key=key,
+                        agent=agent,
+                        version="1",
+                        outcomes=scoring_outcomes(score),
+                        race=number,
+                    ),
+                    name=f"r{number}-{validator.slug}-{agent}",
+                )
+        lifecycle.race_close(race=race)
+        lifecycle.race_release(race=race)
+    assert RaceRun.objects.count() == 8
+    return SigningKey.objects.get(validator=forged)
+
+
+def raw_scores(number: int) -> dict[str, float]:
+    rows = RaceResult.objects.filter(race__number=number).select_related("agent_version__agent")
+    return {row.agent_version.agent.name: round(row.raw_score, 6) for row in rows}
+
+
+def boards() -> tuple[list[tuple], list[tuple]]:
+    """Every RaceResult and OverallStanding row, as comparable tuples."""
+    results = RaceResult.objects.order_by("race__number", "agent_version_id")
+    overall = OverallStanding.objects.order_by("race__number", "agent_version_id")
+    return (
+        list(results.values_list("race__number", "agent_version_id", "raw_score", "rank", "baseline", "delta")),
+        list(overall.values_list("race__number", "agent_version_id", "rank", "is_top")),
+    )
+
+
+def test_excluding_a_keys_runs_rescores_every_race_from_the_honest_runs_alone(two_validators):
+    assert raw_scores(1) == {"Alpha": 0.35, "Bravo": 0.7}  # the forged runs lifted Bravo above Alpha
+    excluded = race_runs_exclude(user=None, reason=REASON, signed_by=two_validators.key_id)
+    assert sorted(excluded) == sorted(RaceRun.objects.filter(signing_key=two_validators).values_list("pk", flat=True))
+    assert raw_scores(1) == {"Alpha": 0.6, "Bravo": 0.4}
+    assert raw_scores(2) == {"Alpha": 0.5, "Bravo": 0.7}
+    assert RaceResult.objects.get(race__number=1, agent_version__agent__name="Alpha").rank == 1
+    # The incremental recompute lands on the rows the full rebuild writes.
+    incremental = boards()
+    race_standings_refresh(benchmark=two_validators.benchmark)
+    assert boards() == incremental
+
+
+def test_excluded_runs_stay_listed_with_their_reason_on_the_run_and_race_pages(client, two_validators):
+    race_runs_exclude(user=None, reason=REASON, signed_by=two_validators.key_id)
+    run = RaceRun.objects.filter(signing_key=two_validators).order_by("pk").first()
+    page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    assert "excluded by staff" in page and REASON in page
+    race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+    assert race_page.count("excluded by staff") >= 2  # B's two runs, in the run list (and the signal line)
+    assert "2 excluded by staff" in race_page
+
+
+def test_a_released_races_results_no_longer_name_the_excluded_key(two_validators):
+    honest = SigningKey.objects.exclude(pk=two_validators.pk).get(owner_kind=SigningKey.Owner.VALIDATOR)
+    rows = APIClient().get(reverse("api-race-results", args=["shop-race", 1])).json()["rows"]
+    assert {row["validator_keys"] for row in rows} == {" ".join(sorted([honest.key_id, two_validators.key_id]))}
+    race_runs_exclude(user=None, reason=REASON, signed_by=two_validators.key_id)
+    rows = APIClient().get(reverse("api-race-results", args=["shop-race", 1])).json()["rows"]
+    assert {row["validator_keys"] for row in rows} == {honest.key_id}
+
+
+def test_reinstating_counts_the_runs_again_and_restores_the_board(two_validators):
+    before = boards()
+    race_runs_exclude(user=None, reason=REASON, signed_by=two_validators.key_id)
+    assert boards() != before
+    reinstated = race_runs_reinstate(user=None, signed_by=two_validators.key_id)
+    assert len(reinstated) == 4
+    assert boards() == before
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+    assert set(RaceRun.objects.values_list("excluded_reason", flat=True)) == {""}
+
+
+def test_excluding_again_changes_nothing_not_even_the_reason(two_validators):
+    race_runs_exclude(user=None, reason=REASON, signed_by=two_validators.key_id)
+    stamps = dict(RaceRun.objects.filter(signing_key=two_validators).values_list("pk", "excluded_at"))
+    assert race_runs_exclude(user=None, reason="another reason", signed_by=two_validators.key_id) == []
+    assert dict(RaceRun.objects.filter(signing_key=two_validators).values_list("pk", "excluded_at")) == stamps
+    assert set(RaceRun.objects.filter(signing_key=two_validators).values_list("excluded_reason", flat=True)) == {REASON}
+
+
+@pytest.mark.parametrize(
+    ("target", "reason", "code"),
+    [
+        ({"run_ids": [999_999]}, REASON, "not_found"),
+        ({"signed_by": "0" * 16}, REASON, "no_runs"),
+        ({}, REASON, "target_missing"),
+        ({"signed_by": "KEY"}, "   ", "reason_missing"),
+        ({"signed_by": "KEY"}, "x" * 501, "reason_too_long"),
+    ],
+    ids=["unknown run", "key that signed nothing", "no target", "blank reason", "reason too long"],
+)
+def test_a_refused_exclusion_says_why_and_changes_nothing(two_validators, target, reason, code):
+    target = {name: two_validators.key_id if value == "KEY" else value for name, value in target.items()}
+    before = boards()
+    with pytest.raises(RaceExclusionError) as raised:
+        race_runs_exclude(user=None, reason=reason, **target)
+    assert raised.value.code == code
+    assert boards() == before
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+@pytest.mark.parametrize("who", ["entrant", "validator account", "another account", "staff without the permission"])
+def test_only_staff_holding_change_run_may_exclude_race_runs(two_validators, make_user, who):
+    user = {
+        "entrant": lambda: get_user_model().objects.get(username="entrant"),
+        "validator account": lambda: get_user_model().objects.get(username="submitter"),
+        "another account": lambda: make_user("another"),
+        "staff without the permission": lambda: staff_with("viewer"),
+    }[who]()
+    before = boards()
+    with pytest.raises(PermissionDenied):
+        race_runs_exclude(user=user, reason=REASON, signed_by=two_validators.key_id)
+    assert boards() == before
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+def test_staff_holding_change_run_exclude_and_are_recorded_as_the_actor(two_validators):
+    staff = staff_with("maintainer", CHANGE_RUN)
+    excluded = race_runs_exclude(user=staff, reason=REASON, signed_by=two_validators.key_id)
+    assert set(RaceRun.objects.filter(pk__in=excluded).values_list("excluded_by", flat=True)) == {staff.pk}
+
+
+def test_an_excluded_qualifying_run_leaves_the_qualifying_score(race_release, submitter, submit, make_validator):
+    from schemes_race_helpers import QUALIFYING
+
+    from leaderboard.selectors.race import qualifying_board
+
+    honest, honest_key = make_validator("validator-a")
+    forged, forged_key = make_validator("validator-b")
+    for validator, key, score in ((honest, honest_key, 0.3), (forged, forged_key, 0.9)):
+        submit(
+            submitter,
+            members(
+                validator=validator,
+                key=key,
+                agent="Alpha",
+                version="1",
+                outcomes=scoring_outcomes(score, QUALIFYING),
+                race=None,
+                tasks=QUALIFYING,
+            ),
+            name=f"q-{validator.slug}",
+        )
+    assert [round(row.score, 6) for row in qualifying_board(release=race_release)] == [0.6]
+    race_runs_exclude(user=None, reason=REASON, signed_by=SigningKey.objects.get(validator=forged).key_id)
+    (row,) = qualifying_board(release=race_release)
+    assert (round(row.score, 6), row.runs_included, len(row.runs)) == (0.3, 1, 2)
+
+
+def test_the_command_excludes_a_keys_runs_and_reinstates_them(two_validators, capsys):
+    call_command("exclude_race_runs", "--signed-by", two_validators.key_id, "--reason", REASON)
+    assert "excluded 4 race run(s)" in capsys.readouterr().out
+    assert RaceRun.objects.filter(excluded_at__isnull=False).count() == 4
+    call_command("exclude_race_runs", "--signed-by", two_validators.key_id, "--reinstate")
+    assert "reinstated 4 race run(s)" in capsys.readouterr().out
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+def test_the_command_refuses_an_exclusion_without_a_reason(two_validators):
+    with pytest.raises(CommandError, match="reason_missing"):
+        call_command("exclude_race_runs", "--signed-by", two_validators.key_id)
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+def _admin_action(client, user, key: SigningKey):
+    client.force_login(user)
+    return client.post(
+        reverse("admin:leaderboard_signingkey_changelist"),
+        {"action": "exclude_race_runs", "_selected_action": [key.pk]},
+        follow=True,
+    )
+
+
+def test_the_keys_admin_action_excludes_a_revoked_keys_runs_with_a_reason_naming_the_key(client, two_validators):
+    signing_key_revoke(signing_key=two_validators, user=None)
+    response = _admin_action(
+        client, staff_with("maintainer", CHANGE_RUN, "leaderboard.change_signingkey"), two_validators
+    )
+    assert "excluded 4 race run(s) from every score" in response.content.decode()
+    reasons = set(RaceRun.objects.filter(signing_key=two_validators).values_list("excluded_reason", flat=True))
+    assert len(reasons) == 1 and two_validators.key_id in reasons.pop()
+    assert not RaceRun.objects.exclude(signing_key=two_validators).filter(excluded_at__isnull=False).exists()
+
+
+def test_the_keys_admin_action_refuses_a_key_not_yet_revoked(client, two_validators):
+    response = _admin_action(
+        client, staff_with("maintainer", CHANGE_RUN, "leaderboard.change_signingkey"), two_validators
+    )
+    assert "revoke it first" in response.content.decode()
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+def test_the_keys_admin_action_refuses_staff_without_change_run(client, two_validators):
+    signing_key_revoke(signing_key=two_validators, user=None)
+    response = _admin_action(client, staff_with("keykeeper", "leaderboard.change_signingkey"), two_validators)
+    assert CHANGE_RUN in response.content.decode()
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
