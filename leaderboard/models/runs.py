@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from leaderboard.reasons import PUBLIC_REASON_MAX_CHARS
+
 
 class Run(models.Model):
     """A paper-gap run (seed 000): one agent version on one release."""
@@ -45,7 +47,7 @@ class Run(models.Model):
     # agent lists, API, exports) that already excludes private runs excludes these too.
     withdrawn_at = models.DateTimeField(null=True, blank=True)
     hidden_at = models.DateTimeField(null=True, blank=True)
-    hidden_reason = models.CharField(max_length=500, blank=True)
+    hidden_reason = models.CharField(max_length=PUBLIC_REASON_MAX_CHARS, blank=True)
     # Provenance of a run a rescore carried onto a newer release (submissions.services.rescoring):
     # the run on the older release it was re-verified from. Who carried it and when is its
     # first VerificationEvent (actor, created_at) and the RescoreItem that names it.
@@ -165,10 +167,6 @@ class ScorecardRun(models.Model):
         return card.pk if card is not None else None
 
 
-# Longest public reason for a staff exclusion of a race run (as a hidden run's reason).
-EXCLUSION_REASON_MAX_CHARS = 500
-
-
 class RaceRun(models.Model):
     """One validator's run of one agent version, on qualifying (race null) or a race."""
 
@@ -194,19 +192,13 @@ class RaceRun(models.Model):
     # because the validator key that signed it was compromised: it stays listed, marked, and
     # counts nowhere (no raw score, baseline, Overall or qualifying score includes it).
     excluded_at = models.DateTimeField(null=True, blank=True)
-    excluded_reason = models.CharField(max_length=EXCLUSION_REASON_MAX_CHARS, blank=True)
+    excluded_reason = models.CharField(max_length=PUBLIC_REASON_MAX_CHARS, blank=True)
     excluded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
     def __str__(self) -> str:
         return f"race run {self.pk}"
-
-    @property
-    def counted(self) -> bool:
-        """Whether the run enters its race's (or qualifying's) raw score: it ran and staff did
-        not exclude it (an infrastructure failure is left out by scoring.race itself)."""
-        return self.excluded_at is None and not self.failed and not self.infrastructure_failure
 
     @property
     def status(self) -> str:

@@ -22,8 +22,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.models import Race, RaceRun
-from leaderboard.models.runs import EXCLUSION_REASON_MAX_CHARS
 from leaderboard.permissions import CHANGE_RUN, staff_write_actor
+from leaderboard.reasons import public_reason
 from leaderboard.services.race_standings import race_standings_update
 
 
@@ -36,23 +36,13 @@ class RaceExclusionError(Exception):
         self.message = message
 
 
-def _reason(reason: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise RaceExclusionError("reason_missing", "reason: say publicly why the runs no longer count")
-    if len(reason) > EXCLUSION_REASON_MAX_CHARS:
-        raise RaceExclusionError(
-            "reason_too_long", f"reason: at most {EXCLUSION_REASON_MAX_CHARS} characters, got {len(reason)}"
-        )
-    return reason
-
-
 def _locked(run_ids: list[int] | None, signed_by: str | None) -> list[RaceRun]:
     """The runs named (by id, or every run a validator key signed), locked, in id order;
     refuses ids that do not exist and a key that signed nothing, so a typo changes nothing."""
     if (run_ids is None) == (signed_by is None):
         raise RaceExclusionError("target_missing", "name the runs: either run ids or the key id that signed them")
-    runs = RaceRun.objects.select_for_update().order_by("pk")
+    # The runs' own rows only: the key lookup's join must not lock the signing key's row.
+    runs = RaceRun.objects.select_for_update(of=("self",)).order_by("pk")
     if signed_by is not None:
         found = list(runs.filter(signing_key__key_id=signed_by))
         if not found:
@@ -87,7 +77,7 @@ def race_runs_exclude(
     race run the validator key ``signed_by`` (a key id) signed. Returns the ids newly excluded
     (excluding again changes nothing, not even the reason). ``user`` None: a script."""
     actor = staff_write_actor(user, CHANGE_RUN, doing="exclude race runs from scoring")
-    reason = _reason(reason)
+    reason = public_reason(reason, says="why the runs no longer count", error=RaceExclusionError)
     runs = [run for run in _locked(run_ids, signed_by) if run.excluded_at is None]
     now = timezone.now()
     for run in runs:

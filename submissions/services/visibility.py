@@ -23,12 +23,10 @@ from django.utils import timezone
 from leaderboard.api_query import MAX_ID
 from leaderboard.models import Run
 from leaderboard.permissions import CHANGE_RUN, staff_may
+from leaderboard.reasons import public_reason
 from leaderboard.selectors.visibility import run_is_visible
 from leaderboard.services.paper_gap_standings import standings_update_version
 from submissions.models import RunVisibilityEvent
-
-# Longest public reason staff may give (Run.hidden_reason's column).
-HIDDEN_REASON_MAX_CHARS = 500
 
 
 class VisibilityError(Exception):
@@ -124,13 +122,7 @@ def run_hide(*, run_id: int, user: User, reason: str) -> Run:
     if not staff_may(user, CHANGE_RUN):
         raise VisibilityError("staff_only", f"only staff with the permission {CHANGE_RUN!r} can hide a run", status=403)
     run = _lock(run_id)  # an unknown run is a 404 whatever the reason says
-    reason = (reason or "").strip()
-    if not reason:
-        raise VisibilityError("reason_missing", "reason: say publicly why the run is hidden")
-    if len(reason) > HIDDEN_REASON_MAX_CHARS:
-        raise VisibilityError(
-            "reason_too_long", f"reason: at most {HIDDEN_REASON_MAX_CHARS} characters, got {len(reason)}"
-        )
+    reason = public_reason(reason, says="why the run is hidden", error=VisibilityError)
     run.hidden_at = run.hidden_at or timezone.now()
     run.hidden_reason = reason
     return _save(run, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
