@@ -354,9 +354,9 @@ def aggregate_episodes(
     if columns is None:
         columns = _checked_columns(episodes, declared, _where(slug))
     metrics, rate_values, passed, total = columns
-    measured = math.fsum(metrics) / len(metrics) if metrics else None
+    measured = _mean(metrics) if metrics else None
     rates: dict[str, float | None] = {
-        metric: (math.fsum(values) / len(values) if values else None) for metric, values in rate_values.items()
+        metric: (_mean(values) if values else None) for metric, values in rate_values.items()
     }
     return EpisodeAggregate(
         measured=measured,
@@ -365,6 +365,20 @@ def aggregate_episodes(
         total=total,
         pass_rate=passed / total if total else None,
     )
+
+
+def _mean(values: list[float]) -> float:
+    """The mean of finite ``values``, summed exactly (``math.fsum``).
+
+    The sum of finite values can exceed a double (two episodes reporting 1.7e308), and fsum then
+    raises OverflowError: a bundle crashed its verification. Their mean cannot (it lies between
+    their least and greatest), so only then are the values divided first and summed again; every
+    other input keeps the exact sum's result, bit for bit."""
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:
+        count = len(values)
+        return math.fsum(value / count for value in values)
 
 
 # (non-null metrics, declared metric -> its rates, passed, total), in episode order.

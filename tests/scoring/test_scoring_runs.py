@@ -149,6 +149,16 @@ def test_an_aborted_episode_still_contributes_its_metric() -> None:
     assert result.pass_rate == 0.5
 
 
+@pytest.mark.parametrize("episodes", [[Episode(1.7e308)] * 2, [Episode(1.7e308)] * 2 + [Episode(-1.7e308)]])
+@pytest.mark.parametrize("as_list", [True, False], ids=["column path", "episode loop"])
+def test_metrics_and_rates_whose_sum_exceeds_a_double_still_average_to_their_finite_mean(episodes, as_list) -> None:
+    big = [Episode(e.metric, {"collision_rate": abs(e.metric)}) for e in episodes]
+    result = aggregate_episodes(big if as_list else iter(big), ["collision_rate"])
+    expected = math.fsum(e.metric / len(big) for e in big)
+    assert result.measured == pytest.approx(expected) and math.isfinite(result.measured)
+    assert result.rates["collision_rate"] == pytest.approx(1.7e308) and math.isfinite(result.rates["collision_rate"])
+
+
 def test_measured_is_none_when_no_episode_reports_a_metric() -> None:
     assert aggregate_episodes([Episode(None), Episode(None)], []).measured is None
 

@@ -286,3 +286,24 @@ def test_a_bundle_over_the_limit_lowered_after_upload_is_rejected_by_the_worker(
     settings.PODIUM_MAX_BUNDLE_BYTES = 1024
     verified = submission_verify(submission_id=submission.pk)
     assert (verified.verdict, verified.error_code) == ("rejected", "too_large")
+
+
+@pytest.mark.django_db
+def test_episode_metrics_whose_sum_exceeds_a_double_reach_a_verdict_instead_of_crashing_the_worker(corpus, owner):
+    """Finite metrics near the largest double (1.7e308) are valid JSON and valid episodes, but
+    their exact sum overflows: math.fsum raised OverflowError and the bundle crashed its
+    verification on every attempt. Their mean is finite, and the bundle is judged like any other
+    (its claims no longer match the recomputation)."""
+    import json
+
+    directory = corpus.directory()
+    results = min((directory / "results").glob("*.json"))
+    document = json.loads(results.read_text(encoding="utf-8"))
+    for episode in document["episodes"][:2]:
+        episode["metric"] = 1.7e308
+    results.write_text(json.dumps(document), encoding="utf-8")
+    sealing.write_members(directory)
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(corpus.sealed(directory)))
+    verified = submission_verify(submission_id=submission.pk)
+    assert (verified.status, verified.verdict, verified.error_code) == ("done", "mismatch", ""), verified.error_message
+    assert any(row["path"].endswith(".measured") for row in verified.diff if row["status"] != "match")
