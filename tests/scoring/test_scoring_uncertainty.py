@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -293,3 +294,26 @@ def test_stored_columns_whose_metrics_differ_from_the_release_are_rejected() -> 
     )
     with pytest.raises(ScoringError):
         run_intervals_from_columns(changed, columns, resamples=50)
+
+
+def test_episode_metrics_summing_past_the_largest_double_give_finite_intervals_without_a_warning() -> None:
+    """Replicates whose sums overflow clamp to the cap (or to 0, lower-is-better), as the run's
+    own score does; nothing is raised or warned. Anchors below 1 make the gap's division overflow too."""
+    import warnings
+
+    spec = release()
+    big = {
+        slug: TaskResult(
+            [Episode(1.7e308, dict.fromkeys(spec.tasks[slug].penalties, 0.0))] * 40
+            + [Episode(0.5, dict.fromkeys(spec.tasks[slug].penalties, 0.0))] * 40,
+            True,
+        )
+        for slug in spec.tasks
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        intervals = run_intervals(spec, big, resamples=200)
+        scored = score_run(spec, big)
+    for interval in (intervals.overall, intervals.reproduction, intervals.open):
+        assert interval is not None and math.isfinite(interval.low) and math.isfinite(interval.high)
+    assert math.isfinite(scored.overall)
