@@ -7,12 +7,15 @@ paper-gap pages redirect a scheme benchmark's address to them.
 from django.urls import URLPattern, URLResolver, path
 
 from leaderboard.views import race as race_views
+from leaderboard.views import race_exclusions as race_exclusion_views
 from leaderboard.views import scorecard as scorecard_views
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("scorecards/<slug:benchmark>/", scorecard_views.scorecard_benchmark, name="scorecard_benchmark"),
     path("scorecards/<slug:benchmark>/<str:version>/", scorecard_views.scorecard_board, name="scorecard_board"),
     path("races/runs/<int:pk>/", race_views.race_run_detail, name="race_run_detail"),
+    path("races/runs/<int:pk>/exclude/", race_exclusion_views.race_run_exclude_view, name="race_run_exclude"),
+    path("races/runs/<int:pk>/reinstate/", race_exclusion_views.race_run_reinstate_view, name="race_run_reinstate"),
     path("races/<slug:benchmark>/", race_views.race_benchmark, name="race_benchmark"),
     path("races/<slug:benchmark>/overall/", race_views.race_overall, name="race_overall"),
     path("races/<slug:benchmark>/qualifying/", race_views.race_qualifying, name="race_qualifying"),

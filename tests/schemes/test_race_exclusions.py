@@ -241,3 +241,100 @@ def test_the_keys_admin_action_refuses_staff_without_change_run(client, two_vali
     response = _admin_action(client, staff_with("keykeeper", "leaderboard.change_signingkey"), two_validators)
     assert CHANGE_RUN in response.content.decode()
     assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+# ---------------------------------------------------------------- the run page's form (one run)
+
+
+def _forged_run(key: SigningKey) -> RaceRun:
+    """The compromised validator's run of Alpha in race 1 (0.1 there; the honest run says 0.6)."""
+    return RaceRun.objects.get(signing_key=key, race__number=1, agent_version__agent__name="Alpha")
+
+
+def test_the_exclusion_form_is_shown_to_staff_holding_change_run_only(client, two_validators, make_user):
+    run = _forged_run(two_validators)
+    page, form = reverse("race_run_detail", args=[run.pk]), reverse("race_run_exclude", args=[run.pk])
+    assert form not in client.get(page).content.decode()  # anonymous
+    for user in (make_user("another"), staff_with("viewer")):
+        client.force_login(user)
+        assert form not in client.get(page).content.decode()
+    client.force_login(staff_with("maintainer", CHANGE_RUN))
+    assert form in client.get(page).content.decode()
+
+
+def test_staff_exclude_one_run_through_the_form_and_only_its_race_scores_move(client, two_validators):
+    run, staff = _forged_run(two_validators), staff_with("maintainer", CHANGE_RUN)
+    client.force_login(staff)
+    response = client.post(reverse("race_run_exclude", args=[run.pk]), {"reason": REASON}, follow=True)
+    assert response.redirect_chain == [(reverse("race_run_detail", args=[run.pk]), 302)]
+    body = response.content.decode()
+    assert "Run excluded from every score" in body and REASON in body
+    assert reverse("race_run_reinstate", args=[run.pk]) in body  # the form turns into its undo
+    run.refresh_from_db()
+    assert (run.excluded_reason, run.excluded_by_id) == (REASON, staff.pk) and run.excluded_at is not None
+    assert RaceRun.objects.filter(excluded_at__isnull=False).count() == 1
+    # Race 1's Alpha now has the honest run alone (0.6); Bravo keeps both runs' mean (0.4, 1.0).
+    assert raw_scores(1) == {"Alpha": 0.6, "Bravo": 0.7}
+    assert raw_scores(2) == {"Alpha": 0.25, "Bravo": 0.85}
+
+
+def test_staff_reinstate_one_run_through_the_form_and_the_board_is_as_before(client, two_validators):
+    run, before = _forged_run(two_validators), boards()
+    client.force_login(staff_with("maintainer", CHANGE_RUN))
+    client.post(reverse("race_run_exclude", args=[run.pk]), {"reason": REASON})
+    assert boards() != before
+    response = client.post(reverse("race_run_reinstate", args=[run.pk]), follow=True)
+    assert "Run reinstated" in response.content.decode()
+    assert boards() == before
+    run.refresh_from_db()
+    assert (run.excluded_at, run.excluded_reason, run.excluded_by_id) == (None, "", None)
+
+
+@pytest.mark.parametrize(("reason", "said"), [("   ", "reason: say publicly"), ("x" * 501, "at most 500 characters")])
+def test_a_refused_reason_through_the_form_is_said_on_the_run_page_and_changes_nothing(
+    client, two_validators, reason, said
+):
+    run, before = _forged_run(two_validators), boards()
+    client.force_login(staff_with("maintainer", CHANGE_RUN))
+    response = client.post(reverse("race_run_exclude", args=[run.pk]), {"reason": reason}, follow=True)
+    assert response.redirect_chain == [(reverse("race_run_detail", args=[run.pk]), 302)]
+    assert said in response.content.decode()
+    assert boards() == before
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+@pytest.mark.parametrize("who", ["validator account", "another account", "staff without the permission"])
+@pytest.mark.parametrize("route", ["race_run_exclude", "race_run_reinstate"])
+def test_only_staff_holding_change_run_may_use_the_forms_others_get_403(client, two_validators, make_user, who, route):
+    run = _forged_run(two_validators)
+    race_runs_exclude(user=None, reason=REASON, run_ids=[run.pk])  # something for reinstate to undo
+    before = boards()
+    client.force_login(
+        {
+            "validator account": lambda: get_user_model().objects.get(username="submitter"),
+            "another account": lambda: make_user("another"),
+            "staff without the permission": lambda: staff_with("viewer"),
+        }[who]()
+    )
+    response = client.post(reverse(route, args=[run.pk]), {"reason": "mine now"})
+    assert response.status_code == 403
+    assert CHANGE_RUN in response.content.decode()
+    assert boards() == before
+    run.refresh_from_db()
+    assert run.excluded_reason == REASON
+
+
+@pytest.mark.parametrize("route", ["race_run_exclude", "race_run_reinstate"])
+def test_anonymous_posting_the_forms_is_sent_to_sign_in_and_nothing_changes(client, two_validators, route):
+    run = _forged_run(two_validators)
+    response = client.post(reverse(route, args=[run.pk]), {"reason": REASON})
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+def test_the_forms_answer_404_for_a_run_that_does_not_exist_and_405_to_a_get(client, two_validators):
+    client.force_login(staff_with("maintainer", CHANGE_RUN))
+    assert client.post(reverse("race_run_exclude", args=[999_999]), {"reason": REASON}).status_code == 404
+    run = _forged_run(two_validators)
+    assert client.get(reverse("race_run_exclude", args=[run.pk])).status_code == 405
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()

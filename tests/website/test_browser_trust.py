@@ -160,3 +160,34 @@ def test_a_race_run_excluded_after_a_key_compromise_is_marked_with_its_reason_on
     text = visit_at_both_sizes(page, page.url, "race-1-excluded-run")
     assert "excluded by staff" in text and reason in text
     assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_staff_exclude_one_race_run_from_its_page_on_a_phone_and_count_it_again(
+    live_server: Any, page: Any, site_identity: Any, media_root: Any
+) -> None:
+    from leaderboard.models import RaceRun
+    from leaderboard.permissions import CHANGE_RUN
+    from tests.staff import staff_with
+
+    load_race_demo(stdout=io.StringIO())
+    run = RaceRun.objects.filter(race__number=1, excluded_at__isnull=True).order_by("pk").first()
+    staff_with("maintainer", CHANGE_RUN)
+    sign_in(page, live_server.url, "maintainer")
+    url = f"{live_server.url}/races/runs/{run.pk}/"
+    form = visit_at_both_sizes(page, url, "race-run-exclusion-form")
+    assert "Exclude from every score" in form
+    page.get_by_label("Public reason").fill("Its validator reported a sandbox misconfiguration for this run.")
+    page.get_by_role("button", name="Exclude from every score").click()
+    page.wait_for_url(url)
+    shoot(page, "trust-race-run-excluded-phone")
+    text = page.locator("main").inner_text()
+    assert "Run excluded from every score" in text and "sandbox misconfiguration" in text
+    assert page.evaluate("document.documentElement.scrollWidth") <= SIZES["phone"]["width"]
+    run.refresh_from_db()
+    assert run.excluded_at is not None and run.excluded_by.username == "maintainer"
+    page.get_by_role("button", name="Count this run again").click()
+    page.wait_for_url(url)
+    assert "Run reinstated" in page.locator("main").inner_text()
+    run.refresh_from_db()
+    assert run.excluded_at is None
+    assert page.console_errors == []  # type: ignore[attr-defined]
