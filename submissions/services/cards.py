@@ -46,6 +46,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
@@ -411,17 +412,29 @@ def _end_unfinished(card: Card, *, keep: int | None, now: dt.datetime) -> None:
     others.update(done=True, abandoned=True, ended_at=now)
 
 
+def _unfinished_locked(card: Card, *, level: ScorecardLevel | None = None) -> CardEpisode | None:
+    """Lock (after the card, as everywhere here) the card's unfinished episodes, which a reset or
+    a close ends, and the episode on ``level`` whatever its state; that episode, or None.
+
+    The caller reads its clock after this: an action through the unlocked fast lane takes no
+    card lock, so one that wrote an episode while this waited for its row is logged at a time
+    read before; read earlier, the episode's ``ended_at`` came before its last move's time."""
+    wanted = Q(done=False) if level is None else Q(done=False) | Q(level=level)
+    rows = CardEpisode.objects.filter(wanted, card=card).select_related("level").select_for_update(of=("self",))
+    return next((row for row in rows.order_by("pk") if level is not None and row.level_id == level.pk), None)
+
+
 @_card_request
 def card_episode_reset(*, card_id: int, user: User, level_id: str) -> EpisodeView:
     """Start ``level_id`` (or restart it while unfinished) and return its layout."""
-    now = timezone.now()
-    card = _open_card_for_play(card_id, user, now)
+    card = _open_card_for_play(card_id, user, timezone.now())
     level_row = _level_of(card, level_id)
     level = _parsed(level_row.xsb)
-    # Locked after the card, as everywhere here: an action through the unlocked fast lane
-    # takes no card lock, so without this the restart could write over a state that action
-    # just changed (its log number then collided with the action's: a 500).
-    episode = _episode_locked(CardEpisode.objects.filter(card=card, level=level_row))
+    # Locked after the card: an action through the unlocked fast lane takes no card lock, so
+    # without this the restart could write over a state that action just changed (its log
+    # number then collided with the action's: a 500). The reset's times are read once locked.
+    episode = _unfinished_locked(card, level=level_row)
+    now = timezone.now()
     if episode is not None and episode.done:
         raise CardError(409, "episode_done", f"level {level_id!r} is finished on this card; it cannot be played again.")
     _end_unfinished(card, keep=level_row.pk, now=now)
@@ -903,8 +916,10 @@ def _close(card: Card, *, closed_by: str, now: dt.datetime) -> ScorecardRun:
 def card_close(*, card_id: int, user: User) -> Card:
     """The player closes the card (closing a closed card again is refused: card_closed)."""
     card = _owned_card_locked(card_id, user)
-    # The clock is read once the card's lock is held: read before, a move applied while the close
-    # waited for the lock was counted yet stamped later than the card's closed_at.
+    _unfinished_locked(card)
+    # The clock is read once the card's lock (and its unfinished episode's) is held: read before,
+    # a move applied while the close waited for the lock was counted yet stamped later than the
+    # card's closed_at.
     now = timezone.now()
     _check_playable(card, now, closing=True)
     _close(card, closed_by=Card.ClosedBy.PLAYER, now=now)

@@ -5,8 +5,11 @@ request it cannot serve must reach that view untouched."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from submissions.api_keys import api_key_create, api_key_revoke, failed_attempts, failure_ident
@@ -338,3 +341,57 @@ def test_a_content_length_that_is_not_a_small_ascii_number_leaves_the_fast_lane_
         action_path(card_id), b'{"action": "up"}', content_type="application/json", CONTENT_LENGTH=length
     )
     assert response.status_code < 500 and lane == []
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("by", ["a reset of another level", "the close"])
+def test_an_episode_ended_while_a_move_held_its_row_ends_after_that_move(make_user, tmp_path, by):
+    """A reset (of another level) or a close ends the card's unfinished episode. An action through
+    the fast lane holds that episode's row without the card's lock; the reset read its clock
+    before waiting for the row, so the episode's ended_at came before the move's logged time
+    (and the close's closed_at likewise). Both now read the clock once the episode is locked."""
+    import threading
+
+    from django.db import transaction as db_transaction
+
+    from leaderboard.services.release_sync import release_sync
+    from submissions.services import cards as card_services
+    from tests.schemes.conftest import write_play_manifest
+
+    write_play_manifest(tmp_path / "play")
+    release_sync(manifest=tmp_path / "play")
+    user = make_user("racer")
+    card = card_services.card_open(
+        user=user, api_key=None, benchmark_slug="sokoban-play", agent_name="Racer", agent_version="1"
+    )
+    card_services.card_episode_reset(card_id=card.pk, user=user, level_id="room")
+    held, moved_at = threading.Event(), []
+
+    def hold_the_episode() -> None:
+        # What a fast-lane action does to its row: lock it by writing, stamp, commit (here slowly).
+        try:
+            with db_transaction.atomic():
+                CardEpisode.objects.filter(card_id=card.pk, done=False).select_for_update().get()
+                held.set()
+                time.sleep(0.3)
+                moved_at.append(timezone.now())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold_the_episode)
+    thread.start()
+    assert held.wait(10)
+    if by == "the close":
+        card_services.card_close(card_id=card.pk, user=user)
+    else:
+        card_services.card_episode_reset(card_id=card.pk, user=user, level_id="corridor")
+    thread.join()
+    ended = CardEpisode.objects.get(card_id=card.pk, level__level_id="room")
+    assert ended.done and ended.ended_at >= moved_at[0]
+    if by == "the close":
+        card.refresh_from_db()
+        assert card.closed_at >= moved_at[0]
+    else:
+        started = CardEpisode.objects.get(card_id=card.pk, level__level_id="corridor")
+        assert started.started_at >= moved_at[0]
