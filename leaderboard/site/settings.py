@@ -490,8 +490,11 @@ LOGGING = {
             "datefmt": "%Y-%m-%dT%H:%M:%S%z",
         }
     },
+    "filters": {"client_errors_without_traceback": {"()": "leaderboard.site.log_filters.ClientErrorsWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # A refused request (4xx) is one line; a server error keeps its traceback.
+    "loggers": {"django.request": {"filters": ["client_errors_without_traceback"]}},
 }
 
 # Email: Django's error reports to PODIUM_ADMIN_EMAILS. SMTP when EMAIL_HOST is set,

@@ -157,3 +157,30 @@ def test_a_form_refused_by_the_csrf_check_gets_the_sites_page_saying_what_to_do(
     body = response.content.decode()
     assert "<h1>Not allowed</h1>" in body
     assert "its security token was missing or out of date" in body and "CsrfViewMiddleware" not in body
+
+
+def _request_records(caplog):
+    return [record for record in caplog.records if record.name == "django.request"]
+
+
+@pytest.mark.django_db
+def test_a_refused_request_is_logged_as_one_line_without_its_traceback(caplog) -> None:
+    # A multipart body without a boundary (a BadRequest) was logged with its whole traceback.
+    owner = get_user_model().objects.create_user("frank", password=PASSWORD)
+    client = Client()
+    client.force_login(owner)
+    with caplog.at_level("WARNING", logger="django.request"):
+        response = client.post("/accounts/api-keys/", b"name=ci", content_type=MULTIPART_WITHOUT_BOUNDARY)
+    assert response.status_code == 400
+    (record,) = _request_records(caplog)
+    assert record.status_code == 400 and record.exc_info is None
+    assert "Traceback" not in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_server_error_is_logged_with_its_traceback(crashing_client, caplog) -> None:
+    with caplog.at_level("ERROR", logger="django.request"):
+        assert crashing_client.get("/boom/").status_code == 500
+    (record,) = _request_records(caplog)
+    assert record.status_code == 500 and record.exc_info is not None
+    assert "Traceback" in caplog.text and "secret internals" in caplog.text
