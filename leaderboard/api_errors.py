@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -112,20 +112,47 @@ def _framework_error(exc: exceptions.APIException) -> Response:
     return Response(body, status=exc.status_code, headers=headers)
 
 
-def refuse_unknown_fields(data: Any, allowed: Sequence[str]) -> None:
+def refuse_unknown_fields(data: Any, allowed: Sequence[str], *, where: str = "") -> None:
     """Refuse an API body's field that is not one of ``allowed`` (``invalid``, naming it): read
     past, a misspelt field ("is_private") was silently ignored and its intent lost (a run meant
     to stay private published). Call it before the body's own validation, which refuses a body
-    that is not an object (this passes one)."""
+    that is not an object (this passes one). ``where``: the path of a nested object ("agent.")."""
     if not hasattr(data, "keys"):
         return
-    unknown = sorted(str(key)[:40] for key in data if key not in allowed)
+    unknown = sorted(where + str(key)[:40] for key in data if key not in allowed)
     if unknown:
         raise ApiError(
             code="invalid",
             message=f"{unknown[0]}: unknown field; expected {', '.join(allowed)}.",
             extra={"fields": {unknown[0]: ["Unknown field."]}},
         )
+
+
+# Query parameters every paginated list reads: pagination, and DRF's format override.
+LIST_PARAMETERS = frozenset({"limit", "offset", "format"})
+
+
+def refuse_unread_parameters(request: Request, reads: frozenset[str], *, what: str = "list") -> None:
+    """Refuse a query parameter the endpoint does not read (``invalid_query``, naming it and what
+    it reads): a typo such as ``?verdicts=rejected`` or ``?releases=6`` was ignored and answered
+    everything, as if the filter had matched."""
+    unknown = sorted(set(request.query_params) - reads)
+    if unknown:
+        raise ApiError(
+            code="invalid_query",
+            message=f"{unknown[0][:40]}: not a parameter of this {what}; it reads {', '.join(sorted(reads))}.",
+        )
+
+
+def refuse_fields_not_read(data: Any, serializer_class: type[serializers.Serializer]) -> None:
+    """:func:`refuse_unknown_fields` for a body ``serializer_class`` reads: its fields, and each
+    nested serializer's fields inside that object. A serializer ignores any other key, so a
+    staff "dry_run" lowered a run's level for good and a card opened with "private" was public."""
+    fields = serializer_class().fields
+    refuse_unknown_fields(data, tuple(fields))
+    for name, field in fields.items():
+        if isinstance(field, serializers.Serializer) and hasattr(data, "keys") and name in data:
+            refuse_unknown_fields(data[name], tuple(field.fields), where=f"{name}.")
 
 
 def request_limit_error(exc: Exception) -> ApiError | None:
@@ -162,7 +189,10 @@ def _media_types_named(exc: Exception, view: Any) -> Exception:
     posting a form to a JSON endpoint was not told to send JSON."""
     if not isinstance(exc, exceptions.UnsupportedMediaType) or view is None:
         return exc
-    accepted = [parser.media_type for parser in getattr(view, "parser_classes", [])]
+    # The parsers this request was read with: a view may choose them per method (the upload
+    # reads multipart alone), and its class-wide list then named JSON while refusing it.
+    parsers = view.get_parsers() if hasattr(view, "get_parsers") else getattr(view, "parser_classes", [])
+    accepted = list(dict.fromkeys(parser.media_type for parser in parsers))
     if not accepted:
         return exc
     return exceptions.UnsupportedMediaType(

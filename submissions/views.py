@@ -34,9 +34,14 @@ from submissions.bundle.errors import BundleError
 from submissions.models import Submission, SubmissionChallenge
 from submissions.quotas import QuotaExceeded, quota_overview, validator_quota_overview
 from submissions.selectors import submissions as submission_selectors
-from submissions.services.challenges import ChallengeRequest, challenge_issue
+from submissions.services.challenges import ChallengeRequest, challenge_issue, request_field_too_long
 from submissions.services.races import acts_for_a_validator, race_entry_create
-from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
+from submissions.services.submissions import (
+    SubmissionRejected,
+    bundle_too_large,
+    submission_upload,
+    upload_private_flag,
+)
 from submissions.site_keys import SiteKeyError, current_public_key
 
 logger = logging.getLogger(__name__)
@@ -139,7 +144,7 @@ def upload(request: HttpRequest) -> HttpResponse:
             benchmark=benchmark,
             file=upload_file,
             original_name=upload_file.name or "",
-            is_private=request.POST.get("private") == "1",
+            is_private=upload_private_flag(request.POST.get("private", "0")),
         )
     except QuotaExceeded as exc:
         return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
@@ -218,15 +223,12 @@ def challenge_new(request: HttpRequest) -> HttpResponse:
     missing = [name for name, value in fields.items() if not value]
     if missing:
         return refused("invalid", f"{missing[0]}: this field is required.", 400)
+    too_long = request_field_too_long(fields)
+    if too_long is not None:
+        return refused("invalid", too_long, 400)
     try:
         race = _race_number(race_text) if race_text else None
-        request_ = ChallengeRequest(
-            benchmark=fields["benchmark"][:64],
-            release=fields["release"][:50],
-            agent_name=fields["agent_name"][:100],
-            agent_version=fields["agent_version"][:100],
-            race=race,
-        )
+        request_ = ChallengeRequest(race=race, **fields)
         challenge = challenge_issue(user=signed_in_user(request), request=request_)
     except BundleError as exc:
         return refused(exc.code, exc.message, 403 if exc.code in ("agent_not_yours", "not_a_validator") else 400)
@@ -259,6 +261,25 @@ def submission_detail(request: HttpRequest, submission_id: UUID) -> HttpResponse
     )
 
 
+def _race_entry_post(request: HttpRequest, fields: dict[str, str]) -> tuple[dict[str, str] | None, int]:
+    """Enter the race the form names: (the refusal shown on the page or None, the status)."""
+    try:
+        # An empty race registers the version for the benchmark's qualifying runs (as race null does on the API).
+        race_number = _race_number(fields["race"]) if fields["race"] else None
+        if not fields["agent_name"] or not fields["agent_version"]:
+            raise BundleError("agent_invalid", "agent name and version: both are required")
+        race_entry_create(
+            user=signed_in_user(request),
+            benchmark_slug=fields["benchmark"],
+            race_number=race_number,
+            agent_name=fields["agent_name"],
+            agent_version=fields["agent_version"],
+        )
+    except BundleError as exc:
+        return {"code": exc.code, "message": exc.message}, 403 if exc.code == "agent_not_yours" else 400
+    return None, 201
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def race_entries(request: HttpRequest) -> HttpResponse:
@@ -276,23 +297,12 @@ def race_entries(request: HttpRequest) -> HttpResponse:
             name: request.POST.get(name, "").strip() for name in ("benchmark", "race", "agent_name", "agent_version")
         }
         context["form"] = fields
-        try:
-            # An empty race registers the version for the benchmark's qualifying runs (as race null does on the API).
-            race_number = _race_number(fields["race"]) if fields["race"] else None
-            if not fields["agent_name"] or not fields["agent_version"]:
-                raise BundleError("agent_invalid", "agent name and version: both are required")
-            race_entry_create(
-                user=signed_in_user(request),
-                benchmark_slug=fields["benchmark"][:64],
-                race_number=race_number,
-                agent_name=fields["agent_name"][:100],
-                agent_version=fields["agent_version"][:100],
-            )
-            context["entered"] = True
-            status = 201
-        except BundleError as exc:
-            context["error"] = {"code": exc.code, "message": exc.message}
-            status = 403 if exc.code == "agent_not_yours" else 400
+        too_long = request_field_too_long(fields)
+        if too_long is not None:  # what the API's serializer refuses (invalid), before the service
+            context["error"], status = {"code": "invalid", "message": too_long}, 400
+        else:
+            context["error"], status = _race_entry_post(request, fields)
+            context["entered"] = status == 201
     context["entries"] = list(
         RaceEntry.objects.filter(entered_by=signed_in_user(request))
         .select_related("race__benchmark", "agent_version__agent")

@@ -21,9 +21,12 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
             return None
         value = whole_number(raw, minimum=minimum)
         if value is None:
+            # A larger limit is accepted and served as max_limit rows (DRF's rule), so the
+            # message says so rather than naming the bound of the integer parser alone.
+            cap = f" (a page holds at most {self.max_limit})" if name == self.limit_query_param else ""
             raise ApiError(
                 code="invalid_query",
-                message=f"{name}: expected a whole number from {minimum} to {MAX_ID}, got {raw[:20]!r}.",
+                message=f"{name}: expected a whole number from {minimum} to {MAX_ID}{cap}, got {raw[:20]!r}.",
             )
         return value
 

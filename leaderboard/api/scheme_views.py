@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictChoiceField
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import ApiError, refuse_unread_parameters
 from leaderboard.api_query import MAX_ID
 from leaderboard.selectors import race as race_selectors
 from leaderboard.selectors import scheme_boards as boards
@@ -112,6 +112,11 @@ class QualifyingSerializer(serializers.Serializer):
 
 class _PublicView(APIView):
     permission_classes = [permissions.AllowAny]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        # A board takes no query but DRF's format: ?limit= or ?at= was ignored and answered whole.
+        refuse_unread_parameters(request, frozenset({"format"}), what="board")
 
 
 class ScorecardBoardView(_PublicView):

@@ -31,7 +31,7 @@ from leaderboard.api.serializers import (
     TaskDetailSerializer,
     TaskSerializer,
 )
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_unread_parameters
 from leaderboard.api_query import MAX_ID, boolean, whole_number
 from leaderboard.models import Standing, Task
 from leaderboard.selectors.paper_gap import SORTS, BoardQueryError, board_query_from_params, board_rows_all
@@ -91,10 +91,6 @@ class ApiRootView(APIView):
         return Response({key: request.build_absolute_uri(reverse(name)) for key, name in names.items()})
 
 
-# Query parameters every list reads: pagination, and DRF's format override.
-LIST_PARAMETERS = frozenset({"limit", "offset", "format"})
-
-
 class PublicReadMixin(ConditionalGetMixin):
     permission_classes: Sequence[_PermissionClass] = [permissions.AllowAny]
     # The filters the list reads; any other parameter is refused (a typo such as ?releases=6 was
@@ -102,12 +98,7 @@ class PublicReadMixin(ConditionalGetMixin):
     list_filters: frozenset[str] = frozenset()
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        unknown = sorted(set(request.query_params) - LIST_PARAMETERS - self.list_filters)
-        if unknown:
-            known = ", ".join(sorted(self.list_filters | LIST_PARAMETERS))
-            raise ApiError(
-                code="invalid_query", message=f"{unknown[0][:40]}: not a parameter of this list; it reads {known}."
-            )
+        refuse_unread_parameters(request, LIST_PARAMETERS | self.list_filters)
         return super().list(request, *args, **kwargs)  # type: ignore[misc]
 
 
@@ -240,6 +231,12 @@ class RunViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
         return queryset
 
 
+# The board's filters and sort (the page's names), which LeaderboardView reads.
+BOARD_PARAMETERS = frozenset(
+    {"complete", "sort", "dir", "verification", "q", "org", "model", "weights", "since", "until"}
+)
+
+
 class LeaderboardView(generics.ListAPIView):
     """Precomputed standings of one release and tab: the columns, sorting and filtering of the page.
 
@@ -275,6 +272,7 @@ class LeaderboardView(generics.ListAPIView):
         responses={200: StandingSerializer(many=True), **ERRORS, **NOT_MODIFIED},
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        refuse_unread_parameters(request, LIST_PARAMETERS | BOARD_PARAMETERS)
         release = get_object_or_404(selectors.releases_visible(request.user), pk=kwargs["release_id"])
         tab = kwargs["tab"]
         if tab not in Standing.Tab.values:

@@ -21,6 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard.api_query import MAX_ID
 from leaderboard.models import Race, RaceRun
 from leaderboard.permissions import CHANGE_RUN, staff_write_actor
 from leaderboard.reasons import public_reason
@@ -49,7 +50,8 @@ def _locked(run_ids: list[int] | None, signed_by: str | None) -> list[RaceRun]:
             raise RaceExclusionError("no_runs", f"validator key {signed_by!r} signed no race run on this site")
         return found
     assert run_ids is not None
-    found = list(runs.filter(pk__in=run_ids))
+    # An id no column can hold names no run: handed to the database it is an overflow (a 500).
+    found = list(runs.filter(pk__in=[pk for pk in run_ids if 0 < pk <= MAX_ID]))
     missing = sorted(set(run_ids) - {run.pk for run in found})
     if missing:
         raise RaceExclusionError("not_found", f"no race run with id {', '.join(str(pk) for pk in missing)}")
@@ -77,8 +79,10 @@ def race_runs_exclude(
     race run the validator key ``signed_by`` (a key id) signed. Returns the ids newly excluded
     (excluding again changes nothing, not even the reason). ``user`` None: a script."""
     actor = staff_write_actor(user, CHANGE_RUN, doing="exclude race runs from scoring")
-    reason = public_reason(reason, says="why the runs no longer count", error=RaceExclusionError)
+    # The runs first: a run that does not exist is not_found whatever the reason says (the page
+    # form answers it 404, not a message about the reason on a page that is not there).
     runs = [run for run in _locked(run_ids, signed_by) if run.excluded_at is None]
+    reason = public_reason(reason, says="why the runs no longer count", error=RaceExclusionError)
     now = timezone.now()
     for run in runs:
         run.excluded_at, run.excluded_reason, run.excluded_by = now, reason, actor

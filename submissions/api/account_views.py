@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictURLField
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import ApiError, refuse_fields_not_read
 from leaderboard.users import signed_in_user
 from submissions.models import WebhookEndpoint
 from submissions.services import notifications, visibility
@@ -89,6 +89,7 @@ class RunHideSerializer(serializers.Serializer):
 @extend_schema(summary="Staff: hide a run with a public reason", request=RunHideSerializer, responses={200: RUN_STATE})
 class RunHideView(_RunActionView):
     def act(self, request: Request, run_id: int) -> Any:
+        refuse_fields_not_read(request.data, RunHideSerializer)
         form = RunHideSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         return visibility.run_hide(run_id=run_id, user=signed_in_user(request), reason=form.validated_data["reason"])
@@ -141,6 +142,7 @@ class WebhookView(APIView):
         responses={200: WEBHOOK, 201: WEBHOOK},
     )
     def put(self, request: Request) -> Response:
+        refuse_fields_not_read(request.data, WebhookSetSerializer)
         body = WebhookSetSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:

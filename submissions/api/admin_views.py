@@ -21,7 +21,7 @@ from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField
 from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import ApiError, refuse_fields_not_read
 from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, SigningKeyEvent, Task, Validator
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_RUN
 from leaderboard.request_text import StrictMultiPartParser
@@ -108,6 +108,7 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         responses={201: SigningKeySerializer, 200: SigningKeySerializer, **STAFF_ERRORS},
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        refuse_fields_not_read(request.data, SigningKeyRegisterSerializer)
         form = SigningKeyRegisterSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         kind, owner_name = form.validated_data["owner_kind"], form.validated_data["owner"]
@@ -204,6 +205,7 @@ class RunRerunView(APIView):
         run = get_object_or_404(Run, pk=run_id)
         if not isinstance(data, Mapping):  # a JSON list, string or number: data.get was a 500
             raise ApiError(code="rerun_input", message="Send a JSON object (or a form) with 'bundle' or 'results'.")
+        refuse_fields_not_read(data, RerunRequestSerializer)
         upload = request.FILES.get("bundle")
         results = data.get("results")
         note = str(data.get("note") or "")
@@ -238,6 +240,7 @@ class RunLevelView(APIView):
     )
     def post(self, request: Request, run_id: int) -> Response:
         run = get_object_or_404(Run, pk=run_id)  # an unknown (or out-of-range) id is a 404 before any body check
+        refuse_fields_not_read(request.data, RunLevelRequestSerializer)
         form = RunLevelRequestSerializer(data=request.data)
         # The API's one validation error: code invalid with fields (it was an undocumented invalid_request).
         form.is_valid(raise_exception=True)

@@ -36,7 +36,7 @@ from rest_framework.views import APIView
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictSlugField
 from leaderboard.api.pagination import StrictLimitOffsetPagination
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_fields_not_read, refuse_unread_parameters
 from leaderboard.api_query import whole_number
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
@@ -157,6 +157,7 @@ class CardOpenView(APIView):
     def get(self, request: Request) -> Response:
         # A client that lost an open card's id (a crash) finds it here: the card still counts
         # against the day's allowance, and resuming it is better than opening another.
+        refuse_unread_parameters(request, LIST_PARAMETERS | {"status"})
         status_filter = request.query_params.get("status")
         if status_filter is not None and status_filter not in Card.Status.values:
             raise ApiError(
@@ -181,6 +182,7 @@ class CardOpenView(APIView):
         tags=["scorecards"],
     )
     def post(self, request: Request) -> Response:
+        refuse_fields_not_read(request.data, CardOpenSerializer)
         data = _validated(CardOpenSerializer, request.data)
         api_key = request.auth if isinstance(request.auth, ApiKey) else None
         try:
@@ -246,10 +248,10 @@ class LevelResetView(APIView):
 
 
 def _usual_action(body: Any) -> str | None:
-    """The move in the play loop's usual body, ``{"action": <a move>}`` (other fields
-    ignored, as the serializer ignores them), else None. It needs no serializer to tell
-    it is valid (that cost about a tenth of an action)."""
-    action = body.get("action") if isinstance(body, dict) else None
+    """The move in the play loop's usual body, exactly ``{"action": <a move>}``, else None (any
+    other body, one with another field too, is the serializer's to accept or refuse). It needs
+    no serializer to tell it is valid (that cost about a tenth of an action)."""
+    action = body.get("action") if isinstance(body, dict) and len(body) == 1 else None
     return action if type(action) is str and action in ACTIONS else None
 
 
@@ -266,7 +268,10 @@ class LevelActionView(APIView):
     def post(self, request: Request, card_id: int, level_id: str) -> Response:
         body = request.data
         # Anything but the usual body gets the serializer's own refusal: one error contract.
-        action = _usual_action(body) or _validated(ActionSerializer, body)["action"]
+        action = _usual_action(body)
+        if not action:
+            refuse_fields_not_read(body, ActionSerializer)
+            action = _validated(ActionSerializer, body)["action"]
         try:
             view = card_services.card_episode_act(
                 card_id=card_id, user=signed_in_user(request), level_id=level_id, action=action

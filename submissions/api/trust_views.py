@@ -15,11 +15,11 @@ from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictSlugField
-from leaderboard.api_errors import ApiError, refuse_unknown_fields
+from leaderboard.api_errors import ApiError, refuse_fields_not_read
 from leaderboard.users import signed_in_user
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
-from submissions.services.challenges import CHALLENGE_TTL, ChallengeRequest, challenge_issue
+from submissions.services.challenges import CHALLENGE_TTL, REQUEST_FIELD_MAX_CHARS, ChallengeRequest, challenge_issue
 from submissions.services.races import acts_for_a_validator, owed_runs_for, race_entry_create
 
 # Refusals that are about who asks, not what was asked.
@@ -47,10 +47,10 @@ def _valid(serializer: serializers.Serializer) -> dict[str, Any]:
 
 
 class ChallengeRequestSerializer(serializers.Serializer):
-    benchmark = StrictSlugField(max_length=64)
-    release = StrictCharField(max_length=50)
-    agent_name = StrictCharField(max_length=100)
-    agent_version = StrictCharField(max_length=100)
+    benchmark = StrictSlugField(max_length=REQUEST_FIELD_MAX_CHARS["benchmark"])
+    release = StrictCharField(max_length=REQUEST_FIELD_MAX_CHARS["release"])
+    agent_name = StrictCharField(max_length=REQUEST_FIELD_MAX_CHARS["agent_name"])
+    agent_version = StrictCharField(max_length=REQUEST_FIELD_MAX_CHARS["agent_version"])
     race = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False, allow_null=True, default=None)
 
 
@@ -76,7 +76,7 @@ class ChallengeView(APIView):
         responses={201: ChallengeSerializer, 429: ErrorSerializer, **ERRORS},
     )
     def post(self, request: Request) -> Response:
-        refuse_unknown_fields(request.data, tuple(ChallengeRequestSerializer().fields))
+        refuse_fields_not_read(request.data, ChallengeRequestSerializer)
         data = _valid(ChallengeRequestSerializer(data=request.data))
         try:
             challenge = challenge_issue(user=signed_in_user(request), request=ChallengeRequest(**data))
@@ -97,10 +97,10 @@ class ChallengeView(APIView):
 
 
 class RaceEntryRequestSerializer(serializers.Serializer):
-    benchmark = StrictSlugField(max_length=64)
+    benchmark = StrictSlugField(max_length=REQUEST_FIELD_MAX_CHARS["benchmark"])
     race = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False, allow_null=True, default=None)
-    agent_name = StrictCharField(max_length=100)
-    agent_version = StrictCharField(max_length=100)
+    agent_name = StrictCharField(max_length=REQUEST_FIELD_MAX_CHARS["agent_name"])
+    agent_version = StrictCharField(max_length=REQUEST_FIELD_MAX_CHARS["agent_version"])
 
 
 class RaceEntrySerializer(serializers.Serializer):
@@ -122,7 +122,7 @@ class RaceEntryView(APIView):
         responses={201: RaceEntrySerializer, **ERRORS},
     )
     def post(self, request: Request) -> Response:
-        refuse_unknown_fields(request.data, tuple(RaceEntryRequestSerializer().fields))
+        refuse_fields_not_read(request.data, RaceEntryRequestSerializer)
         data = _valid(RaceEntryRequestSerializer(data=request.data))
         try:
             version, entry = race_entry_create(

@@ -22,22 +22,26 @@ from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, permissions, status, viewsets
-from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api.errors import ErrorSerializer
-from leaderboard.api_errors import ApiError, refuse_unknown_fields
-from leaderboard.api_query import boolean
+from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_unknown_fields, refuse_unread_parameters
+from leaderboard.request_text import StrictMultiPartParser
 from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
 from submissions.api.serializers import SiteKeySerializer, SubmissionSerializer, SubmissionUploadSerializer
 from submissions.models import ApiKey, Submission
 from submissions.quotas import QuotaExceeded, next_reset, quota_overview, validator_quota_overview
-from submissions.services.submissions import SubmissionRejected, bundle_too_large, submission_upload
+from submissions.services.submissions import (
+    SubmissionRejected,
+    bundle_too_large,
+    submission_upload,
+    upload_private_flag,
+)
 from submissions.site_keys import SiteKeyError, current_public_key
 
 logger = logging.getLogger("podium.api")
@@ -57,12 +61,14 @@ ERRORS = {
 UPLOAD_FIELDS = ("bundle", "benchmark", "private")
 
 
-def _upload_private(data: Any) -> bool:
-    raw = data.get("private", "false")
-    value = boolean(raw) if isinstance(raw, str) else None
-    if value is None:
-        raise ApiError(code="invalid", message=f"private: expected true or false, got {str(raw)[:20]!r}.")
-    return value
+def _refuse_unread_upload_fields(data: Any) -> None:
+    """The upload's form holds UPLOAD_FIELDS only, each once: read as the last, "-F private=false
+    -F private=true" was private and a second bundle part replaced the first without a word."""
+    refuse_unknown_fields(data, UPLOAD_FIELDS)
+    for name in UPLOAD_FIELDS:
+        given = len(data.getlist(name)) if hasattr(data, "getlist") else 1
+        if given > 1:
+            raise ApiError(code="invalid", message=f"{name}: given {given} times; send it once.")
 
 
 def _rejection_error(exc: SubmissionRejected) -> ApiError:
@@ -85,7 +91,9 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
 
     def get_parsers(self) -> list[Any]:
         if self.request is not None and self.request.method == "POST":
-            return [MultiPartParser()]
+            # The site's multipart parser: a NUL in a field (the benchmark's slug) is 400
+            # invalid_text, not a PostgreSQL DataError (a 500) at the benchmark lookup.
+            return [StrictMultiPartParser()]
         return super().get_parsers()
 
     def get_queryset(self) -> QuerySet[Submission]:
@@ -95,6 +103,7 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
             return queryset
         queryset = queryset.filter(submitter=user)
         if self.action == "list":
+            refuse_unread_parameters(self.request, LIST_PARAMETERS | {"status", "verdict"})
             # A parameter that is present must be valid, even when empty: "?verdict=" is
             # not a filter the schema allows, so it is refused rather than ignored.
             status_filter = self.request.query_params.get("status")
@@ -139,11 +148,14 @@ class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.Retri
         data = request.data  # parses the body through the guard
         if guard is not None and guard.too_large:
             raise _rejection_error(bundle_too_large())
-        refuse_unknown_fields(data, UPLOAD_FIELDS)
+        _refuse_unread_upload_fields(data)
         upload = request.FILES.get("bundle")
         if upload is None:
             raise ApiError(code="bundle_missing", message="bundle: expected a file field named 'bundle'.")
-        is_private = _upload_private(data)
+        try:
+            is_private = upload_private_flag(data.get("private", "false"))
+        except SubmissionRejected as exc:
+            raise _rejection_error(exc) from None
         slug = str(data.get("benchmark", "")).strip()
         if not slug:
             raise ApiError(

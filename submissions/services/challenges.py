@@ -38,6 +38,21 @@ from submissions.services.races import may_file_race_runs, race_version_entered
 CHALLENGE_TTL = timedelta(hours=48)
 # Unused challenges an account may hold at once: bounds the table per account.
 CHALLENGE_OPEN_MAX = 100
+# The longest text a challenge or race-entry request names, field by field: the columns the
+# names are looked up in and written to (Benchmark.slug, Release.version, Agent.name,
+# AgentVersion.version). The API's serializers and the browser forms refuse longer values.
+REQUEST_FIELD_MAX_CHARS = {"benchmark": 64, "release": 50, "agent_name": 100, "agent_version": 100}
+
+
+def request_field_too_long(fields: dict[str, str]) -> str | None:
+    """The refusal of the first of ``fields`` longer than REQUEST_FIELD_MAX_CHARS allows (the
+    browser forms' rule; a value was cut to fit, so a 1,000-character name claimed its first
+    100 characters as an agent), else None."""
+    for name, value in fields.items():
+        limit = REQUEST_FIELD_MAX_CHARS.get(name)
+        if limit is not None and len(value) > limit:
+            return f"{name}: at most {limit} characters, got {len(value)}."
+    return None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
+from leaderboard.api_query import boolean
 from leaderboard.models import Benchmark
 from leaderboard.unavailable import StorageUnavailable
 from submissions.models import ApiKey, Submission
@@ -74,6 +75,16 @@ def _chunks(uploaded_file: Any) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
+
+
+def upload_private_flag(raw: object) -> bool:
+    """The upload's ``private`` field (absent: public), read by one rule for both upload views:
+    true/false, 1/0, yes/no, or refused (``invalid``). The page read only "1" as private, so a
+    script sending ``private=true`` or ``yes`` to it published a run meant to stay private."""
+    value = boolean(raw) if isinstance(raw, str) else None
+    if value is None:
+        raise SubmissionRejected("invalid", f"private: expected true or false, got {str(raw)[:20]!r}.")
+    return value
 
 
 def bundle_storage_name(sha256: str) -> str:

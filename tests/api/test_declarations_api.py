@@ -146,6 +146,15 @@ def test_a_declaration_field_of_the_wrong_json_type_is_refused_naming_it_and_sto
     assert not AgentVersionMeta.objects.exists()
 
 
+def test_a_declaration_field_the_form_does_not_read_is_refused_as_every_api_body_refuses_it(world):
+    response = client_for(world["owner"]).put(meta_url(), {**BODY, "organization": "Acme"}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and error["fields"] == {"organization": ["Unknown field."]}
+    assert error["message"].startswith("organization: unknown field; expected ")
+    assert not AgentVersionMeta.objects.exists()
+
+
 def test_nothing_declared_is_a_404(world):
     response = client_for().get(meta_url())
     assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")

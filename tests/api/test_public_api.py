@@ -210,3 +210,55 @@ def test_a_parameter_a_list_does_not_read_is_refused_not_ignored(world: Any, api
     error = response.json()["error"]
     assert error["code"] == "invalid_query" and error["message"].startswith("releases: not a parameter of this list")
     assert api.get(path, {"limit": "1", "offset": "0"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "typo", "reads"),
+    [
+        ("/api/v1/submissions/", "verdicts", "format, limit, offset, status, verdict"),
+        ("/api/v1/scorecards/", "statuss", "format, limit, offset, status"),
+        ("LEADERBOARD", "verifcation", "complete, dir, format, limit, model, offset, org, q, since, sort, until, "),
+    ],
+    ids=["your submissions", "your scorecards", "a release's leaderboard"],
+)
+def test_a_parameter_the_other_lists_do_not_read_is_refused_not_ignored(
+    world: Any, client_for: Any, path: str, typo: str, reads: str
+) -> None:
+    # ?verdicts=rejected answered every submission; ?verifcation=verified the whole board.
+    path = f"/api/v1/releases/{world.release.pk}/leaderboard/overall/" if path == "LEADERBOARD" else path
+    client = client_for(world.owner)
+    response = client.get(path, {typo: "x"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_query"
+    assert response.json()["error"]["message"].startswith(f"{typo}: not a parameter of this list; it reads {reads}")
+    assert client.get(path, {"limit": "1", "offset": "0"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/scorecard-boards/sokoban/2026.1/",
+        "/api/v1/race-boards/shop/overall/",
+        "/api/v1/race-boards/shop/races/1/",
+        "/api/v1/race-boards/shop/qualifying/",
+    ],
+)
+def test_a_scheme_board_refuses_any_query_but_format(db: Any, api: Any, path: str) -> None:
+    response = api.get(path, {"limit": "abc"})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid_query",
+        "message": "limit: not a parameter of this board; it reads format.",
+    }
+    assert api.get(path, {"format": "json"}).status_code == 404  # read: the board itself does not exist
+
+
+def test_a_limit_that_is_not_a_page_size_is_refused_naming_the_page_cap(world: Any, api: Any) -> None:
+    response = api.get("/api/v1/runs/", {"limit": "0"})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid_query",
+        "message": "limit: expected a whole number from 1 to 9223372036854775807 (a page holds at most 500), got '0'.",
+    }
+    offset = api.get("/api/v1/runs/", {"offset": "-1"}).json()["error"]["message"]
+    assert offset == "offset: expected a whole number from 0 to 9223372036854775807, got '-1'."

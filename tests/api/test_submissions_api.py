@@ -221,3 +221,54 @@ def test_an_unknown_upload_field_is_refused_by_name_and_nothing_is_stored(
     bad = _upload(api, b"some bytes", key=owner_key, private="maybe")
     assert bad.json()["error"] == {"code": "invalid", "message": "private: expected true or false, got 'maybe'."}
     assert Submission.objects.count() == before
+
+
+@pytest.mark.parametrize("field", ["benchmark", "private"])
+def test_a_nul_in_an_upload_field_is_400_invalid_text_naming_it_and_nothing_is_stored(
+    world: Any, api: Any, owner_key: str, media: Any, field: str
+) -> None:
+    # On PostgreSQL the benchmark's NUL reached the slug lookup: a DataError, a 500.
+    before = Submission.objects.count()
+    response = _upload(api, b"some bytes", key=owner_key, **{field: "ale\x00robotics"})
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid_text",
+        "message": f"form field '{field}': contains a NUL character (U+0000), which no text can hold; leave it out.",
+    }
+    assert Submission.objects.count() == before
+
+
+def test_a_nul_in_the_bundles_file_name_is_kept_out_of_the_stored_name(
+    world: Any, api: Any, owner_key: str, media: Any
+) -> None:
+    # The file name is display text only (never a path): its NUL is dropped, not a 500.
+    response = _upload(api, b"named bytes", key=owner_key, name="run\x00.age")
+    assert response.status_code == 201, response.content
+    assert Submission.objects.get(pk=response.json()["id"]).original_name == "run.age"
+
+
+def test_posting_json_to_the_upload_is_415_naming_multipart_alone(world: Any, api: Any, owner_key: str) -> None:
+    response = api.post(
+        "/api/v1/submissions/", {"benchmark": "ale-robotics"}, format="json", HTTP_AUTHORIZATION=f"Api-Key {owner_key}"
+    )
+    assert response.status_code == 415
+    assert response.json()["error"]["message"] == (
+        'Unsupported media type "application/json" in request. This endpoint reads multipart/form-data.'
+    )
+
+
+@pytest.mark.parametrize("field", ["private", "bundle"])
+def test_an_upload_field_given_twice_is_refused_and_nothing_is_stored(
+    world: Any, api: Any, owner_key: str, media: Any, field: str
+) -> None:
+    twice = (
+        ["false", "true"]
+        if field == "private"
+        else [SimpleUploadedFile("a.age", b"first bytes"), SimpleUploadedFile("b.age", b"second bytes")]
+    )
+    form = {"bundle": SimpleUploadedFile("run.age", b"only bytes"), "benchmark": "ale-robotics", field: twice}
+    before = Submission.objects.count()
+    response = api.post("/api/v1/submissions/", form, format="multipart", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": "invalid", "message": f"{field}: given 2 times; send it once."}
+    assert Submission.objects.count() == before

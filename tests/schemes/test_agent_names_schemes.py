@@ -113,3 +113,13 @@ def test_a_name_with_no_letter_its_identity_keeps_is_told_which_character_in_the
         "and digits"
     )
     assert not Agent.objects.exists() and not Card.objects.exists() and not RaceEntry.objects.exists()
+
+
+def test_the_race_entry_form_refuses_a_name_too_long_rather_than_cutting_it(running, bob, client):
+    # Cut to 100 characters, the entry claimed an agent named by the first 100.
+    client.force_login(bob)
+    body = {"benchmark": "shop-race", "race": "1", "agent_name": "Z" * 1000, "agent_version": "1"}
+    response = client.post("/submit/race-entries/", body)
+    assert response.status_code == 400
+    assert "agent_name: at most 100 characters, got 1000." in response.content.decode()
+    assert not RaceEntry.objects.exists() and not Agent.objects.exists()

@@ -257,16 +257,18 @@ def test_the_play_statements_are_planned_once_per_connection_on_postgresql(api):
     assert any(text.startswith("WITH played AS") and runs == 3 for text, runs in prepared)
 
 
-def test_a_valid_body_with_extra_fields_plays_and_an_invalid_one_gets_the_serializers_refusal(api):
+def test_a_valid_move_with_an_extra_field_or_an_invalid_body_gets_the_serializers_refusal_and_plays_nothing(api):
+    # A move with another field played and ignored the field (the serializer's habit); every
+    # write now refuses a field it does not read (leaderboard.api_errors.refuse_fields_not_read).
     card_id = open_card(api).json()["id"]
     reset(api, card_id, "corridor")
     response = api.post(
         f"/api/v1/scorecards/{card_id}/levels/corridor/actions", {"action": "right", "note": "x"}, format="json"
     )
-    assert response.status_code == 200 and response.json()["steps"] == 1
+    assert error(response) == (400, "invalid")
     response = api.post(f"/api/v1/scorecards/{card_id}/levels/corridor/actions", ["right"], format="json")
     assert error(response) == (400, "invalid")
-    assert CardEpisode.objects.get(card_id=card_id).steps == 1
+    assert CardEpisode.objects.get(card_id=card_id).steps == 0
 
 
 @pytest.mark.parametrize(
@@ -717,3 +719,48 @@ def test_a_form_posted_to_a_json_endpoint_is_told_the_endpoint_reads_json(play_r
     answer = client.post(url, "action=right", content_type="application/x-www-form-urlencoded")
     assert (answer.status_code, answer.json()["error"]["code"]) == (415, "unsupported_media_type")
     assert answer.json()["error"]["message"].endswith("This endpoint reads application/json or multipart/form-data.")
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "expected"),
+    [
+        (
+            {"benchmark": "sokoban-play", "agent": {"name": "Box Bot", "version": "1.0"}, "private": True},
+            "private",
+            "benchmark, agent",
+        ),
+        (
+            {"benchmark": "sokoban-play", "agent": {"name": "Box Bot", "version": "1.0", "private": True}},
+            "agent.private",
+            "name, version",
+        ),
+    ],
+    ids=["at the top", "in the agent"],
+)
+def test_opening_a_card_with_a_field_it_does_not_read_is_refused_and_spends_nothing(
+    api, play_release, body, field, expected
+):
+    # Ignored, "private" opened a public card and spent one of the day's opens.
+    play_release.benchmark.daily_submission_limit = 1
+    play_release.benchmark.save()
+    response = api.post(OPEN, body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid",
+        "message": f"{field}: unknown field; expected {expected}.",
+        "fields": {field: ["Unknown field."]},
+    }
+    assert not Card.objects.exists()
+    assert open_card(api).status_code == 201  # the day's one open is still there
+
+
+def test_an_action_with_a_field_it_does_not_read_is_refused_and_nothing_moves(api):
+    card_id = open_card(api).json()["id"]
+    assert reset(api, card_id, "room").status_code == 200
+    body = {"action": "up", "repeat": 5}
+    response = api.post(f"/api/v1/scorecards/{card_id}/levels/room/actions", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "repeat: unknown field; expected action."
+    episode = CardEpisode.objects.get(card_id=card_id)
+    assert episode.steps == 0
+    assert list(episode.moves.values_list("action", flat=True)) == ["reset"]

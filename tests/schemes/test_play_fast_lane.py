@@ -176,7 +176,8 @@ HANDED_OVER = [
     ("format_query", {"path_suffix": "?format=json"}, 200),
     ("html_accept", {"HTTP_ACCEPT": "text/html"}, (406, "not_acceptable")),
     ("form_body", {"as_form": True}, 200),
-    ("long_body", {"data": {"action": "up", "note": "x" * 300}}, 200),
+    ("long_body", {"data": {"action": "up", "note": "x" * 300}}, (400, "invalid")),
+    ("extra_field", {"data": {"action": "up", "n": 1}}, (400, "invalid")),
     ("invalid_action", {"data": {"action": "jump"}}, (400, "invalid")),
 ]
 

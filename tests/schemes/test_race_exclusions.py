@@ -128,12 +128,20 @@ def test_excluding_again_changes_nothing_not_even_the_reason(two_validators):
     ("target", "reason", "code"),
     [
         ({"run_ids": [999_999]}, REASON, "not_found"),
+        ({"run_ids": [2**63]}, REASON, "not_found"),
         ({"signed_by": "0" * 16}, REASON, "no_runs"),
         ({}, REASON, "target_missing"),
         ({"signed_by": "KEY"}, "   ", "reason_missing"),
         ({"signed_by": "KEY"}, "x" * 501, "reason_too_long"),
     ],
-    ids=["unknown run", "key that signed nothing", "no target", "blank reason", "reason too long"],
+    ids=[
+        "unknown run",
+        "id beyond a bigint",
+        "key that signed nothing",
+        "no target",
+        "blank reason",
+        "reason too long",
+    ],
 )
 def test_a_refused_exclusion_says_why_and_changes_nothing(two_validators, target, reason, code):
     target = {name: two_validators.key_id if value == "KEY" else value for name, value in target.items()}

@@ -1146,3 +1146,14 @@ def test_the_upload_page_shows_as_new_only_a_challenge_of_this_account(client, o
     client.force_login(stranger)
     page = client.get(f"/submit/?challenge={challenge.pk}").content.decode()
     assert challenge.token not in page and "data-challenge-token" not in page
+
+
+@pytest.mark.parametrize(("field", "limit"), [("agent_name", 100), ("agent_version", 100), ("release", 50)])
+def test_the_challenge_form_refuses_a_value_too_long_rather_than_cutting_it(client, owner, demo_release, field, limit):
+    # Cut to its column's width, a 1,000-character name issued a challenge (and claimed an agent)
+    # for its first 100 characters; the API refuses the same value.
+    client.force_login(owner)
+    response = client.post("/submit/challenge/", {**_challenge_form(), field: "Z" * 1000})
+    assert response.status_code == 400
+    assert f"{field}: at most {limit} characters, got 1000." in response.content.decode()
+    assert not SubmissionChallenge.objects.exists() and not Agent.objects.exists()

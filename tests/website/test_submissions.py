@@ -193,3 +193,22 @@ def test_without_javascript_an_upload_redirects_to_the_submission_page(client, r
     assert response.status_code == 302
     assert response["Location"] == reverse("submission_detail", args=[submission.pk])
     assert submission.is_private is True
+
+
+@pytest.mark.parametrize(("private", "expected"), [("1", True), ("true", True), ("yes", True), ("0", False)])
+def test_the_upload_form_reads_private_as_the_api_does(client, release, settings, tmp_path, private, expected):
+    # Only "1" was read as private: a script posting private=true published its run.
+    settings.MEDIA_ROOT = tmp_path
+    client.force_login(make_user())
+    response = upload(client, f"bytes {private}".encode(), private=private)
+    assert response.status_code == 201
+    assert Submission.objects.get(pk=response.json()["id"]).is_private is expected
+
+
+def test_the_upload_form_refuses_a_private_value_it_cannot_read_and_stores_nothing(client, release, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    client.force_login(make_user())
+    response = upload(client, private="maybe")
+    assert response.status_code == 400
+    assert response.json() == {"error": {"code": "invalid", "message": "private: expected true or false, got 'maybe'."}}
+    assert Submission.objects.count() == 0
