@@ -191,3 +191,18 @@ def test_staff_exclude_one_race_run_from_its_page_on_a_phone_and_count_it_again(
     run.refresh_from_db()
     assert run.excluded_at is None
     assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_the_race_entries_page_wraps_a_long_agent_name_on_a_phone(
+    live_server: Any, page: Any, site_identity: Any, media_root: Any
+) -> None:
+    # An agent name is one word of up to 100 characters: the list of entries scrolled sideways.
+    from submissions.services.races import race_entry_create
+
+    load_race_demo(stdout=io.StringIO())
+    user = make_user("entrant-long")
+    name = "Z" * 100
+    race_entry_create(user=user, benchmark_slug="shopping-race", race_number=None, agent_name=name, agent_version="1")
+    sign_in(page, live_server.url, "entrant-long")
+    text = visit_at_both_sizes(page, f"{live_server.url}/submit/race-entries/", "race-entries-long-name")
+    assert name in text.replace("\n", "")
