@@ -39,8 +39,8 @@ CHALLENGE_TTL = timedelta(hours=48)
 # Unused challenges an account may hold at once: bounds the table per account.
 CHALLENGE_OPEN_MAX = 100
 # The longest text a challenge or race-entry request names, field by field: the columns the
-# names are looked up in and written to (Benchmark.slug, Release.version, Agent.name,
-# AgentVersion.version). The API's serializers and the browser forms refuse longer values.
+# names are looked up in or become (Benchmark.slug, Release.version, the Agent.slug a name
+# makes, AgentVersion.version). The API's serializers and the browser forms refuse longer values.
 REQUEST_FIELD_MAX_CHARS = {"benchmark": 64, "release": 50, "agent_name": 100, "agent_version": 100}
 
 
