@@ -40,6 +40,7 @@ from submissions.services.submissions import (
     SubmissionRejected,
     bundle_too_large,
     submission_upload,
+    upload_fields_check,
     upload_private_flag,
 )
 from submissions.site_keys import SiteKeyError, current_public_key
@@ -129,14 +130,10 @@ def upload(request: HttpRequest) -> HttpResponse:
     if csrf_failure is not None:
         return csrf_failure
 
-    upload_file = request.FILES.get("bundle")
-    if upload_file is None:
-        return _upload_error(request, context, "bundle_missing", "Choose a bundle file (.age) to upload.", 400)
-    slug = request.POST.get("benchmark", "")
-    benchmark = next((b for b in context["visible_benchmarks"] if b.slug == slug), None)
-    if benchmark is None:
-        message = "Choose the benchmark this bundle is for." if not slug else f"No benchmark with slug {slug[:64]!r}."
-        return _upload_error(request, context, "benchmark_unknown", message, 400)
+    try:
+        upload_file, benchmark, is_private = _upload_form(request, context)
+    except SubmissionRejected as exc:
+        return _upload_error(request, context, exc.code, exc.message, exc.status)
     try:
         result = submission_upload(
             user=signed_in_user(request),
@@ -144,7 +141,7 @@ def upload(request: HttpRequest) -> HttpResponse:
             benchmark=benchmark,
             file=upload_file,
             original_name=upload_file.name or "",
-            is_private=upload_private_flag(request.POST.get("private", "0")),
+            is_private=is_private,
         )
     except QuotaExceeded as exc:
         return _upload_error(request, context, "daily_limit_reached", exc.message, 429)
@@ -162,6 +159,25 @@ def upload(request: HttpRequest) -> HttpResponse:
             "You uploaded this exact file before: nothing new was submitted; this is the earlier submission.",
         )
     return redirect("submission_detail", submission_id=submission.pk)
+
+
+def _upload_form(request: HttpRequest, context: dict[str, Any]) -> tuple[Any, Benchmark, bool]:
+    """The upload form's bundle, benchmark and private flag, or SubmissionRejected saying what
+    is wrong. The API's rule first: an unknown field (private meant as "is_private") or one sent
+    twice is refused by name rather than read past. The form also carries its CSRF token."""
+    fields = {name: len(request.POST.getlist(name)) for name in request.POST}
+    fields.update({name: len(request.FILES.getlist(name)) for name in request.FILES})
+    upload_fields_check(fields, also=("csrfmiddlewaretoken",))
+    is_private = upload_private_flag(request.POST.get("private", "0"))
+    upload_file = request.FILES.get("bundle")
+    if upload_file is None:
+        raise SubmissionRejected("bundle_missing", "Choose a bundle file (.age) to upload.")
+    slug = request.POST.get("benchmark", "")
+    benchmark = next((b for b in context["visible_benchmarks"] if b.slug == slug), None)
+    if benchmark is None:
+        message = "Choose the benchmark this bundle is for." if not slug else f"No benchmark with slug {slug[:64]!r}."
+        raise SubmissionRejected("benchmark_unknown", message)
+    return upload_file, benchmark, is_private
 
 
 def _race_number(text: str) -> int:

@@ -28,7 +28,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api.errors import ErrorSerializer
-from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_unknown_fields, refuse_unread_parameters
+from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_unread_parameters
 from leaderboard.request_text import StrictMultiPartParser
 from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
@@ -40,6 +40,7 @@ from submissions.services.submissions import (
     SubmissionRejected,
     bundle_too_large,
     submission_upload,
+    upload_fields_check,
     upload_private_flag,
 )
 from submissions.site_keys import SiteKeyError, current_public_key
@@ -55,24 +56,17 @@ ERRORS = {
 }
 
 
-# The upload form's fields; any other is refused by name (a script sending, say, ``agent`` or
-# ``is_private`` would otherwise have it silently ignored, and a run it meant to keep private
-# published).
-UPLOAD_FIELDS = ("bundle", "benchmark", "private")
-
-
 def _refuse_unread_upload_fields(data: Any) -> None:
-    """The upload's form holds UPLOAD_FIELDS only, each once: read as the last, "-F private=false
-    -F private=true" was private and a second bundle part replaced the first without a word."""
-    refuse_unknown_fields(data, UPLOAD_FIELDS)
-    for name in UPLOAD_FIELDS:
-        given = len(data.getlist(name)) if hasattr(data, "getlist") else 1
-        if given > 1:
-            raise ApiError(code="invalid", message=f"{name}: given {given} times; send it once.")
+    """The upload's form holds UPLOAD_FIELDS only, each once (the page's rule too)."""
+    try:
+        upload_fields_check({name: len(data.getlist(name)) if hasattr(data, "getlist") else 1 for name in data})
+    except SubmissionRejected as exc:
+        raise _rejection_error(exc) from None
 
 
 def _rejection_error(exc: SubmissionRejected) -> ApiError:
-    return ApiError(code=exc.code, message=exc.message, status_code=exc.status)
+    extra = {"fields": {exc.field: ["Unknown field."]}} if exc.field else None
+    return ApiError(code=exc.code, message=exc.message, status_code=exc.status, extra=extra)
 
 
 class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

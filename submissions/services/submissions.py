@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -50,10 +50,12 @@ class SubmissionRejected(Exception):
     ``code`` is stable (API clients switch on it); ``message`` is for people.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, field: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # The form field refused as unknown, if that is the refusal (the API names it in "fields").
+        self.field = field
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -75,6 +77,27 @@ def _chunks(uploaded_file: Any) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
+
+
+# The upload form's fields, on the API and on the page (which also carries its CSRF token); any
+# other is refused by name: a script sending, say, ``agent`` or ``is_private`` would otherwise
+# have it silently ignored, and a run it meant to keep private published.
+UPLOAD_FIELDS = ("bundle", "benchmark", "private")
+
+
+def upload_fields_check(counts: Mapping[str, int], *, also: Collection[str] = ()) -> None:
+    """Refuse an upload form that holds a field other than UPLOAD_FIELDS (and ``also``: the
+    page's CSRF token) or one of them more than once (``invalid``, naming it). ``counts``: how
+    many times each field name was sent. Read as the last, "-F private=false -F private=true"
+    was private and a second bundle part replaced the first without a word."""
+    unknown = sorted(str(name)[:40] for name in counts if name not in UPLOAD_FIELDS and name not in also)
+    if unknown:
+        raise SubmissionRejected(
+            "invalid", f"{unknown[0]}: unknown field; expected {', '.join(UPLOAD_FIELDS)}.", field=unknown[0]
+        )
+    for name in UPLOAD_FIELDS:
+        if counts.get(name, 0) > 1:
+            raise SubmissionRejected("invalid", f"{name}: given {counts[name]} times; send it once.")
 
 
 def upload_private_flag(raw: object) -> bool:

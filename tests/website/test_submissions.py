@@ -212,3 +212,39 @@ def test_the_upload_form_refuses_a_private_value_it_cannot_read_and_stores_nothi
     assert response.status_code == 400
     assert response.json() == {"error": {"code": "invalid", "message": "private: expected true or false, got 'maybe'."}}
     assert Submission.objects.count() == 0
+
+
+def test_the_upload_form_refuses_a_field_it_does_not_read_by_name_and_stores_nothing(
+    client, release, settings, tmp_path
+):
+    # Read past, a script's "is_private" published a run meant to stay private (the API refused it).
+    settings.MEDIA_ROOT = tmp_path
+    client.force_login(make_user())
+    response = upload(client, is_private="1")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {"code": "invalid", "message": "is_private: unknown field; expected bundle, benchmark, private."}
+    }
+    assert Submission.objects.count() == 0
+
+
+def test_the_upload_form_refuses_a_field_given_twice_and_stores_nothing(client, release, settings, tmp_path):
+    # Read as the last, private=0 then private=1 was private; the API refuses it too.
+    settings.MEDIA_ROOT = tmp_path
+    client.force_login(make_user())
+    response = upload(client, private=["0", "1"])
+    assert response.status_code == 400
+    assert response.json() == {"error": {"code": "invalid", "message": "private: given 2 times; send it once."}}
+    assert Submission.objects.count() == 0
+
+
+def test_the_upload_page_says_an_unknown_field_on_the_page_without_javascript(client, release, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    client.force_login(make_user())
+    response = client.post(
+        reverse("submission_upload"),
+        {"benchmark": "ale-robotics", "bundle": SimpleUploadedFile("plain.age", b"sealed bytes"), "agent": "x"},
+    )
+    assert response.status_code == 400
+    assert "agent: unknown field; expected bundle, benchmark, private." in response.content.decode()
+    assert Submission.objects.count() == 0
