@@ -34,6 +34,7 @@ __all__ = [
     "RUN_FAILED",
     "RUN_INFRASTRUCTURE_FAILURE",
     "RUN_OK",
+    "TIE_DECIMALS",
     "TIME_LIMIT",
     "VERIFIER_ERROR",
     "FailureCategory",
@@ -49,6 +50,7 @@ __all__ = [
     "race_delta",
     "race_score",
     "run_score",
+    "tie_key",
     "top_agent",
 ]
 
@@ -62,6 +64,11 @@ INFRASTRUCTURE_FAILURE_SHARE = 0.3
 OVERALL_WINDOW = 3
 #: float-noise guard for the challenge margin (0.8 - 0.7 > 0.1 in binary)
 MARGIN_TOLERANCE = 1e-12
+# Scores equal to this many decimals are equal: a mean's binary rounding must not split a tie
+# (runs 0.1 and 0.2 average 0.15000000000000002, runs 0.0 and 0.3 exactly 0.15). Rewards lie
+# in [0, 1], so twelve decimals is far finer than any difference a race can make, and far
+# coarser than a mean's float noise (about 1e-16): the margin's guard above, as a rounding.
+TIE_DECIMALS = 12
 
 RUN_OK = "ok"
 RUN_FAILED = "failed"
@@ -375,16 +382,23 @@ def overall(
     return math.fsum(recent) / span
 
 
+def tie_key(score: float) -> float:
+    """The value two scores are compared by when ranking: equal keys share a rank (TIE_DECIMALS).
+    Sort by it too, so that equals are listed by their tie-break (a name) and not by float noise."""
+    return round(score, TIE_DECIMALS)
+
+
 def competition_ranks(scores: Sequence[float]) -> list[int]:
-    """The rank of each of ``scores`` (sorted best first): 1 plus how many score strictly better,
-    so equal scores share a rank and the next one skips ("1, 2, 2, 4"). Seed 002 ranks by
-    score and names no tie-break; any order among equals (by name, by id) would be one the
-    scores do not make."""
+    """The rank of each of ``scores`` (sorted best first by :func:`tie_key`): 1 plus how many
+    score strictly better, so equal scores share a rank and the next one skips ("1, 2, 2, 4").
+    Seed 002 ranks by score and names no tie-break; any order among equals (by name, by id)
+    would be one the scores do not make. Equal means equal to TIE_DECIMALS decimals."""
+    keys = [tie_key(score) for score in scores]
     ranks: list[int] = []
-    for position, score in enumerate(scores):
-        if position and score > scores[position - 1]:
+    for position, key in enumerate(keys):
+        if position and key > keys[position - 1]:
             raise ValueError("competition_ranks: scores must be sorted best (highest) first")
-        ranks.append(ranks[-1] if position and score == scores[position - 1] else position + 1)
+        ranks.append(ranks[-1] if position and key == keys[position - 1] else position + 1)
     return ranks
 
 
@@ -409,7 +423,7 @@ def top_agent(
     }
     if not scored:
         return None
-    ranked = sorted(scored, key=lambda agent: (-scored[agent], agent))
+    ranked = sorted(scored, key=lambda agent: (-tie_key(scored[agent]), agent))
     if holder is None or holder not in scored:
         return ranked[0]
     challengers = [agent for agent in ranked if agent != holder]

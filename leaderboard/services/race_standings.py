@@ -50,7 +50,9 @@ def _race_results(race: Race) -> list[RaceResult]:
         raw[version_id] = (score, included, len(runs) - included)
     baseline = race_scoring.field_baseline(value[0] for value in raw.values())
     # Listed by score, then name; ranked by score alone (equal raw scores share a rank).
-    ordered = sorted(raw, key=lambda version_id: (-raw[version_id][0], names[version_id], version_id))
+    ordered = sorted(
+        raw, key=lambda version_id: (-race_scoring.tie_key(raw[version_id][0]), names[version_id], version_id)
+    )
     ranks = race_scoring.competition_ranks([raw[version_id][0] for version_id in ordered])
     return [
         RaceResult(
@@ -165,7 +167,7 @@ def _race_standings_from(benchmark: Benchmark, *, first: Race | None) -> None:
             holder,
             race.challenge_margin,
         )
-        ordered = sorted(overalls, key=lambda version_id: (-overalls[version_id][0], version_id))
+        ordered = sorted(overalls, key=lambda version_id: (-race_scoring.tie_key(overalls[version_id][0]), version_id))
         ranks = race_scoring.competition_ranks([overalls[version_id][0] for version_id in ordered])
         OverallStanding.objects.bulk_create(
             OverallStanding(

@@ -31,6 +31,7 @@ from scoring.race import (
     paid_reward,
     race_score,
     run_score,
+    tie_key,
     top_agent,
 )
 
@@ -384,6 +385,24 @@ def test_a_negative_margin_is_rejected() -> None:
 def test_equal_scores_share_a_rank_and_the_next_rank_skips():
     assert competition_ranks([0.9, 0.6, 0.6, 0.5, 0.5, 0.5, 0.1]) == [1, 2, 2, 4, 4, 4, 7]
     assert competition_ranks([]) == []
+
+
+def test_scores_apart_only_by_float_rounding_share_a_rank():
+    # Runs 0.1 and 0.2 average 0.15000000000000002; runs 0.0 and 0.3 average 0.15: the same score.
+    noisy, exact = math.fsum([0.1, 0.2]) / 2, math.fsum([0.0, 0.3]) / 2
+    assert noisy != exact
+    assert competition_ranks([noisy, exact, 0.1]) == [1, 1, 3]
+    assert competition_ranks([exact, noisy]) == [1, 1]  # either listing order of equals is sorted
+    assert tie_key(noisy) == tie_key(exact) != tie_key(exact + 1e-9)
+
+
+def test_scores_apart_by_more_than_float_rounding_do_not_share_a_rank():
+    assert competition_ranks([0.15 + 1e-10, 0.15]) == [1, 2]
+
+
+def test_the_best_challenger_among_equal_overalls_is_the_smallest_id_whatever_the_float_noise():
+    noisy, exact = math.fsum([0.1, 0.2]) / 2, math.fsum([0.0, 0.3]) / 2
+    assert top_agent({"b": noisy, "a": exact}, None, 0.05) == "a"
 
 
 def test_competition_ranks_refuse_scores_not_sorted_best_first():
