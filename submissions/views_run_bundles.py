@@ -55,7 +55,8 @@ def run_episodes_json(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run.pk,
         "notes": {
             "metric": "the evaluator's headline metric in the episode; withheld where the task's measured value is",
-            "seed": "the evaluator's hidden seed; shown to the run's submitter and staff only",
+            "seed": "null: a bundle carries no hidden seed; an older evaluator's bundle may name one, "
+            "shown to the run's submitter and staff only",
             "aborted": "true when the episode was reset mid-way or the session torn down (a fail for the pass rate)",
         },
         "episodes": records,

@@ -173,16 +173,25 @@ def _significant_digits(token: str) -> int:
     return len(digits)
 
 
-def _number_matches(token: str, percent: bool, anchor: float) -> bool:
+# A word saying the number after it is rounded: "about 47" for 47.3 states the anchor.
+_APPROXIMATE_BEFORE = re.compile(
+    r"(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.|\bnearly|\balmost|\bclose to|~|\u2248)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _number_matches(token: str, percent: bool, anchor: float, *, approximate: bool = False) -> bool:
     value = float(token.replace(",", ""))
     decimals = len(token.split(".", 1)[1]) if "." in token else 0
     candidates = [anchor * 100.0, anchor] if percent else [anchor]
     for candidate in candidates:
         if math.isclose(value, candidate, rel_tol=1e-9, abs_tol=1e-12):
             return True
-        # A rounded rendering (decimals or a percent sign, two significant digits or more)
-        # leaks the anchor too: value is the candidate rounded to the decimals written.
-        rounded_form = (decimals > 0 or percent) and _significant_digits(token) >= 2
+        # A rounded rendering (decimals, a percent sign, or a whole number said to be rounded:
+        # "about 47"; two significant digits or more) leaks the anchor too: value is the
+        # candidate rounded to the decimals written. A bare whole number is not taken for a
+        # rounding: prose is full of counts ("47 tasks", "100 episodes").
+        rounded_form = (decimals > 0 or percent or approximate) and _significant_digits(token) >= 2
         if rounded_form and abs(candidate - value) <= 0.5 * 10.0**-decimals + 1e-12:
             return True
     return False
@@ -206,7 +215,8 @@ def mentions_anchor(line: str, anchor: float) -> bool:
         before = text[max(0, match.start() - 16) : match.start()]
         if _is_reference_or_version(match.group("number"), before, names_image):
             continue
-        if _number_matches(match.group("number"), bool(match.group("percent")), anchor):
+        approximate = _APPROXIMATE_BEFORE.search(before) is not None
+        if _number_matches(match.group("number"), bool(match.group("percent")), anchor, approximate=approximate):
             return True
     return False
 

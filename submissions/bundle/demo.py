@@ -81,7 +81,9 @@ def _rng(seed: int, *parts: str) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:8], "big"))
 
 
-def _episodes(spec: gap.TaskSpec, *, skill: float, seed: int, count: int) -> list[dict[str, Any]]:
+def _episodes(
+    spec: gap.TaskSpec, *, skill: float, seed: int, count: int, legacy_seeds: bool = False
+) -> list[dict[str, Any]]:
     rng = _rng(seed, spec.slug, "episodes")
     binary = spec.direction == gap.HIGHER_IS_BETTER and spec.paper_value <= 1.0
     episodes = []
@@ -97,9 +99,10 @@ def _episodes(spec: gap.TaskSpec, *, skill: float, seed: int, count: int) -> lis
             for metric_name, limit in sorted(spec.penalties.items())
         }
         aborted = rng.random() < max(0.0, 0.06 - 0.04 * skill)
-        episodes.append(
-            {"seed": 1000 * (index + 1) + seed % 1000, "metric": round(metric, 6), "rates": rates, "aborted": aborted}
-        )
+        # No "seed": a bundle carries no hidden seed (seed 003, "Hidden reference"); an older
+        # evaluator's episodes named theirs, which is still read.
+        episode = {"metric": round(metric, 6), "rates": rates, "aborted": aborted}
+        episodes.append({"seed": 1000 * (index + 1) + seed % 1000, **episode} if legacy_seeds else episode)
     return episodes
 
 
@@ -151,6 +154,7 @@ def write_paper_gap_bundle_dir(
     judge_with: Any = None,
     judge_name: str = "demo-judge/1",
     rubric_version: str = "rubric/1",
+    legacy_seeds: bool = False,
 ) -> Path:
     """Write a paper-gap bundle directory at ``dest`` (created) and return it.
 
@@ -167,6 +171,8 @@ def write_paper_gap_bundle_dir(
     faithfulness verdict with ``judge_name`` and ``rubric_version``.
     ``artifact_bytes`` adds a pseudo-random
     ``artifacts/trajectory.bin`` of that size (for memory benches).
+    ``legacy_seeds`` names each episode's seed, as evaluators did before
+    seed 003's rule that a bundle carries no hidden seed (still read).
     """
     if tamper is not None and tamper not in TAMPERS:
         raise ValueError(f"unknown tamper {tamper!r}; choose from {', '.join(TAMPERS)}")
@@ -190,7 +196,9 @@ def write_paper_gap_bundle_dir(
             spec,
             slug,
             simulator=simulators.get(slug, "demo-sim"),
-            episodes=_episodes(spec.tasks[slug], skill=skill, seed=seed, count=episodes_per_task),
+            episodes=_episodes(
+                spec.tasks[slug], skill=skill, seed=seed, count=episodes_per_task, legacy_seeds=legacy_seeds
+            ),
             # The first task with safety metrics loses them (the other tasks stay complete).
             drop_rates=tamper == "missing_safety_metric"
             and bool(spec.tasks[slug].penalties)

@@ -303,26 +303,36 @@ def _paper_gap_fields(where: str, doc: dict[str, Any]) -> dict[str, Any]:
 class Episode(NamedTuple):
     """One evaluator episode (a NamedTuple: a bundle holds thousands)."""
 
-    seed: int
+    seed: int | None
     metric: float | None
     rates: dict[str, float]
     aborted: bool
 
 
-_EPISODE_KEYS = {"seed", "metric", "rates", "aborted"}
-_FOUR = {len(_EPISODE_KEYS)}
-# An episode's (seed, metric, rates, aborted), in Episode's field order.
-_get_row = itemgetter("seed", "metric", "rates", "aborted")
+# An episode is its metric, rates and abort flag. Seed 003: "bundles carry no hidden reference
+# solutions or hidden seeds", so an episode names no seed; an older evaluator's optional
+# ``seed`` (an int >= 0, unique in the file) is still read, so its results stay valid.
+_EPISODE_KEYS = frozenset({"metric", "rates", "aborted"})
+_LEGACY_EPISODE_KEYS = _EPISODE_KEYS | {"seed"}
+# An episode's (metric, rates, aborted), and a legacy one's (seed, metric, rates, aborted).
+_get_row = itemgetter("metric", "rates", "aborted")
+_get_legacy_row = itemgetter("seed", "metric", "rates", "aborted")
 # Episode((seed, metric, rates, aborted)) without the Python-level NamedTuple constructor.
 _episode_from_row = partial(tuple.__new__, Episode)
 
 
+def _episode_from_seedless_row(row: tuple[Any, Any, Any]) -> Episode:
+    return _episode_from_row((None, *row))
+
+
 def _fast_episode(item: object, seeds: set[int]) -> Episode | None:
     """The episode if it is plainly valid, else None (the slow path then explains why)."""
-    if type(item) is not dict or item.keys() != _EPISODE_KEYS:
+    if type(item) is not dict or (item.keys() != _EPISODE_KEYS and item.keys() != _LEGACY_EPISODE_KEYS):
         return None
-    seed, metric, rates, aborted = item["seed"], item["metric"], item["rates"], item["aborted"]
-    if type(seed) is not int or seed < 0 or seed in seeds or type(aborted) is not bool or type(rates) is not dict:
+    seed, metric, rates, aborted = item.get("seed"), item["metric"], item["rates"], item["aborted"]
+    if seed is not None and (type(seed) is not int or seed < 0 or seed in seeds):
+        return None
+    if type(aborted) is not bool or type(rates) is not dict:
         return None
     if metric is not None:
         if type(metric) is int:
@@ -391,25 +401,31 @@ def _plain_episodes(items: list[Any]) -> list[Episode] | None:
     one by one by :func:`_checked_episodes`, which explains what is wrong).
 
     The same checks as :func:`_fast_episode`, column by column in C-level loops (a bundle holds
-    thousands of episodes): every item an object with exactly seed/metric/rates/aborted; seeds
-    ints >= 0 and unique; metrics floats or null; aborted bools; rates objects whose names are
-    1..100 characters and whose values are floats >= 0 (JSON floats are finite: parse_json
-    refuses the rest). Integer metrics or rates are valid too but take the one-by-one path,
-    which converts them to floats.
+    thousands of episodes): every item an object with exactly metric/rates/aborted (or, all of
+    them, a legacy seed too: ints >= 0 and unique); metrics floats or null; aborted bools; rates
+    objects whose names are 1..100 characters and whose values are floats >= 0 (JSON floats are
+    finite: parse_json refuses the rest). Integer metrics or rates are valid too but take the
+    one-by-one path, which converts them to floats.
     """
-    # Exactly the four keys: four of them, and each of the four there (no frozenset per episode).
-    if set(map(type, items)) != _PLAIN_KEY_TYPES or set(map(len, items)) != _FOUR:
+    # Exactly the keys: as many of them, and each of them there (no frozenset per episode).
+    if set(map(type, items)) != _PLAIN_KEY_TYPES:
+        return None
+    sizes = set(map(len, items))
+    legacy = sizes == {len(_LEGACY_EPISODE_KEYS)}
+    if not legacy and sizes != {len(_EPISODE_KEYS)}:
         return None
     try:
-        rows = list(map(_get_row, items))
+        rows = list(map(_get_legacy_row if legacy else _get_row, items))
     except KeyError:
         return None
-    seeds, metrics, rates, aborted = zip(*rows, strict=True)
+    if legacy:
+        seeds, metrics, rates, aborted = zip(*rows, strict=True)
+        if set(map(type, seeds)) != {int} or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+            return None
+    else:
+        metrics, rates, aborted = zip(*rows, strict=True)
     if (
-        set(map(type, seeds)) != {int}
-        or min(seeds) < 0
-        or len(set(seeds)) != len(seeds)
-        or not set(map(type, metrics)) <= _PLAIN_METRIC_TYPES
+        not set(map(type, metrics)) <= _PLAIN_METRIC_TYPES
         or set(map(type, aborted)) != {bool}
         or set(map(type, rates)) != _PLAIN_KEY_TYPES
     ):
@@ -420,7 +436,7 @@ def _plain_episodes(items: list[Any]) -> list[Episode] | None:
     values = list(chain.from_iterable(map(dict.values, rates)))
     if values and (set(map(type, values)) != {float} or min(values) < 0):
         return None
-    return list(map(_episode_from_row, rows))
+    return list(map(_episode_from_row if legacy else _episode_from_seedless_row, rows))
 
 
 def _checked_episodes(items: list[Any], where: str) -> list[Episode]:
@@ -430,16 +446,19 @@ def _checked_episodes(items: list[Any], where: str) -> list[Episode]:
     for index, item in enumerate(items):
         fast = _fast_episode(item, seeds)
         if fast is not None:
-            seeds.add(fast.seed)
+            if fast.seed is not None:
+                seeds.add(fast.seed)
             episodes.append(fast)
             continue
         path = f"episodes[{index}]"
-        ep = _obj(where, path, item, {"seed", "metric", "rates", "aborted"})
-        seed = _int(where, f"{path}.seed", ep["seed"])
-        assert seed is not None
-        if seed in seeds:
-            raise _fail(where, f"{path}.seed", "unique within the task", seed)
-        seeds.add(seed)
+        ep = _obj(where, path, item, set(_EPISODE_KEYS), {"seed"})
+        seed = None
+        if "seed" in ep:
+            seed = _int(where, f"{path}.seed", ep["seed"])
+            assert seed is not None
+            if seed in seeds:
+                raise _fail(where, f"{path}.seed", "unique within the task", seed)
+            seeds.add(seed)
         rates = {
             _text(where, f"{path}.rates key", metric, max_len=100): _number(
                 where, f"{path}.rates[{metric!r}]", rate, minimum=0

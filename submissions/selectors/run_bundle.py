@@ -9,8 +9,9 @@ summary is cached by the bundle's SHA-256 (a stored bundle never changes).
 Who sees what (leaderboard.disclosure, plus two rules of this module):
 * an episode's ``metric`` is hidden wherever the task's measured value is (their mean is
   the measured value);
-* an episode's ``seed`` is the evaluator's hidden seed: shown to the run's submitter (it is
-  in their bundle) and staff only, so nobody else can tune to the hidden seeds;
+* an episode's ``seed``: a bundle carries none (seed 003), but an older evaluator's bundle
+  may name its hidden seed; then it is shown to the run's submitter (it is in their bundle)
+  and staff only, so nobody else can tune to the hidden seeds (null for everyone otherwise);
 * artifacts are opaque files the submitter wrote and may print any value, the measured
   ones included: they are downloadable by the submitter and staff, and by anyone else
   who may see the run only when no task of the run has a measured value hidden from them
@@ -117,7 +118,8 @@ def episode_records(
     for slug in scored:
         metric_hidden = slug in disclosure.measured_hidden
         for index, (seed, metric, rates, aborted) in enumerate(summary.episodes.get(slug, []), start=1):
-            withheld = (["metric"] if metric_hidden else []) + ([] if sees_seeds else ["seed"])
+            # Only an older evaluator's bundle names a seed (seed 003: bundles carry none).
+            withheld = (["metric"] if metric_hidden else []) + ([] if sees_seeds or seed is None else ["seed"])
             records.append(
                 {
                     "task": slug,

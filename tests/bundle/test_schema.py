@@ -24,16 +24,19 @@ numbers = st.one_of(
     st.text(max_size=2),
 )
 names = st.one_of(st.sampled_from(["collision_rate", "drop_rate"]), st.text(max_size=3), st.just("x" * 101))
+# An episode names no seed (seed 003); an older evaluator's may, so both shapes are drawn.
 episode = st.fixed_dictionaries(
     {
-        "seed": st.one_of(st.integers(min_value=-1, max_value=6), st.booleans(), st.floats(0, 3)),
         "metric": numbers,
         "rates": st.one_of(st.dictionaries(names, numbers, max_size=2), st.lists(st.floats(0, 1), max_size=1)),
         "aborted": st.one_of(st.booleans(), st.integers(0, 1)),
     },
-    optional={"extra": st.just(1)},
+    optional={
+        "extra": st.just(1),
+        "seed": st.one_of(st.integers(min_value=-1, max_value=6), st.booleans(), st.floats(0, 3)),
+    },
 )
-# Four keys but not the four: one swapped for another (the column reader counts keys, then fetches each).
+# As many keys but not the same: one swapped for another (the column reader counts keys, then fetches each).
 swapped = st.tuples(episode, st.sampled_from(["seed", "metric", "rates", "aborted"])).map(
     lambda pair: {**{k: v for k, v in pair[0].items() if k != pair[1]}, "extra": 1}
 )
@@ -53,13 +56,55 @@ def test_the_column_reader_agrees_with_the_one_by_one_reader_or_declines(values)
         assert all(type(item) is Episode for item in fast)
 
 
-@pytest.mark.parametrize("missing", ["seed", "metric", "rates", "aborted"])
-def test_an_episode_with_four_keys_but_not_the_four_is_left_to_the_one_by_one_reader(missing):
-    good = {"seed": 1, "metric": 0.5, "rates": {}, "aborted": False}
+@pytest.mark.parametrize("seeded", [False, True])
+@pytest.mark.parametrize("missing", ["metric", "rates", "aborted"])
+def test_an_episode_with_as_many_keys_but_not_the_same_is_left_to_the_one_by_one_reader(missing, seeded):
+    good = (
+        {"seed": 1, "metric": 0.5, "rates": {}, "aborted": False}
+        if seeded
+        else {"metric": 0.5, "rates": {}, "aborted": False}
+    )
     bad = {**{k: v for k, v in good.items() if k != missing}, "extra": 1}
-    assert _plain_episodes([{**good, "seed": 2}, bad]) is None
+    first = {**good, "seed": 2} if seeded else good
+    assert _plain_episodes([first, bad]) is None
     with pytest.raises(BundleError, match=f"episodes\\[1\\] is missing the field '{missing}'"):
-        _checked_episodes([{**good, "seed": 2}, bad], WHERE)
+        _checked_episodes([first, bad], WHERE)
+
+
+def test_an_episode_with_an_unknown_field_in_place_of_the_seed_is_refused_by_name():
+    good = {"seed": 1, "metric": 0.5, "rates": {}, "aborted": False}
+    bad = {"metric": 0.5, "rates": {}, "aborted": False, "extra": 1}
+    assert _plain_episodes([good, bad]) is None
+    with pytest.raises(BundleError) as refused:
+        _checked_episodes([good, bad], WHERE)
+    assert refused.value.message == (
+        "results/pick.json: episodes[1] has an unknown field 'extra' (allowed: aborted, metric, rates, seed)"
+    )
+
+
+def test_episodes_name_no_seed_and_are_read_with_none():
+    # Seed 003: "bundles carry no hidden reference solutions or hidden seeds".
+    episodes = [
+        {"metric": 0.5, "rates": {"collision_rate": 0.0}, "aborted": False},
+        {"metric": None, "rates": {}, "aborted": True},
+    ]
+    expected = (
+        Episode(seed=None, metric=0.5, rates={"collision_rate": 0.0}, aborted=False),
+        Episode(seed=None, metric=None, rates={}, aborted=True),
+    )
+    assert _plain_episodes(episodes) == list(expected)
+    assert parse_result(document(episodes), where=WHERE).episodes == expected
+
+
+def test_an_older_evaluators_seeds_are_still_read_and_may_be_mixed_with_none():
+    episodes = [
+        {"seed": 7, "metric": 0.5, "rates": {}, "aborted": False},
+        {"metric": 0.25, "rates": {}, "aborted": False},
+    ]
+    assert parse_result(document(episodes), where=WHERE).episodes == (
+        Episode(seed=7, metric=0.5, rates={}, aborted=False),
+        Episode(seed=None, metric=0.25, rates={}, aborted=False),
+    )
 
 
 def document(episodes):

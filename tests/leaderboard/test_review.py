@@ -230,6 +230,11 @@ def test_published_text_may_mention_a_published_anchor(demo_dir: Path, edit) -> 
         ("Paper result: success_rate:0.96", 0.96),
         ("BC-RNN (PH) reaches a success rate of [0.96].", 0.96),
         ("LABEL target=success_rate:0.96", 0.96),
+        # A whole number said to be rounded (seed-conformance review: 47.3 withheld).
+        ("a driving score of about 47", 47.3),
+        ("scores ~47 on longest6", 47.3),
+        ("roughly 47 points", 46.6),
+        ("approximately 1,200 ms", 1199.7),
     ],
 )
 def test_an_anchor_is_found_in_its_textual_forms(line: str, anchor: float) -> None:
@@ -257,6 +262,10 @@ def test_an_anchor_is_found_in_its_textual_forms(line: str, anchor: float) -> No
         ("the register 0x1F", 1.0),
         ("an x86_64 image", 86.0),
         ("about 70percent", 0.7),
+        # A bare whole number is a count, not a rounding; "about" a one-digit one says too little.
+        ("47 tasks in the suite", 47.3),
+        ("about 5 of the runs", 4.8),
+        ("about 48", 47.3),
     ],
 )
 def test_other_numbers_are_not_taken_for_the_anchor(line: str, anchor: float) -> None:

@@ -23,11 +23,21 @@ def _private_cache(settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "bundle"}}
 
 
-@pytest.fixture
-def run(demo_release, seal, owner) -> Run:
-    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(seal(artifact_bytes=ARTIFACT_BYTES)))
+def _verified(owner, sealed: bytes) -> Run:
+    submission, _ = submission_create(user=owner, uploaded_file=io.BytesIO(sealed))
     submission_verify(submission_id=submission.pk)
     return Run.objects.get(submission=submission)
+
+
+@pytest.fixture
+def run(demo_release, seal, owner) -> Run:
+    return _verified(owner, seal(artifact_bytes=ARTIFACT_BYTES))
+
+
+@pytest.fixture
+def legacy_run(demo_release, seal, owner) -> Run:
+    """A run whose bundle's episodes name their seeds, as evaluators did before seed 003's rule."""
+    return _verified(owner, seal(legacy_seeds=True))
 
 
 def _login(client, viewer, owner, stranger, make_user):
@@ -55,17 +65,18 @@ def test_the_episode_download_lists_every_scored_episode(client, run):
     episodes = run.task_results.values_list("episodes", flat=True)
     assert len(data["episodes"]) == sum(episodes)
     first = data["episodes"][0]
+    # A bundle carries no hidden seed (seed 003): there is none to show or to withhold.
     assert first["episode"] == 1 and isinstance(first["metric"], float) and first["seed"] is None
-    assert first["withheld"] == ["seed"]
+    assert first["withheld"] == []
 
 
 @pytest.mark.parametrize("viewer", ["anonymous", "another", "submitter", "staff"])
 def test_seeds_are_the_submitters_and_staffs_and_a_withheld_tasks_metrics_too(
-    client, run, owner, stranger, make_user, viewer
+    client, legacy_run, owner, stranger, make_user, viewer
 ):
-    withheld = _withhold_first_anchor(run)
+    withheld = _withhold_first_anchor(legacy_run)
     _login(client, viewer, owner, stranger, make_user)
-    rows = client.get(reverse("run_episodes_json", args=[run.pk])).json()["episodes"]
+    rows = client.get(reverse("run_episodes_json", args=[legacy_run.pk])).json()["episodes"]
     sees = viewer in ("submitter", "staff")
     hidden = [row for row in rows if row["task"] == withheld]
     shown = [row for row in rows if row["task"] != withheld]
@@ -73,12 +84,20 @@ def test_seeds_are_the_submitters_and_staffs_and_a_withheld_tasks_metrics_too(
     assert all((row["metric"] is None) is not sees for row in hidden)
     assert all(row["metric"] is not None for row in shown)
     assert all((row["seed"] is None) is not sees for row in rows)
+    assert all(("seed" in row["withheld"]) is not sees for row in rows)
 
 
 def test_the_episode_csv_has_a_line_per_episode(client, run):
     response = client.get(reverse("run_episodes_csv", args=[run.pk]))
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert len(rows) == sum(run.task_results.values_list("episodes", flat=True))
+    assert rows[0]["seed"] == "" and rows[0]["withheld"] == ""
+
+
+def test_the_episode_csv_withholds_an_older_bundles_seeds_from_another_account(client, legacy_run, stranger):
+    client.force_login(stranger)
+    response = client.get(reverse("run_episodes_csv", args=[legacy_run.pk]))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0]["seed"] == "" and rows[0]["withheld"] == "seed"
 
 
