@@ -51,14 +51,14 @@ from leaderboard.models import ReleaseTask
 from leaderboard.selectors.visibility import viewer_is_staff as _is_staff
 from leaderboard.selectors.visibility import viewer_is_submitter
 from leaderboard.users import Viewer
+from scoring import gap
 
 # TaskResult.signature of a result a registered evaluator key signed.
 EVALUATOR_SIGNED = "valid"
-# Per-task breakdown fields computed from the anchor; measured, penalties, factor and pass
-# rate are not (they come from the evaluator's episodes and the published penalty limits).
-ANCHOR_DERIVED_TASK_FIELDS: frozenset[str] = frozenset({"gap", "score", "final"})
-# Run aggregates that are macro means of task finals (coverage and pass rate are not).
-SCORE_AGGREGATES: tuple[str, ...] = ("overall", "reproduction", "open")
+# Per-task breakdown fields computed from the anchor, and the aggregates that average task
+# finals: scoring's facts (verification reads them too, for claims a submitter cannot make).
+ANCHOR_DERIVED_TASK_FIELDS = gap.ANCHOR_DERIVED_TASK_FIELDS
+SCORE_AGGREGATES = gap.SCORE_AGGREGATES
 # Decimals an aggregate that includes a withheld-anchor task is published to: the seeds' display
 # precision (seed 000's worked example: 0.90, 0.54, 1.12), which every page shows anyway. Finer
 # would narrow the anchor (mean * n - the other finals); coarser would blur the board.

@@ -32,6 +32,7 @@ from scoring.errors import ScoringError
 from scoring.validate import at_least, fail, finite, non_negative, positive
 
 __all__ = [
+    "ANCHOR_DERIVED_TASK_FIELDS",
     "DEFAULT_CAP",
     "DIRECTIONS",
     "EPS",
@@ -42,6 +43,7 @@ __all__ = [
     "MISSING_TASK_POLICIES",
     "OPEN",
     "REPRODUCTION",
+    "SCORE_AGGREGATES",
     "ZERO",
     "Coverage",
     "Episode",
@@ -75,6 +77,12 @@ GENRES = (REPRODUCTION, OPEN)
 EXCLUDE = "exclude"
 ZERO = "zero"
 MISSING_TASK_POLICIES = (EXCLUDE, ZERO)
+# A task breakdown's fields computed from its anchor; measured, penalties, factor and pass rate
+# are not (they come from the evaluator's episodes and the published penalty limits).
+ANCHOR_DERIVED_TASK_FIELDS: frozenset[str] = frozenset({"gap", "score", "final"})
+# A run's aggregates that are macro means of task finals (coverage and pass rate are not): every
+# task's, then each genre's.
+SCORE_AGGREGATES: tuple[str, ...] = ("overall", REPRODUCTION, OPEN)
 
 
 def _where(slug: str | None) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from scoring import gap
-from scoring.compare import DEFAULT_TOLERANCE, MATCH, compare_claims
+from scoring.compare import DEFAULT_TOLERANCE, DIFF, MATCH, compare_claims
 from scoring.errors import ScoringError
 from scoring.uncertainty import pack_run_columns, task_columns
 from submissions.bundle.bundle import Bundle
@@ -344,6 +344,40 @@ def _episode_columns(release_spec: gap.ReleaseSpec, results: Mapping[str, gap.Ta
     )
 
 
+def unclaimable_paths(
+    recomputed: Mapping[str, Any], release_spec: gap.ReleaseSpec, withheld: frozenset[str]
+) -> frozenset[str]:
+    """Breakdown paths a submitter cannot compute: each anchor-derived field (gap, score, final)
+    of a covered task whose anchor the release withholds, and each aggregate averaging such a
+    task (overall, and its genre's). The claim may give these as null: the release does not
+    publish the anchor they divide by (docs/bundle-format.md section 4.2). A number claimed
+    there is compared as any other."""
+    hidden = [slug for slug in recomputed.get("tasks", {}) if slug in withheld and slug in release_spec.tasks]
+    if not hidden:
+        return frozenset()
+    paths = {f"tasks.{slug}.{name}" for slug in hidden for name in gap.ANCHOR_DERIVED_TASK_FIELDS}
+    paths.add("aggregates.overall")
+    paths |= {f"aggregates.{release_spec.tasks[slug].genre}" for slug in hidden}
+    return frozenset(paths)
+
+
+def _claim_diffs(
+    claimed: Mapping[str, Any], recomputed: Mapping[str, Any], tolerance: float, unclaimable: frozenset[str]
+) -> tuple[list[Any], str]:
+    """The claim's differences from the recomputation, and a note on the values claimed as null
+    because a withheld anchor derives them (``unclaimable``: not claimed, so not a difference)."""
+    diffs, unclaimed = [], 0
+    for d in compare_claims(claimed, recomputed, tolerance):
+        if d.status == MATCH:
+            continue
+        if d.status == DIFF and d.claimed is None and d.path in unclaimable:
+            unclaimed += 1
+            continue
+        diffs.append(d)
+    note = f" ({unclaimed} value(s) claimed as null: derived from a withheld anchor)" if unclaimed and not diffs else ""
+    return diffs, note
+
+
 def evaluate_paper_gap(
     bundle: Bundle,
     *,
@@ -445,7 +479,9 @@ def evaluate_paper_gap(
     except BundleError as error:
         return Outcome.rejected(error, bundle)
     assert bundle.claimed_breakdown is not None
-    diffs = [d for d in compare_claims(bundle.claimed_breakdown, recomputed, tolerance) if d.status != MATCH]
+    diffs, null_claims = _claim_diffs(
+        bundle.claimed_breakdown, recomputed, tolerance, unclaimable_paths(recomputed, release_spec, withheld)
+    )
     caps = _attestation_caps(bundle, checks)
     if diffs:
         verdict_name = MISMATCH
@@ -462,6 +498,7 @@ def evaluate_paper_gap(
         )
     else:
         verdict_name, message = VALIDATED, "every claim matches the recomputation; not attested: " + "; ".join(caps)
+    message += null_claims
     digest, legacy_digest = results_digests(((slug, bundle.results[slug].raw) for slug in bundle.results), texts)
     return Outcome(
         verdict=verdict_name,

@@ -70,7 +70,7 @@ class Artifact:
 @dataclass(frozen=True)
 class BundleSummary:
     # task slug -> [(seed, metric, rates, aborted), ...] in the bundle's order
-    episodes: dict[str, list[tuple[int, float | None, dict[str, float], bool]]]
+    episodes: dict[str, list[tuple[int | None, float | None, dict[str, float], bool]]]
     artifacts: list[Artifact]
 
 

@@ -261,3 +261,84 @@ def test_the_demo_breakdown_is_the_scoring_packages(demo_dir, release):
         episodes = [gap.Episode(e["metric"], e["rates"], e["aborted"]) for e in doc["episodes"]]
         results[doc["task"]] = gap.TaskResult(episodes, faith.get(doc["task"], {}).get("faithful"))
     assert claimed == gap.score_run(release[0], results).to_dict()
+
+
+def _claim_nulls(directory, paths):
+    """Set each dotted path of the directory's score_breakdown.json to null."""
+    path = directory / "score_breakdown.json"
+    claim = json.loads(path.read_text())
+    for dotted in paths:
+        *parents, leaf = dotted.split(".")
+        node = claim
+        for part in parents:
+            node = node[part]
+        node[leaf] = None
+    path.write_text(json.dumps(claim))
+
+
+def _withheld_paths(slug):
+    from submissions.bundle.demo import demo_release_spec
+
+    genre = demo_release_spec()[0].tasks[slug].genre
+    return [
+        f"tasks.{slug}.gap",
+        f"tasks.{slug}.score",
+        f"tasks.{slug}.final",
+        "aggregates.overall",
+        f"aggregates.{genre}",
+    ]
+
+
+def test_values_derived_from_a_withheld_anchor_may_be_claimed_as_null(demo_dir, site_identity, judge, evaluator_key):
+    # A harness cannot compute them: the release does not publish the anchor they divide by.
+    from submissions.bundle.seal import seal_dir
+
+    directory = demo_dir(sign_with=evaluator_key)
+    _claim_nulls(directory, _withheld_paths("orb-slam-ate"))
+    outcome = judge(
+        seal_dir(directory, site_identity[1], directory.with_suffix(".age")), withheld=frozenset({"orb-slam-ate"})
+    )
+    assert outcome.verdict == "validated", outcome.message
+    assert outcome.diff == []
+    assert outcome.message.endswith("(5 value(s) claimed as null: derived from a withheld anchor)")
+
+
+def test_a_null_claim_where_the_anchor_is_published_is_a_difference(demo_dir, site_identity, judge, evaluator_key):
+    from submissions.bundle.seal import seal_dir
+
+    directory = demo_dir(sign_with=evaluator_key)
+    _claim_nulls(directory, _withheld_paths("orb-slam-ate"))
+    outcome = judge(seal_dir(directory, site_identity[1], directory.with_suffix(".age")))
+    assert outcome.verdict == "mismatch"
+    assert sorted(row["path"] for row in outcome.diff) == sorted(_withheld_paths("orb-slam-ate"))
+
+
+def test_a_null_claim_of_what_the_episodes_give_is_a_difference_even_on_a_withheld_task(
+    demo_dir, site_identity, judge, evaluator_key
+):
+    from submissions.bundle.seal import seal_dir
+
+    directory = demo_dir(sign_with=evaluator_key)
+    _claim_nulls(directory, [*_withheld_paths("orb-slam-ate"), "tasks.orb-slam-ate.measured"])
+    outcome = judge(
+        seal_dir(directory, site_identity[1], directory.with_suffix(".age")), withheld=frozenset({"orb-slam-ate"})
+    )
+    assert outcome.verdict == "mismatch"
+    assert [row["path"] for row in outcome.diff] == ["tasks.orb-slam-ate.measured"]
+
+
+def test_a_wrong_number_claimed_for_a_withheld_value_is_still_a_difference(
+    demo_dir, site_identity, judge, evaluator_key
+):
+    from submissions.bundle.seal import seal_dir
+
+    directory = demo_dir(sign_with=evaluator_key)
+    path = directory / "score_breakdown.json"
+    claim = json.loads(path.read_text())
+    claim["tasks"]["orb-slam-ate"]["gap"] += 0.5
+    path.write_text(json.dumps(claim))
+    outcome = judge(
+        seal_dir(directory, site_identity[1], directory.with_suffix(".age")), withheld=frozenset({"orb-slam-ate"})
+    )
+    assert outcome.verdict == "mismatch"
+    assert [row["path"] for row in outcome.diff] == ["tasks.orb-slam-ate.gap"]
