@@ -121,11 +121,19 @@ def refuse_unknown_fields(data: Any, allowed: Sequence[str], *, where: str = "")
         return
     unknown = sorted(where + str(key)[:40] for key in data if key not in allowed)
     if unknown:
+        expected = f"expected {', '.join(allowed)}" if allowed else "this request reads no body"
         raise ApiError(
             code="invalid",
-            message=f"{unknown[0]}: unknown field; expected {', '.join(allowed)}.",
+            message=f"{unknown[0]}: unknown field; {expected}.",
             extra={"fields": {unknown[0]: ["Unknown field."]}},
         )
+
+
+def refuse_body_fields(request: Request) -> None:
+    """Refuse any body field of a request that reads none (withdraw, close, rotate...): sent
+    with, say, ``{"reason": ...}`` or ``{"dry_run": true}``, the action was taken and the field
+    read past, the one rule of :func:`refuse_unknown_fields` with nothing allowed."""
+    refuse_unknown_fields(request.data, ())
 
 
 # Query parameters every paginated list reads: pagination, and DRF's format override.

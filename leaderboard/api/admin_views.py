@@ -16,7 +16,7 @@ from leaderboard.admin import UPLOAD_LIMITS
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import ManifestSyncResultSerializer, ManifestUploadSerializer, RaceStatusSerializer
-from leaderboard.api_errors import ApiError
+from leaderboard.api_errors import ApiError, refuse_body_fields
 from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race
 from leaderboard.permissions import CHANGE_RACE, PUBLISH_RELEASE
@@ -116,6 +116,7 @@ class RaceReleaseView(APIView):
         responses={200: RaceStatusSerializer, 409: ErrorSerializer, **STAFF_ERRORS},
     )
     def post(self, request: Request, race_id: int) -> Response:
+        refuse_body_fields(request)
         race = get_object_or_404(Race.objects.select_related("benchmark"), pk=race_id)
         # Releasing twice answers the released state again (a retried request is not an error).
         if race.status != Race.Status.RELEASED:

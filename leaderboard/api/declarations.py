@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictModelSerializer, json_type
 from leaderboard.api.selectors import releases_visible
-from leaderboard.api_errors import ApiError, refuse_unknown_fields
+from leaderboard.api_errors import ApiError, refuse_body_fields, refuse_unknown_fields
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice
 from leaderboard.permissions import ADD_BASELINE, DELETE_BASELINE, staff_may
@@ -230,6 +230,7 @@ class AgentVersionBaselineView(APIView):
 
     @extend_schema(summary="Return a baseline to the ranked board (staff)", responses={204: None, **ERRORS})
     def delete(self, request: Request, agent: str, version: str) -> Response:
+        refuse_body_fields(request)
         agent_version = self._staff_version(request, agent, version, perm=DELETE_BASELINE)
         if not baseline_unmark(actor=request.user, agent_version=agent_version):
             raise ApiError(code="not_found", message="This agent version is not a baseline.", status_code=404)

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictURLField
-from leaderboard.api_errors import ApiError, refuse_fields_not_read
+from leaderboard.api_errors import ApiError, refuse_body_fields, refuse_fields_not_read
 from leaderboard.users import signed_in_user
 from submissions.models import WebhookEndpoint
 from submissions.services import notifications, visibility
@@ -54,11 +54,16 @@ NOT_IN_THAT_STATE = OpenApiResponse(ErrorSerializer, description="The run is not
 class _RunActionView(APIView):
     permission_classes = [permissions.IsAuthenticated]
     action_name = ""
+    # Whether the action reads a body (its act() refuses the fields it does not read); those that
+    # read none refuse every field.
+    reads_body = False
 
     def act(self, request: Request, run_id: int) -> Any:
         raise NotImplementedError
 
     def post(self, request: Request, run_id: int) -> Response:
+        if not self.reads_body:
+            refuse_body_fields(request)
         try:
             run = self.act(request, run_id)
         except visibility.VisibilityError as exc:
@@ -88,6 +93,8 @@ class RunHideSerializer(serializers.Serializer):
 
 @extend_schema(summary="Staff: hide a run with a public reason", request=RunHideSerializer, responses={200: RUN_STATE})
 class RunHideView(_RunActionView):
+    reads_body = True
+
     def act(self, request: Request, run_id: int) -> Any:
         refuse_fields_not_read(request.data, RunHideSerializer)
         form = RunHideSerializer(data=request.data)
@@ -155,6 +162,7 @@ class WebhookView(APIView):
 
     @extend_schema(summary="Remove your verdict webhook", request=None, responses={204: None})
     def delete(self, request: Request) -> Response:
+        refuse_body_fields(request)
         if not notifications.webhook_delete(user=signed_in_user(request)):
             raise ApiError(code="webhook_not_set", message="This account has no webhook.", status_code=404)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -167,6 +175,7 @@ class WebhookRotateView(APIView):
         summary="Replace your webhook's signing secret (returned once)", request=None, responses={200: WEBHOOK}
     )
     def post(self, request: Request) -> Response:
+        refuse_body_fields(request)
         try:
             secret = notifications.webhook_rotate_secret(user=signed_in_user(request))
         except notifications.WebhookError as exc:

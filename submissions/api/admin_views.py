@@ -21,7 +21,7 @@ from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField
 from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import OfficialRerunSerializer, VerificationEventSerializer
-from leaderboard.api_errors import ApiError, refuse_fields_not_read
+from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_fields_not_read, refuse_unread_parameters
 from leaderboard.models import Benchmark, Evaluator, Run, SigningKey, SigningKeyEvent, Task, Validator
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_RUN
 from leaderboard.request_text import StrictMultiPartParser
@@ -94,6 +94,10 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     permission_classes = [StaffPermission]
     required_permission = ADD_SIGNING_KEY  # listing is a read: staff alone
     serializer_class = SigningKeySerializer
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        refuse_unread_parameters(request, LIST_PARAMETERS)
+        return super().list(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[SigningKey]:
         return (

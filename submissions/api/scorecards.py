@@ -36,7 +36,13 @@ from rest_framework.views import APIView
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictSlugField
 from leaderboard.api.pagination import StrictLimitOffsetPagination
-from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_fields_not_read, refuse_unread_parameters
+from leaderboard.api_errors import (
+    LIST_PARAMETERS,
+    ApiError,
+    refuse_body_fields,
+    refuse_fields_not_read,
+    refuse_unread_parameters,
+)
 from leaderboard.api_query import whole_number
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
@@ -222,6 +228,7 @@ class CardCloseView(APIView):
         tags=["scorecards"],
     )
     def post(self, request: Request, card_id: int) -> Response:
+        refuse_body_fields(request)
         try:
             card = card_services.card_close(card_id=card_id, user=signed_in_user(request))
         except card_services.CardError as exc:
@@ -240,6 +247,7 @@ class LevelResetView(APIView):
         tags=["scorecards"],
     )
     def post(self, request: Request, card_id: int, level_id: str) -> Response:
+        refuse_body_fields(request)
         try:
             view = card_services.card_episode_reset(card_id=card_id, user=signed_in_user(request), level_id=level_id)
         except card_services.CardError as exc:

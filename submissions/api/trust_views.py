@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictSlugField
-from leaderboard.api_errors import ApiError, refuse_fields_not_read
+from leaderboard.api_errors import ApiError, refuse_fields_not_read, refuse_unread_parameters
 from leaderboard.users import signed_in_user
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
@@ -190,6 +190,8 @@ class OwedRunsView(APIView):
         },
     )
     def get(self, request: Request) -> Response:
+        # Every owed run at once (a short list, not paginated): no query parameter is read.
+        refuse_unread_parameters(request, frozenset({"format"}))
         user = signed_in_user(request)
         if not acts_for_a_validator(user):
             raise ApiError(

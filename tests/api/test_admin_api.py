@@ -243,6 +243,17 @@ def test_staff_release_an_embargoed_race(world: Any, client_for: Any) -> None:
     assert client.post(f"/api/v1/admin/races/{world.race.pk}/release/").status_code == 200
 
 
+def test_a_race_release_with_a_body_field_is_refused_and_the_race_stays_embargoed(world: Any, client_for: Any) -> None:
+    before = world.race.status
+    response = client_for(world.staff).post(
+        f"/api/v1/admin/races/{world.race.pk}/release/", {"dry_run": True}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "dry_run: unknown field; this request reads no body."
+    world.race.refresh_from_db()
+    assert world.race.status == before != "released"
+
+
 def test_a_race_that_is_still_running_cannot_be_released(world: Any, client_for: Any) -> None:
     world.race.status = "running"
     world.race.save()

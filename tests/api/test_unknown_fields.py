@@ -89,3 +89,70 @@ def test_an_official_rerun_with_an_unknown_field_is_refused_and_nothing_is_recor
     response = client_for(world.staff).post(f"/api/v1/admin/runs/{world.public_run.pk}/reruns/", body, format="json")
     _refused(response, "notes", "bundle, results, note")
     assert not OfficialRerun.objects.exists()
+
+
+def _refused_bodyless(response: Any, field: str) -> None:
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == {
+        "code": "invalid",
+        "message": f"{field}: unknown field; this request reads no body.",
+        "fields": {field: ["Unknown field."]},
+    }
+
+
+def test_a_withdraw_with_a_body_field_is_refused_and_the_run_stays_on_the_boards(world: Any, client_for: Any) -> None:
+    # A "reason" was read past and the run withdrawn.
+    run = world.public_run
+    response = client_for(world.owner).post(f"/api/v1/runs/{run.pk}/withdraw/", {"reason": "x"}, format="json")
+    _refused_bodyless(response, "reason")
+    run.refresh_from_db()
+    assert run.withdrawn_at is None
+
+
+def test_an_unhide_with_a_body_field_is_refused_and_the_run_stays_hidden(world: Any, client_for: Any) -> None:
+    from submissions.services.visibility import run_hide
+
+    run = run_hide(run_id=world.public_run.pk, user=world.staff, reason="probe")
+    response = client_for(world.staff).post(f"/api/v1/runs/{run.pk}/unhide/", {"bogus": 1}, format="json")
+    _refused_bodyless(response, "bogus")
+    run.refresh_from_db()
+    assert run.hidden_at is not None
+
+
+def test_a_secret_rotation_with_a_body_field_is_refused_and_the_secret_stays(world: Any, client_for: Any) -> None:
+    from submissions.services.notifications import webhook_set
+
+    endpoint, secret = webhook_set(user=world.owner, url="https://1.1.1.1/hook")
+    response = client_for(world.owner).post("/api/v1/account/webhook/rotate-secret/", {"bogus": 1}, format="json")
+    _refused_bodyless(response, "bogus")
+    endpoint.refresh_from_db()
+    assert endpoint.secret == secret
+
+
+def test_a_webhook_removal_with_a_body_field_is_refused_and_the_webhook_stays(world: Any, client_for: Any) -> None:
+    from submissions.services.notifications import webhook_set
+
+    webhook_set(user=world.owner, url="https://1.1.1.1/hook")
+    response = client_for(world.owner).delete("/api/v1/account/webhook/", {"confirm": True}, format="json")
+    _refused_bodyless(response, "confirm")
+    assert WebhookEndpoint.objects.filter(user=world.owner).exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter", "reads"),
+    [
+        ("/api/v1/owed-runs/", "limit=abc", "format"),
+        ("/api/v1/admin/signing-keys/", "x=1", "format, limit, offset"),
+    ],
+)
+def test_a_list_refuses_a_query_parameter_it_does_not_read(
+    world: Any, client_for: Any, path: str, parameter: str, reads: str
+) -> None:
+    # ?limit=abc on the owed runs (not paginated) answered every row as if it had been read.
+    response = client_for(world.staff).get(f"{path}?{parameter}")
+    assert response.status_code == 400
+    name = parameter.split("=")[0]
+    assert response.json()["error"] == {
+        "code": "invalid_query",
+        "message": f"{name}: not a parameter of this list; it reads {reads}.",
+    }

@@ -764,3 +764,18 @@ def test_an_action_with_a_field_it_does_not_read_is_refused_and_nothing_moves(ap
     episode = CardEpisode.objects.get(card_id=card_id)
     assert episode.steps == 0
     assert list(episode.moves.values_list("action", flat=True)) == ["reset"]
+
+
+def test_a_reset_with_a_body_field_is_refused_and_starts_no_episode(api):
+    card_id = open_card(api).json()["id"]
+    response = api.post(f"/api/v1/scorecards/{card_id}/levels/level-000/reset", {"bogus": 1}, format="json")
+    assert error(response) == (400, "invalid")
+    assert response.json()["error"]["message"] == "bogus: unknown field; this request reads no body."
+    assert api.get(f"/api/v1/scorecards/{card_id}").json()["played"] == []
+
+
+def test_a_close_with_a_body_field_is_refused_and_the_card_stays_open(api):
+    card_id = open_card(api).json()["id"]
+    response = api.post(f"/api/v1/scorecards/{card_id}/close", {"bogus": 1}, format="json")
+    assert error(response) == (400, "invalid")
+    assert api.get(f"/api/v1/scorecards/{card_id}").json()["status"] == "open"
