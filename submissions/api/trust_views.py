@@ -19,7 +19,13 @@ from leaderboard.api_errors import ApiError, refuse_fields_not_read, refuse_unre
 from leaderboard.users import signed_in_user
 from submissions.bundle.errors import BundleError
 from submissions.bundle.schema import FORMAT_V2
-from submissions.services.challenges import CHALLENGE_TTL, REQUEST_FIELD_MAX_CHARS, ChallengeRequest, challenge_issue
+from submissions.services.challenges import (
+    CHALLENGE_TTL,
+    REQUEST_FIELD_MAX_CHARS,
+    ChallengeRequest,
+    TooManyChallenges,
+    challenge_issue,
+)
 from submissions.services.races import acts_for_a_validator, owed_runs_for, race_entry_create
 
 # Refusals that are about who asks, not what was asked.
@@ -36,7 +42,14 @@ ERRORS = {
 
 
 def _refused(exc: BundleError) -> ApiError:
-    return ApiError(code=exc.code, message=exc.message, status_code=_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST))
+    # A 429 says when to come back, as every other 429 of the API does.
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyChallenges) else None
+    return ApiError(
+        code=exc.code,
+        message=exc.message,
+        status_code=_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST),
+        headers=headers,
+    )
 
 
 def _valid(serializer: serializers.Serializer) -> dict[str, Any]:

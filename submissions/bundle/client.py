@@ -85,7 +85,8 @@ def _call(
         except (ValueError, AttributeError):
             error = {}
         code = error.get("code", f"http_{exc.code}")
-        retry_after = _retry_after(exc.headers.get("Retry-After")) if exc.code == 503 else None
+        # 503 (a service restarting) and 429 (throttled) say when to come back; _wait honours it.
+        retry_after = _retry_after(exc.headers.get("Retry-After")) if exc.code in (429, 503) else None
         raise ClientError(
             f"the site answered {exc.code} [{code}]: {error.get('message', exc.reason)}", retry_after=retry_after
         ) from None
@@ -162,9 +163,9 @@ def _retry_after(value: str | None) -> float:
 
 
 def _wait(url: str, key: str, submission_id: str, seconds: float) -> dict[str, Any]:
-    """Poll until the verdict or ``seconds``. A 503 (the site's database restarting, say) is
-    waited out as the site asks (Retry-After) within the same deadline: the upload is stored,
-    and the verdict is what the caller waits for."""
+    """Poll until the verdict or ``seconds``. A 503 (the site's database restarting, say) or a
+    429 (the account's request rate) is waited out as the site asks (Retry-After) within the
+    same deadline: the upload is stored, and the verdict is what the caller waits for."""
     deadline = time.monotonic() + seconds
     while True:
         try:

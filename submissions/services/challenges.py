@@ -14,6 +14,7 @@ account's challenge: ``challenge_unknown``, ``challenge_not_yours``,
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,15 @@ def _race_target(request: ChallengeRequest, release: Release, user: User) -> tup
     return race, agent_version
 
 
+class TooManyChallenges(BundleError):
+    """``too_many_challenges``, with the seconds until the account's first unused challenge
+    expires and frees a slot (the API's Retry-After)."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__("too_many_challenges", message)
+        self.retry_after = retry_after
+
+
 @transaction.atomic
 def challenge_issue(*, user: User, request: ChallengeRequest) -> SubmissionChallenge:
     """A fresh challenge for ``user``. Paper-gap: the agent becomes ``user``'s on first use
@@ -118,14 +128,16 @@ def challenge_issue(*, user: User, request: ChallengeRequest) -> SubmissionChall
             f"benchmark: {release.benchmark.slug!r} is a scorecard benchmark; its cards are played on the server "
             "over the API (POST /api/v1/scorecards/), so no bundle or challenge is made for it",
         )
-    open_count = SubmissionChallenge.objects.filter(
-        user=user, used_at__isnull=True, expires_at__gt=timezone.now()
-    ).count()
+    now = timezone.now()
+    unused = SubmissionChallenge.objects.filter(user=user, used_at__isnull=True, expires_at__gt=now)
+    open_count = unused.count()
     if open_count >= CHALLENGE_OPEN_MAX:
-        raise BundleError(
-            "too_many_challenges",
+        # When a slot frees without using one: the oldest unused challenge's expiry (Retry-After).
+        first_expiry = unused.order_by("expires_at").values_list("expires_at", flat=True).first() or now
+        raise TooManyChallenges(
             f"this account holds {open_count} unused challenges; use or let some expire "
             f"(they last {CHALLENGE_TTL.total_seconds() / 3600:g} hours)",
+            retry_after=max(1, math.ceil((first_expiry - now).total_seconds())),
         )
     race = None
     if request.race is not None and release.benchmark.scheme != Benchmark.Scheme.RACE:

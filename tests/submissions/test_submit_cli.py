@@ -161,6 +161,16 @@ def test_waiting_for_a_verdict_waits_out_a_503_as_the_site_asks():
         assert client._wait(url, "pdm_k", "x", seconds=10)["verdict"] == "validated"
 
 
+def test_waiting_for_a_verdict_waits_out_a_429_as_the_site_asks():
+    # The account's request rate: the tool exited 5 on the first throttled poll.
+    from submissions.bundle import client
+
+    throttled = (429, {"Retry-After": "0"}, {"error": {"code": "throttled", "message": "available in 0 seconds"}})
+    done = (200, {}, {"id": "x", "status": "done", "verdict": "validated"})
+    with _answers([throttled, done]) as url:
+        assert client._wait(url, "pdm_k", "x", seconds=10)["verdict"] == "validated"
+
+
 def test_waiting_for_a_verdict_gives_up_on_503s_at_its_deadline_and_on_other_errors_at_once():
     from submissions.bundle import client
 

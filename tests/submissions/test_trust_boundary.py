@@ -117,6 +117,26 @@ def test_a_challenge_request_that_would_be_read_past_is_refused_and_issues_nothi
     assert not SubmissionChallenge.objects.exists() and not Agent.objects.exists()
 
 
+def test_an_account_holding_too_many_unused_challenges_is_told_when_one_frees(api, owner, demo_release, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from submissions.services import challenges
+
+    monkeypatch.setattr(challenges, "CHALLENGE_OPEN_MAX", 2)
+    body = {"benchmark": "ale-robotics", "release": "0.5", "agent_name": "Alice Agent", "agent_version": "1.0"}
+    for _ in range(2):
+        assert api(owner).post("/api/v1/challenges/", body, format="json").status_code == 201
+    # The first to expire frees a slot in about an hour.
+    first = SubmissionChallenge.objects.order_by("pk").first()
+    SubmissionChallenge.objects.filter(pk=first.pk).update(expires_at=timezone.now() + timedelta(seconds=3600))
+    response = api(owner).post("/api/v1/challenges/", body, format="json")
+    assert (response.status_code, response.json()["error"]["code"]) == (429, "too_many_challenges")
+    assert 3590 <= int(response["Retry-After"]) <= 3600
+    assert SubmissionChallenge.objects.filter(user=owner).count() == 2
+
+
 def test_anonymous_clients_get_no_challenge(demo_release):
     response = APIClient().post("/api/v1/challenges/", {"benchmark": "ale-robotics"}, format="json")
     assert response.status_code == 401
