@@ -14,6 +14,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import (
+    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
@@ -34,6 +35,23 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     if _wants_json(request):
         return JsonResponse(error_body("not_found", f"Nothing at {request.path}."), status=404)
     return HttpResponseNotFound(loader.render_to_string("404.html", {"path": request.path}, request))
+
+
+class JsonNotFoundMiddleware:
+    """A view's 404 under /api/ or on a .json download is the JSON error whatever DEBUG says:
+    with DEBUG on (``make run``) Django answered its HTML debug page, listing every route, to a
+    harness developing against the embedded site; off, ``page_not_found`` already does this."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, Http404) and _wants_json(request):
+            return page_not_found(request, exception)
+        return None
 
 
 # Said when a refusal carries no sentence of its own (the admin's, say).

@@ -145,6 +145,8 @@ MIDDLEWARE = [
     "leaderboard.error_pages.QueryLimitsMiddleware",
     # PostgreSQL (or storage) down: a 503 page or JSON error, never a traceback.
     "leaderboard.unavailable.ServiceUnavailableMiddleware",
+    # A view's 404 under /api/ or on a .json download: JSON even with DEBUG on.
+    "leaderboard.error_pages.JsonNotFoundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -44,6 +44,25 @@ def test_an_unknown_page_gets_the_site_404_page(client):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/", "/api", "/api/foo", "/api/v2/benchmarks/"])
+def test_an_unknown_path_under_the_api_is_the_apis_json_404_even_with_debug_on(client, path):
+    # DEBUG on (make run) answered Django's HTML debug page, listing every route.
+    with override_settings(DEBUG=True):
+        response = client.get(path)
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": f"No API endpoint at {path}."}}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_json_download_of_a_run_that_does_not_exist_is_a_json_404(client, debug):
+    with override_settings(DEBUG=debug):
+        response = client.get("/runs/99999/results.json")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": "Nothing at /runs/99999/results.json."}}
+
+
+@pytest.mark.django_db
 def test_a_crash_on_a_page_answers_a_plain_500_page_without_internals(crashing_client):
     response = crashing_client.get("/boom/")
     assert response.status_code == 500
