@@ -8,8 +8,10 @@ from its rendered body, and ``If-None-Match`` answers 304 with no body.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import parse_etags
 from rest_framework.request import Request
@@ -30,20 +32,45 @@ def not_modified(etag: str) -> Response:
     return Response(status=304, headers={"ETag": etag})
 
 
+def content_etag(request: Any, response: Any) -> None:
+    """Give a successful GET's rendered body its ETag (a hash of the body, varying with who asks)
+    and make it a 304 with no body when ``If-None-Match`` already holds it. Leaves alone an
+    answer that has an ETag (the leaderboards'), a streamed one and any other status."""
+    if request.method not in ("GET", "HEAD") or response.status_code != 200 or response.has_header("ETag"):
+        return
+    if getattr(response, "streaming", False):
+        return
+    # Per-user bodies differ, so the validator must vary with who asks.
+    patch_vary_headers(response, ["Authorization", "Cookie"])
+    etag = '"' + hashlib.sha256(response.content).hexdigest()[:32] + '"'
+    response["ETag"] = etag
+    if etag_matches(request, etag):
+        response.status_code = 304
+        response.content = b""
+
+
 class ConditionalGetMixin:
     """Adds a content ETag to successful GET responses and answers 304 on a match."""
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         # A mixin: the APIView it is mixed into supplies finalize_response.
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
-        if request.method not in ("GET", "HEAD") or response.status_code != 200 or response.has_header("ETag"):
-            return response
-        response.render()
-        # Per-user bodies differ, so the validator must vary with who asks.
-        patch_vary_headers(response, ["Authorization", "Cookie"])
-        etag = '"' + hashlib.sha256(response.content).hexdigest()[:32] + '"'
-        response["ETag"] = etag
-        if etag_matches(request, etag):
-            response.status_code = 304
-            response.content = b""
+        if request.method in ("GET", "HEAD") and response.status_code == 200 and not response.has_header("ETag"):
+            response.render()
+            content_etag(request, response)
+        return response
+
+
+class ApiConditionalGetMiddleware:
+    """Every successful GET under /api/ has an ETag (docs/api.md, "Conditional requests"): the
+    views without ConditionalGetMixin (the site key, the scheme boards, a card, the limits...)
+    had none, so a poller re-downloaded them every time."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.path.startswith("/api/"):
+            content_etag(request, response)
         return response

@@ -230,8 +230,8 @@ class AgentVersionBaselineView(APIView):
 
     @extend_schema(summary="Return a baseline to the ranked board (staff)", responses={204: None, **ERRORS})
     def delete(self, request: Request, agent: str, version: str) -> Response:
-        refuse_body_fields(request)
         agent_version = self._staff_version(request, agent, version, perm=DELETE_BASELINE)
+        refuse_body_fields(request)  # after who asks: an anonymous DELETE is a 401 whatever its body
         if not baseline_unmark(actor=request.user, agent_version=agent_version):
             raise ApiError(code="not_found", message="This agent version is not a baseline.", status_code=404)
         return Response(status=status.HTTP_204_NO_CONTENT)

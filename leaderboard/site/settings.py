@@ -160,6 +160,8 @@ MIDDLEWARE = [
     # A NUL in the path, a query parameter or a form field: 400 invalid_text before any view
     # (PostgreSQL refuses NUL in text; it was a DataError from every route with a text segment).
     "leaderboard.request_text.NulCharacterMiddleware",
+    # Every successful GET under /api/ gets an ETag and answers If-None-Match with a 304.
+    "leaderboard.api.conditional.ApiConditionalGetMiddleware",
 ]
 
 ROOT_URLCONF = "leaderboard.site.urls"

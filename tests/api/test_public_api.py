@@ -128,6 +128,18 @@ def test_the_leaderboard_etag_changes_with_the_generation(world: Any, api: Any) 
     assert response["ETag"] != etag
 
 
+@pytest.mark.parametrize("path", ["/api/v1/", "/api/v1/releases/{release}/prices/", "/api/v1/limits/"])
+def test_reads_without_a_view_etag_get_one_and_answer_304_to_it(world: Any, client_for: Any, path: str) -> None:
+    # The API root, a release's prices and the account's limits (among others) had no ETag at all.
+    client = client_for(world.owner)
+    url = path.format(release=world.release.pk)
+    first = client.get(url)
+    assert first.status_code == 200 and first["ETag"].startswith('"')
+    repeat = client.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert (repeat.status_code, repeat.content) == (304, b"")
+    assert client.get(url, HTTP_IF_NONE_MATCH='"stale"').status_code == 200
+
+
 def test_other_reads_answer_304_to_a_matching_etag(world: Any, api: Any) -> None:
     first = api.get("/api/v1/benchmarks/")
     assert api.get("/api/v1/benchmarks/", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
