@@ -54,11 +54,17 @@ class EvaluatorKey:
 
 @dataclass(frozen=True)
 class JudgeKey:
-    """A registered judge key: its public identity and, per task it is calibrated for, the rubric version."""
+    """A registered judge key: its public identity and, per task it is calibrated for, the rubric version.
+
+    ``registered`` (task -> rubric the key was registered with) and ``calibrated`` (task -> the
+    rubric the release's faithfulness calibration recorded) only explain a refusal: a key
+    registered for a rubric the release did not calibrate is not calibrated for the task."""
 
     public_key: bytes | str
     name: str
     rubrics: Mapping[str, str] = field(default_factory=dict)
+    registered: Mapping[str, str] = field(default_factory=dict)
+    calibrated: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

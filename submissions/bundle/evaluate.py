@@ -306,6 +306,18 @@ def _intervals(
     return run_intervals(release_spec, results, resamples=resamples, seed=seed).to_dict()
 
 
+def _why_uncalibrated(judge: JudgeKey, slug: str) -> str:
+    """Why a judge key registered for ``slug`` does not count for it: the rubric it was registered
+    with is not the one the release calibrated (rubric versions are public: run pages show them)."""
+    registered = judge.registered.get(slug)
+    if registered is None:
+        return ""
+    release = judge.calibrated.get(slug)
+    if release is None:
+        return f" (registered for rubric {registered!r}; this release has recorded no faithfulness calibration for it)"
+    return f" (registered for rubric {registered!r}; this release calibrated the task for rubric {release!r})"
+
+
 def _faithfulness_check(
     bundle: Bundle, slug: str, judge_keys: Mapping[str, JudgeKey], result_check: SignatureCheck
 ) -> tuple[str, str, str, str | None, bool]:
@@ -325,7 +337,7 @@ def _faithfulness_check(
         raise BundleError(
             "judge_key_out_of_scope",
             f"{where}: judge key {signature.key_id} ({judge.name}) is not calibrated for task {slug!r}"
-            + (f" with rubric {verdict.rubric_version!r}" if calibrated is not None else "")
+            + (f" with rubric {verdict.rubric_version!r}" if calibrated is not None else _why_uncalibrated(judge, slug))
             + "; a judge signs only the verdicts of the tasks (and rubric versions) it is registered for",
         )
     if verdict.results_sha256 is None:

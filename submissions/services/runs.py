@@ -181,7 +181,13 @@ def scoped_judge_keys(
     keys: dict[str, JudgeKey] = {}
     for pk, key_id, public_key, name, scopes, _ in _active_keys(SigningKey.Owner.JUDGE, benchmark_id, "judge_name"):
         rubrics = {slug: rubric for slug, rubric in scopes.items() if calibrated.get(slug) == rubric}
-        keys[key_id] = JudgeKey(public_key=base64.b64decode(public_key), name=name, rubrics=rubrics)
+        keys[key_id] = JudgeKey(
+            public_key=base64.b64decode(public_key),
+            name=name,
+            rubrics=rubrics,
+            registered=dict(scopes),
+            calibrated=calibrated,
+        )
         if pks is not None:
             pks[key_id] = pk
     return keys

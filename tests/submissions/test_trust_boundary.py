@@ -521,6 +521,10 @@ def test_a_judge_key_counts_only_for_the_rubric_the_releases_gate_was_calibrated
     sealed = seal(challenge=issue_challenge(owner), sign_with=evaluator_key, judge_with=judge_key)
     submission = upload(api(owner), sealed)
     assert (submission.verdict, submission.error_code) == ("rejected", "judge_key_out_of_scope")
+    # The message says why, naming both rubrics (it said only "not calibrated for task").
+    assert "(registered for rubric 'rubric/1'; this release calibrated the task for rubric 'rubric/2')" in (
+        submission.error_message
+    )
     assert nothing_recorded()
 
 
