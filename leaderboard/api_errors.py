@@ -24,6 +24,7 @@ from rest_framework.views import APIView, set_rollback
 
 from leaderboard import unavailable
 from leaderboard.api.errors import error_body
+from leaderboard.api.session_auth import CsrfFailed
 from leaderboard.error_pages import bad_request_message
 
 logger = logging.getLogger("podium.api")
@@ -61,6 +62,7 @@ _CODES: dict[type[exceptions.APIException], str] = {
     exceptions.NotAcceptable: "not_acceptable",
     exceptions.UnsupportedMediaType: "unsupported_media_type",
     exceptions.Throttled: "throttled",
+    CsrfFailed: "csrf_failed",
 }
 
 

@@ -428,7 +428,8 @@ REST_FRAMEWORK = {
     # Scripts send `Authorization: Api-Key <key>`; the browser uses its session (with CSRF).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "submissions.api_keys.ApiKeyAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        # DRF's, its CSRF refusal answered as csrf_failed (the site's code and sentence).
+        "leaderboard.api.session_auth.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
@@ -18,3 +19,9 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": "`Api-Key pdm_<prefix>_<secret>` (create keys at /accounts/api-keys/).",
         }
+
+
+class SessionAuthenticationScheme(SessionScheme):
+    """The site's session authentication (DRF's, with its own CSRF refusal) is DRF's cookie scheme."""
+
+    target_class = "leaderboard.api.session_auth.SessionAuthentication"

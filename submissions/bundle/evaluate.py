@@ -23,6 +23,9 @@ unsigned result for a task whose anchor is withheld (``unsigned_withheld_task``)
 such a task is scored only from the evaluator's own signed results.
 
 Pure: no Django, no database, deterministic; :meth:`Outcome.to_dict` is JSON.
+
+Longer than 500 lines on purpose: the verdict is one contract (what is read, what is trusted,
+what is compared), and splitting its checks across modules would hide their order.
 """
 
 from __future__ import annotations
