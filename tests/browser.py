@@ -4,10 +4,13 @@ to look at."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import OperationalError
 
 CHROMIUM = "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps dialling out, and this
@@ -70,3 +73,18 @@ def sideways_overflow(page: Any) -> dict[str, Any] | None:
         inner,
     )
     return {"scrollWidth": width, "innerWidth": inner, "offenders": offenders}
+
+
+def write_while_served(write: Callable[[], Any], *, seconds: float = 10.0) -> Any:
+    """Run a database write while the live server may be answering the page's polls: on SQLite
+    the tests' shared in-memory database locks a table per connection (SQLITE_LOCKED, which the
+    busy timeout does not wait out), so a write racing a poll's read is retried briefly.
+    PostgreSQL never refuses it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return write()
+        except OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
