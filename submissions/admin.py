@@ -31,7 +31,7 @@ from leaderboard.users import signed_in_user
 from submissions.admin_signing_keys import SignedByFilter
 from submissions.models import Card, CardEpisode, CardMove, Submission, SubmissionChallenge
 from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
-from submissions.tasks import verify_submission
+from submissions.services.verification import submission_requeue
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -53,13 +53,16 @@ class SubmissionAdmin(ReadOnlyAdmin):
     list_select_related = ["submitter"]
     actions = ["reverify"]
 
-    @admin.action(description="Re-verify (queue again; finished submissions are skipped)", permissions=["change"])
+    @admin.action(
+        description="Re-verify (queue again: unfinished ones, and those rejected for the server's faults)",
+        permissions=["change"],
+    )
     def reverify(self, request: HttpRequest, queryset: QuerySet[Submission]) -> None:
-        pending = [s.pk for s in queryset if s.status != Submission.Status.DONE]
-        for submission_id in pending:
-            verify_submission.delay(str(submission_id))
-        skipped = queryset.count() - len(pending)
-        self.message_user(request, f"queued {len(pending)} submission(s); skipped {skipped} already finished")
+        # A bundle rejected as verification_failed or worker_crashed failed for the server's
+        # reasons (an outage, a crash): staff may give it another try, its attempts reset.
+        queued = sum(submission_requeue(submission=submission) for submission in queryset)
+        skipped = queryset.count() - queued
+        self.message_user(request, f"queued {queued} submission(s); skipped {skipped} with a verdict of their own")
 
 
 class TaskResultInline(admin.TabularInline):

@@ -300,6 +300,11 @@ PODIUM_SWEEP_EVERY_SECONDS = env_int("PODIUM_SWEEP_EVERY_SECONDS", 5, minimum=1)
 PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS = env_int("PODIUM_CONFIDENCE_STUCK_AFTER_SECONDS", 300, minimum=1)
 # A bundle that kills its worker this many times ends as rejected instead of looping.
 PODIUM_MAX_ATTEMPTS = env_int("PODIUM_MAX_ATTEMPTS", 3, minimum=1)
+# A submission whose verification keeps meeting transient faults (storage or database away)
+# is retried for this long after its upload, then ends as rejected (verification_failed).
+# Those retries never count towards PODIUM_MAX_ATTEMPTS: a 13-second storage outage used up
+# three attempts and rejected valid bundles for good.
+PODIUM_FAULT_GIVE_UP_SECONDS = env_int("PODIUM_FAULT_GIVE_UP_SECONDS", 24 * 3600, minimum=60)
 # Bootstrap resamples for a run's confidence intervals (scoring.uncertainty); 0 skips the CIs.
 PODIUM_BOOTSTRAP_RESAMPLES = env_int("PODIUM_BOOTSTRAP_RESAMPLES", 1000)
 # FOR TESTS ONLY: a verification sleeps this many seconds after claiming its submission,

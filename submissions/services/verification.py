@@ -90,7 +90,13 @@ class Verdict:
 
 def _claim(submission_id: uuid.UUID | str, owner: str = "") -> Submission | None:
     """Move the row to verifying under ``owner``'s lease (a fresh token when empty) and count the
-    attempt; None when there is nothing to do (done, missing, or leased by another live owner)."""
+    attempt; None when there is nothing to do (done, missing, or leased by another live owner).
+
+    What counts towards settings.PODIUM_MAX_ATTEMPTS is a claim that may follow a crash: the
+    first one, and one of a row left verifying (its worker died, or could not record why it
+    stopped). A row in ``error`` recorded a transient fault itself (storage or database away):
+    its retries are not counted, or an outage of seconds would reject valid bundles for good;
+    they are bounded by time instead (settings.PODIUM_FAULT_GIVE_UP_SECONDS after the upload)."""
     owner = owner or uuid.uuid4().hex
     with transaction.atomic():
         # get(), not first(): one row by primary key needs no ORDER BY (first() compiles the
@@ -112,28 +118,22 @@ def _claim(submission_id: uuid.UUID | str, owner: str = "") -> Submission | None
             # dies, its lease runs out within settings.PODIUM_LEASE_SECONDS and the sweeper brings it back.
             logger.info("submission %s is being verified by another worker; skipped", submission.pk)
             return None
-        if submission.attempts >= settings.PODIUM_MAX_ATTEMPTS:
-            if submission.status == Submission.Status.ERROR:
-                code = "verification_failed"
-                message = (
-                    f"verification was interrupted by a fault on the server {submission.attempts} times and "
-                    "has been given up; the site's maintainers have been told (the bundle is kept)"
-                )
-            else:
-                code = "worker_crashed"
-                message = (
-                    f"the verification worker crashed or was killed {submission.attempts} times while "
-                    "processing this bundle (for example it ran out of memory); it will not be tried again"
-                )
-            _finish(submission, Verdict(Submission.Verdict.REJECTED, code, message), now=now)
+        after_fault = submission.status == Submission.Status.ERROR
+        refusal = _given_up(submission, now) if after_fault else _crashed_too_often(submission)
+        if refusal is not None:
+            _finish(submission, refusal, now=now)
             logger.error(
-                "submission %s ended as rejected (%s) after %s attempts", submission.pk, code, submission.attempts
+                "submission %s ended as rejected (%s) after %s attempts",
+                submission.pk,
+                refusal.error_code,
+                submission.attempts,
             )
             return None
         if submission.status == Submission.Status.VERIFYING and submission.lease_owner != owner:
             logger.warning("submission %s: the lease of %s ran out; taken over", submission.pk, submission.lease_owner)
         submission.status = Submission.Status.VERIFYING
-        submission.attempts += 1
+        if not after_fault:
+            submission.attempts += 1
         submission.verifying_since = now
         submission.lease_owner = owner
         submission.lease_expires_at = now + timedelta(seconds=settings.PODIUM_LEASE_SECONDS)
@@ -141,6 +141,32 @@ def _claim(submission_id: uuid.UUID | str, owner: str = "") -> Submission | None
             update_fields=["status", "attempts", "verifying_since", "lease_owner", "lease_expires_at", "updated_at"]
         )
         return submission
+
+
+def _crashed_too_often(submission: Submission) -> Verdict | None:
+    """``worker_crashed`` once settings.PODIUM_MAX_ATTEMPTS counted attempts ended without a word."""
+    if submission.attempts < settings.PODIUM_MAX_ATTEMPTS:
+        return None
+    return Verdict(
+        Submission.Verdict.REJECTED,
+        "worker_crashed",
+        f"the verification worker crashed, was killed or failed {submission.attempts} times while processing "
+        "this bundle (for example it ran out of memory); it will not be tried again",
+    )
+
+
+def _given_up(submission: Submission, now: dt.datetime) -> Verdict | None:
+    """``verification_failed`` once transient faults have kept the bundle from a verdict for
+    settings.PODIUM_FAULT_GIVE_UP_SECONDS since its upload (a stored file gone for good, say)."""
+    limit = settings.PODIUM_FAULT_GIVE_UP_SECONDS
+    if now - submission.created_at < timedelta(seconds=limit):
+        return None
+    return Verdict(
+        Submission.Verdict.REJECTED,
+        "verification_failed",
+        f"verification kept being interrupted by faults on the server for {limit / 3600:g} hours and has been "
+        "given up; the bundle is kept, and the site's maintainers can queue it again",
+    )
 
 
 def lease_held(submission: Submission, now: dt.datetime) -> bool:
@@ -244,21 +270,91 @@ def _finish(
 RETRYING_MESSAGE = "verification was interrupted by a temporary fault on the server; it will be retried automatically"
 
 
-def _mark_error(submission_id: uuid.UUID | str, message: str = RETRYING_MESSAGE) -> None:
-    """Record a transient fault; best effort (the database itself may be the fault).
+# How long a worker keeps trying to record a transient fault on its row: a database that is
+# back within it gets the fault recorded (status error), so the retry is not counted as a crash.
+MARK_ERROR_SECONDS = 10.0
+
+
+def _mark_error(submission: Submission, message: str = RETRYING_MESSAGE, *, transient: bool = True) -> None:
+    """Record why the attempt stopped; best effort (the database itself may be the fault),
+    retried for MARK_ERROR_SECONDS: unrecorded, the row stays verifying and its retry counts as
+    a crash. Only while the row is still this attempt's (its lease owner): a worker that lost
+    its lease during an outage must not mark the row another worker took over.
+
+    ``transient``: status ``error`` (retried, not counted as an attempt). Otherwise (a bug of
+    ours) the lease is ended instead, so the next claim counts it like a crash and the bounded
+    attempts end a bundle that fails every time.
 
     A connection the fault left unusable (the server ended it) is closed first, so this
     write, and the retry after it, open a fresh one instead of failing on the dead one.
     """
-    if not connection.in_atomic_block and not connection.is_usable():
-        connection.close()
-    try:
-        with transaction.atomic():
-            Submission.objects.filter(pk=submission_id).exclude(status=Submission.Status.DONE).update(
-                status=Submission.Status.ERROR, error_message=message[:2000], updated_at=timezone.now()
+    now = timezone.now()
+    values: dict[str, Any] = {"error_message": message[:2000], "updated_at": now}
+    if transient:
+        values["status"] = Submission.Status.ERROR
+    else:
+        values["lease_expires_at"] = now
+    deadline = time.monotonic() + MARK_ERROR_SECONDS
+    while True:
+        if not connection.in_atomic_block and not connection.is_usable():
+            connection.close()
+        try:
+            with transaction.atomic():
+                Submission.objects.filter(
+                    pk=submission.pk, status=Submission.Status.VERIFYING, lease_owner=submission.lease_owner
+                ).update(**values)
+        except DatabaseError:
+            if connection.in_atomic_block or time.monotonic() >= deadline:
+                logger.exception("could not record the transient error of submission %s", submission.pk)
+                return
+            time.sleep(1.0)
+        else:
+            return
+
+
+def submission_requeue(*, submission: Submission) -> bool:
+    """Staff queue again a submission that ended rejected for the server's reasons
+    (``verification_failed``, ``worker_crashed``): back to received with its attempts reset,
+    then queued. True when it was queued; any other finished submission keeps its verdict
+    (False), and one still in progress is simply queued again.
+
+    Queued at once, not on commit, so a broker that is down is the caller's error (the staff
+    page's 503): call it outside a transaction. The reset row is received whatever happens
+    next, which the sweeper re-enqueues if this send is lost."""
+    from submissions.tasks import verify_submission  # tasks import the services: import late
+
+    with transaction.atomic():
+        row = Submission.objects.select_for_update().get(pk=submission.pk)
+        if row.status == Submission.Status.DONE:
+            if row.verdict != Submission.Verdict.REJECTED or row.error_code not in SERVER_FAULT_CODES:
+                return False
+            row.status = Submission.Status.RECEIVED
+            row.verdict = row.error_code = row.error_message = ""
+            row.diff = []
+            row.attempts = 0
+            row.finished_at = row.verifying_since = row.lease_expires_at = None
+            row.lease_owner = ""
+            row.save(
+                update_fields=[
+                    "status",
+                    "verdict",
+                    "error_code",
+                    "error_message",
+                    "diff",
+                    "attempts",
+                    "finished_at",
+                    "verifying_since",
+                    "lease_expires_at",
+                    "lease_owner",
+                    "updated_at",
+                ]
             )
-    except DatabaseError:
-        logger.exception("could not record the transient error of submission %s", submission_id)
+    verify_submission.delay(str(row.pk))
+    return True
+
+
+# Rejections that say the server failed, not the bundle: staff may queue them again.
+SERVER_FAULT_CODES = frozenset({"verification_failed", "worker_crashed"})
 
 
 # -------------------------------------------------------------- the bundle
@@ -302,13 +398,13 @@ def _verify_claimed(submission: Submission) -> Submission:
             return _dispatch(submission, bundle)
     except TRANSIENT_ERRORS as exc:
         logger.warning("transient fault verifying submission %s: %s: %s", submission.pk, type(exc).__name__, exc)
-        _mark_error(submission.pk)
+        _mark_error(submission)
         raise
     except Exception:
         # A bug of ours, not the submitter's: keep the bundle, record a neutral message
         # (never a stack trace for the user), and let the bounded attempts end it.
         logger.exception("unexpected failure verifying submission %s", submission.pk)
-        _mark_error(submission.pk)
+        _mark_error(submission, transient=False)
         raise
 
 

@@ -48,7 +48,7 @@ def test_re_verify_queues_unfinished_submissions_and_skips_finished_ones(admin_c
         {"action": "reverify", "index": 0, "_selected_action": [str(pending.pk), str(run.submission.pk)]},
         follow=True,
     )
-    assert "Queued 1 submission(s); skipped 1 already finished" in response.content.decode()
+    assert "Queued 1 submission(s); skipped 1 with a verdict of their own" in response.content.decode()
     pending.refresh_from_db()
     assert (pending.status, pending.error_code) == ("done", "not_age_file")  # tasks run in-process in tests
 

@@ -55,7 +55,7 @@ def test_a_bundle_that_keeps_killing_its_worker_ends_rejected_after_the_attempt_
         3,
     )
     assert submission.error_message == (
-        "the verification worker crashed or was killed 3 times while processing this bundle "
+        "the verification worker crashed, was killed or failed 3 times while processing this bundle "
         "(for example it ran out of memory); it will not be tried again"
     )
     assert Run.objects.count() == 0
@@ -76,26 +76,96 @@ def test_a_transient_fault_leaves_the_submission_retryable_and_is_raised_for_a_r
     )
     monkeypatch.undo()
     submission = submission_verify(submission_id=garbage.pk)
-    assert (submission.status, submission.verdict, submission.attempts) == ("done", "rejected", 2)
+    # The retry after a recorded fault is not another attempt: only crashes are counted.
+    assert (submission.status, submission.verdict, submission.attempts) == ("done", "rejected", 1)
 
 
 @pytest.mark.django_db
-def test_repeated_transient_faults_end_rejected_not_in_a_loop(garbage, settings, monkeypatch):
+def test_transient_faults_never_use_up_the_attempts_a_crash_would(garbage, settings, monkeypatch):
+    # A 13-second storage outage took three attempts and rejected valid bundles for good
+    # (verification_failed); the fault-injection review.
     settings.PODIUM_MAX_ATTEMPTS = 2
 
     def storage_down(path):
         raise OSError("storage unavailable")
 
     monkeypatch.setattr(verification, "_open_bundle", storage_down)
-    for _ in range(2):
+    for _ in range(5):
         with pytest.raises(OSError):
             submission_verify(submission_id=garbage.pk)
+    garbage.refresh_from_db()
+    assert (garbage.status, garbage.attempts) == ("error", 1)
+    monkeypatch.undo()
+    submission = submission_verify(submission_id=garbage.pk)
+    assert (submission.status, submission.error_code) == ("done", "not_age_file")  # its own verdict at last
+
+
+@pytest.mark.django_db
+def test_transient_faults_end_rejected_once_they_outlast_the_give_up_time(garbage, settings, monkeypatch):
+    settings.PODIUM_FAULT_GIVE_UP_SECONDS = 3600
+
+    def storage_down(path):
+        raise OSError("storage unavailable")
+
+    monkeypatch.setattr(verification, "_open_bundle", storage_down)
+    with pytest.raises(OSError):
+        submission_verify(submission_id=garbage.pk)
+    Submission.objects.filter(pk=garbage.pk).update(created_at=timezone.now() - timedelta(seconds=3601))
     submission = submission_verify(submission_id=garbage.pk)
     assert (submission.status, submission.verdict, submission.error_code) == ("done", "rejected", "verification_failed")
     assert submission.error_message == (
-        "verification was interrupted by a fault on the server 2 times and has been given up; "
-        "the site's maintainers have been told (the bundle is kept)"
+        "verification kept being interrupted by faults on the server for 1 hours and has been given up; "
+        "the bundle is kept, and the site's maintainers can queue it again"
     )
+
+
+@pytest.mark.django_db
+def test_a_bug_of_ours_counts_as_an_attempt_so_a_bundle_failing_every_time_ends(garbage, settings, monkeypatch):
+    settings.PODIUM_MAX_ATTEMPTS = 2
+
+    def bug(path):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(verification, "_open_bundle", bug)
+    for _ in range(2):
+        with pytest.raises(KeyError):
+            submission_verify(submission_id=garbage.pk)
+        row = Submission.objects.get(pk=garbage.pk)
+        assert row.status == "verifying" and row.lease_expires_at <= timezone.now()  # for the sweeper
+    submission = submission_verify(submission_id=garbage.pk)
+    assert (submission.status, submission.error_code, submission.attempts) == ("done", "worker_crashed", 2)
+
+
+@pytest.mark.django_db
+def test_a_fault_is_not_recorded_on_a_row_another_worker_took_over(garbage, monkeypatch):
+    claimed = verification._claim(garbage.pk, "first")
+    Submission.objects.filter(pk=garbage.pk).update(lease_owner="second")  # its lease ran out, taken over
+    verification._mark_error(claimed)
+    row = Submission.objects.get(pk=garbage.pk)
+    assert (row.status, row.lease_owner) == ("verifying", "second")
+
+
+@pytest.mark.django_db
+def test_staff_queue_again_a_submission_rejected_for_the_servers_faults_and_it_gets_its_verdict(garbage, settings):
+    Submission.objects.filter(pk=garbage.pk).update(
+        status="done", verdict="rejected", error_code="verification_failed", attempts=2, finished_at=timezone.now()
+    )
+    assert verification.submission_requeue(submission=garbage) is True
+    garbage.refresh_from_db()  # tasks run in-process in tests: it was verified again at once
+    assert (garbage.status, garbage.verdict, garbage.error_code, garbage.attempts) == (
+        "done",
+        "rejected",
+        "not_age_file",
+        1,
+    )
+
+
+@pytest.mark.django_db
+def test_a_submission_with_a_verdict_of_its_own_is_not_queued_again(garbage):
+    first = submission_verify(submission_id=garbage.pk)
+    assert verification.submission_requeue(submission=first) is False
+    garbage.refresh_from_db()
+    assert (garbage.error_code, garbage.attempts, garbage.finished_at) == ("not_age_file", 1, first.finished_at)
 
 
 @pytest.mark.django_db
