@@ -392,11 +392,14 @@ if PODIUM_S3_BUCKET:
             # object in memory: a 256 MiB bundle per worker).
             "max_memory_size": 2 * 1024 * 1024,
             # Bounded waits: an unreachable store fails an upload with a 503 in seconds
-            # (leaderboard.unavailable) instead of holding a web worker for minutes.
+            # (leaderboard.unavailable) instead of holding a web worker for minutes. A store
+            # that stops answering without refusing (a frozen server) costs at most two
+            # attempts of connect + read (2 x 20 s by default), under gunicorn's 60 s timeout:
+            # 60 s reads x 3 attempts got the worker killed and the upload a 500.
             "client_config": BotoConfig(
                 connect_timeout=env_int("AWS_S3_CONNECT_TIMEOUT", 5, minimum=1),
-                read_timeout=env_int("AWS_S3_READ_TIMEOUT", 60, minimum=1),
-                retries={"mode": "standard", "max_attempts": 3},
+                read_timeout=env_int("AWS_S3_READ_TIMEOUT", 15, minimum=1),
+                retries={"mode": "standard", "max_attempts": 2},
             ),
         },
     }

@@ -11,7 +11,10 @@ credentials); the reason is logged.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import redis
 from django.conf import settings
@@ -84,13 +87,36 @@ CHECKS: dict[str, Callable[[], str]] = {
 }
 
 
+# Seconds the whole readiness answer may wait for its checks: a service that stops answering
+# without refusing (a frozen host: a stopped storage server, a database behind a stalled
+# proxy) held the probe until gunicorn killed its worker (a 500 after 60 s), and a few such
+# probes took every web worker of the host with them.
+READY_TIMEOUT_SECONDS = 3.0
+# The checks run on these threads, never on the request's: a check stuck on a frozen service
+# keeps its thread, and once all are stuck a probe fails at once instead of adding another.
+_CHECK_THREADS = ThreadPoolExecutor(max_workers=len(CHECKS) * 2, thread_name_prefix="readyz")
+
+
+def _run_check(check: Callable[[], str]) -> str:
+    try:
+        return check()
+    finally:
+        connection.close()  # this thread's own database connection (a probe's, not kept open)
+
+
 @never_cache
 @require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    futures = {name: _CHECK_THREADS.submit(_run_check, check) for name, check in CHECKS.items()}
     results: dict[str, str] = {}
-    for name, check in CHECKS.items():
+    for name, future in futures.items():
         try:
-            results[name] = check()
+            results[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            future.cancel()  # not started yet (every thread stuck): it never will be
+            logger.warning("readiness check %s failed: no answer within %g s", name, READY_TIMEOUT_SECONDS)
+            results[name] = FAILED
         except Exception as exc:  # every failure is a "not ready", whatever raised it
             logger.warning("readiness check %s failed: %s: %s", name, type(exc).__name__, exc)
             results[name] = FAILED

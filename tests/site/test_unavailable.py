@@ -145,6 +145,37 @@ def test_readyz_in_the_embedded_default_checks_the_database_and_storage_and_skip
 
 
 @pytest.mark.django_db
+def test_readyz_answers_503_in_seconds_when_a_service_stops_answering(client, monkeypatch, media_root):
+    # A frozen storage server (kill -STOP) held the probe until gunicorn killed the worker: a 500
+    # after 60 s, and a few probes tied up every web worker (the fault-injection review).
+    import threading
+    import time
+
+    from django.core.files.storage import default_storage
+
+    from leaderboard.views import health
+
+    release = threading.Event()
+
+    def frozen(path):
+        release.wait(30)
+        return [], []
+
+    monkeypatch.setattr(default_storage, "listdir", frozen)
+    monkeypatch.setattr(health, "READY_TIMEOUT_SECONDS", 0.5)
+    try:
+        began = time.monotonic()
+        response = client.get("/readyz")
+        elapsed = time.monotonic() - began
+    finally:
+        release.set()
+    assert response.status_code == 503
+    assert response.json()["failed"] == ["storage"]
+    assert response.json()["checks"]["database"] == "ok"
+    assert elapsed < 5
+
+
+@pytest.mark.django_db
 def test_readyz_names_the_storage_when_it_fails_and_answers_503_without_the_error_text(client, monkeypatch):
     from django.core.files.storage import default_storage
 
