@@ -503,11 +503,36 @@ LOGGING = {
             "datefmt": "%Y-%m-%dT%H:%M:%S%z",
         }
     },
-    "filters": {"client_errors_without_traceback": {"()": "leaderboard.site.log_filters.ClientErrorsWithoutTraceback"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
+    "filters": {
+        "client_errors_without_traceback": {"()": "leaderboard.site.log_filters.ClientErrorsWithoutTraceback"},
+        "mail_server_faults_only": {"()": "leaderboard.site.log_filters.MailServerFaultsOnly"},
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+    },
+    "handlers": {
+        # Whatever logger a refused request (4xx) is recorded by (django.request, one of the
+        # django.security.* loggers), the console gets one line without its traceback.
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "line",
+            "filters": ["client_errors_without_traceback"],
+        },
+        # Django's error mail to PODIUM_ADMIN_EMAILS, for server faults only (not 4xx, not 503).
+        "mail_admins": {
+            "level": "ERROR",
+            "filters": ["require_debug_false", "mail_server_faults_only"],
+            "class": "django.utils.log.AdminEmailHandler",
+        },
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # A refused request (4xx) is one line; a server error keeps its traceback.
-    "loggers": {"django.request": {"filters": ["client_errors_without_traceback"]}},
+    "loggers": {
+        # Django's own logger with this mail handler (its default one mailed every 503 and every
+        # bad Host header); its lines reach the console through the root.
+        "django": {"handlers": ["mail_admins"], "level": "INFO"},
+        # A refused request (4xx) is one line; a server error keeps its traceback.
+        "django.request": {"filters": ["client_errors_without_traceback"]},
+        # A bad Host header (DisallowedHost, a 400): the commonest refusal Django records at ERROR.
+        "django.security.DisallowedHost": {"filters": ["client_errors_without_traceback"]},
+    },
 }
 
 # Email: Django's error reports to PODIUM_ADMIN_EMAILS. SMTP when EMAIL_HOST is set,

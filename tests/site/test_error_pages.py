@@ -203,3 +203,27 @@ def test_a_server_error_is_logged_with_its_traceback(crashing_client, caplog) ->
     (record,) = _request_records(caplog)
     assert record.status_code == 500 and record.exc_info is not None
     assert "Traceback" in caplog.text and "secret internals" in caplog.text
+
+
+@pytest.mark.parametrize(("status", "mailed"), [(500, 1), (503, 0), (400, 0)])
+def test_the_admins_are_mailed_for_a_server_fault_only(rf, settings, mailoutbox, status, mailed) -> None:
+    # Every 503 answered during an outage, and every bad Host header, mailed the whole request
+    # report to the admins (six mails in two seconds in the fault-injection review).
+    import logging
+
+    settings.ADMINS = [("ops", "ops@example.org")]
+    logging.getLogger("django.request").error(
+        "Status %s: /runs/7/", status, extra={"status_code": status, "request": rf.get("/runs/7/")}
+    )
+    assert len(mailoutbox) == mailed
+
+
+@pytest.mark.django_db
+def test_a_bad_host_header_is_one_line_without_a_traceback_and_no_mail(settings, mailoutbox, caplog) -> None:
+    settings.ADMINS = [("ops", "ops@example.org")]
+    with caplog.at_level("WARNING", logger="django.security"):
+        response = Client(raise_request_exception=False).get("/", HTTP_HOST="evil.example")
+    assert response.status_code == 400
+    (record,) = [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
+    assert record.exc_info is None and "Traceback" not in caplog.text
+    assert mailoutbox == []
