@@ -62,3 +62,7 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # bytes, duration in microseconds, user agent.
 access_log_format = '%(t)s access %({x-forwarded-for}i)s "%(r)s" %(s)s %(B)s %(D)sus "%(a)s"'
 proc_name = "podium-web"
+
+# gunicorn 27's control socket (a runtime admin interface Podium never uses) sits at one path per
+# user (~/.gunicorn/gunicorn.ctl): two sites, or a site and a test run, on one host shared it.
+control_socket_disable = True
