@@ -202,8 +202,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             required_task_set_hash=release.required_task_set_hash,
             signing_keys=keys,
             judge_keys=judges,
-            # As the server: a null claim of a value derived from a withheld anchor is not claimed.
-            withheld=frozenset(task.slug for task in release.tasks if not task.anchor_published),
+            # As the server: a null claim of a value derived from a withheld anchor is not claimed
+            # (the server's other rule for such tasks, signed results only, is not checked here).
+            claims_withheld=frozenset(task.slug for task in release.tasks if not task.anchor_published),
             bootstrap_resamples=args.resamples,
         )
     except BundleError as error:

@@ -402,6 +402,7 @@ def evaluate_paper_gap(
     evaluator_keys: Mapping[str, EvaluatorKey] | None = None,
     judge_keys: Mapping[str, JudgeKey] | None = None,
     withheld: frozenset[str] = frozenset(),
+    claims_withheld: frozenset[str] | None = None,
     task_simulators: Mapping[str, str] | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     bootstrap_resamples: int = 1000,
@@ -416,7 +417,10 @@ def evaluate_paper_gap(
     (``task_simulators`` gives each release task's simulator); ``signing_keys``
     (key id -> public key, no scope) is the standalone tool's simpler form.
     ``judge_keys`` are the registered judge keys; ``withheld`` the release's
-    tasks whose anchor is not published. ``bootstrap_resamples=0`` skips the CIs.
+    tasks whose anchor is not published: their results must be signed, and their
+    anchor-derived values may be claimed as null. ``claims_withheld`` gives the
+    second rule alone (the local ``check``, which trusts unsigned results), and
+    defaults to ``withheld``. ``bootstrap_resamples=0`` skips the CIs.
     """
     if evaluator_keys is None:
         evaluator_keys = {}
@@ -495,7 +499,10 @@ def evaluate_paper_gap(
         return Outcome.rejected(error, bundle)
     assert bundle.claimed_breakdown is not None
     diffs, null_claims = _claim_diffs(
-        bundle.claimed_breakdown, recomputed, tolerance, unclaimable_paths(recomputed, release_spec, withheld)
+        bundle.claimed_breakdown,
+        recomputed,
+        tolerance,
+        unclaimable_paths(recomputed, release_spec, withheld if claims_withheld is None else claims_withheld),
     )
     caps = _attestation_caps(bundle, checks)
     if diffs:

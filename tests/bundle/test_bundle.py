@@ -292,8 +292,13 @@ def test_it_rejects_an_unknown_format_version(seal_bytes, site_identity, tar_byt
             "results/act-aloha-transfer.json: episodes[0].aborted must be true or false, got 'no'",
         ),
         (
-            lambda d: d["episodes"][0].pop("seed"),
-            "results/act-aloha-transfer.json: episodes[0] is missing the field 'seed'",
+            lambda d: d["episodes"][0].pop("metric"),
+            "results/act-aloha-transfer.json: episodes[0] is missing the field 'metric'",
+        ),
+        (
+            # An older evaluator's seed is read, and checked as before (seed 003: none is needed).
+            lambda d: d["episodes"][0].update(seed=-1),
+            "results/act-aloha-transfer.json: episodes[0].seed must be an integer >= 0, got -1",
         ),
         (
             lambda d: d["episodes"][0].update(reward=1),

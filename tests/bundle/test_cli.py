@@ -132,6 +132,23 @@ def test_check_prints_the_servers_verdict(tmp_path, capsys, release_manifest):
     assert any(line.split()[0] == "drones_hover_ppo" for line in lines[5:])
 
 
+def test_check_takes_null_claims_of_a_withheld_anchors_values_as_the_server_does(tmp_path, capsys, release_manifest):
+    import json
+
+    withheld = next(task for task in release_manifest.tasks if not task.anchor_published)
+    directory = write_paper_gap_bundle_dir(tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10)
+    claim_path = directory / "score_breakdown.json"
+    claim = json.loads(claim_path.read_text())
+    for field in ("gap", "score", "final"):
+        claim["tasks"][withheld.slug][field] = None
+    for aggregate in ("overall", withheld.genre):
+        claim["aggregates"][aggregate] = None
+    claim_path.write_text(json.dumps(claim))
+    code, out, _ = _run(capsys, "check", str(directory), "--manifest", str(DEMO_RELEASE), "--resamples", "0")
+    assert code == 0, out
+    assert out.splitlines()[1].endswith("(5 value(s) claimed as null: derived from a withheld anchor)")
+
+
 def test_check_prints_the_diff_of_a_mismatch(tmp_path, capsys, release_manifest):
     directory = write_paper_gap_bundle_dir(
         tmp_path / "run", release_manifest=release_manifest, episodes_per_task=10, tamper="claimed_aggregate"
