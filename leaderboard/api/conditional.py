@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
@@ -18,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 
-def etag_matches(request: Request, etag: str) -> bool:
+def etag_matches(request: HttpRequest | Request, etag: str) -> bool:
     header = request.META.get("HTTP_IF_NONE_MATCH", "")
     if not header:
         return False
@@ -32,13 +31,13 @@ def not_modified(etag: str) -> Response:
     return Response(status=304, headers={"ETag": etag})
 
 
-def content_etag(request: Any, response: Any) -> None:
+def content_etag(request: HttpRequest, response: HttpResponse) -> None:
     """Give a successful GET's rendered body its ETag (a hash of the body, varying with who asks)
     and make it a 304 with no body when ``If-None-Match`` already holds it. Leaves alone an
     answer that has an ETag (the leaderboards'), a streamed one and any other status."""
     if request.method not in ("GET", "HEAD") or response.status_code != 200 or response.has_header("ETag"):
         return
-    if getattr(response, "streaming", False):
+    if response.streaming:
         return
     # Per-user bodies differ, so the validator must vary with who asks.
     patch_vary_headers(response, ["Authorization", "Cookie"])
@@ -49,22 +48,10 @@ def content_etag(request: Any, response: Any) -> None:
         response.content = b""
 
 
-class ConditionalGetMixin:
-    """Adds a content ETag to successful GET responses and answers 304 on a match."""
-
-    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
-        # A mixin: the APIView it is mixed into supplies finalize_response.
-        response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
-        if request.method in ("GET", "HEAD") and response.status_code == 200 and not response.has_header("ETag"):
-            response.render()
-            content_etag(request, response)
-        return response
-
-
 class ApiConditionalGetMiddleware:
     """Every successful GET under /api/ has an ETag (docs/api.md, "Conditional requests"): the
-    views without ConditionalGetMixin (the site key, the scheme boards, a card, the limits...)
-    had none, so a poller re-downloaded them every time."""
+    one place it is added. A mixin on some views left the others (the site key, the scheme
+    boards, a card, the limits...) without one, so a poller re-downloaded them every time."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

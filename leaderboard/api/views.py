@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.api import selectors
-from leaderboard.api.conditional import ConditionalGetMixin, etag_matches, not_modified
+from leaderboard.api.conditional import etag_matches, not_modified
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.serializers import (
     AgentSerializer,
@@ -91,7 +91,7 @@ class ApiRootView(APIView):
         return Response({key: request.build_absolute_uri(reverse(name)) for key, name in names.items()})
 
 
-class PublicReadMixin(ConditionalGetMixin):
+class PublicReadMixin:
     permission_classes: Sequence[_PermissionClass] = [permissions.AllowAny]
     # The filters the list reads; any other parameter is refused (a typo such as ?releases=6 was
     # ignored and answered every run, as if the filter had matched).

@@ -26,7 +26,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.api.conditional import ConditionalGetMixin
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api_errors import LIST_PARAMETERS, ApiError, refuse_unread_parameters
 from leaderboard.request_text import StrictMultiPartParser
@@ -69,7 +68,7 @@ def _rejection_error(exc: SubmissionRejected) -> ApiError:
     return ApiError(code=exc.code, message=exc.message, status_code=exc.status, extra=extra)
 
 
-class SubmissionViewSet(ConditionalGetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """A submitter's own submissions: upload, list, status."""
 
     serializer_class = SubmissionSerializer
