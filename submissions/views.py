@@ -9,6 +9,7 @@ always a 404, never a 403, so ids are not confirmed to strangers.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 from uuid import UUID
 
@@ -165,7 +166,9 @@ def _upload_form(request: HttpRequest, context: dict[str, Any]) -> tuple[Any, Be
     """The upload form's bundle, benchmark and private flag, or SubmissionRejected saying what
     is wrong. The API's rule first: an unknown field (private meant as "is_private") or one sent
     twice is refused by name rather than read past. The form also carries its CSRF token."""
-    fields = {name: len(request.POST.getlist(name)) for name in request.POST}
+    # Text parts and file parts together: "bundle" sent as both is sent twice (the API reads them
+    # as one form too).
+    fields = Counter({name: len(request.POST.getlist(name)) for name in request.POST})
     fields.update({name: len(request.FILES.getlist(name)) for name in request.FILES})
     upload_fields_check(fields, also=("csrfmiddlewaretoken",))
     is_private = upload_private_flag(request.POST.get("private", "0"))

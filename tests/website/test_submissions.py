@@ -238,6 +238,19 @@ def test_the_upload_form_refuses_a_field_given_twice_and_stores_nothing(client, 
     assert Submission.objects.count() == 0
 
 
+def test_the_upload_form_counts_a_bundle_sent_as_a_file_and_as_text_twice(client, release, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    client.force_login(make_user())
+    response = client.post(
+        reverse("submission_upload"),
+        {"benchmark": "ale-robotics", "bundle": [SimpleUploadedFile("run.age", b"sealed bytes"), "text"]},
+        HTTP_ACCEPT="application/json",
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": {"code": "invalid", "message": "bundle: given 2 times; send it once."}}
+    assert Submission.objects.count() == 0
+
+
 def test_the_upload_page_says_an_unknown_field_on_the_page_without_javascript(client, release, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     client.force_login(make_user())
