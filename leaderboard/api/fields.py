@@ -13,7 +13,7 @@ no plain ``serializers.CharField``, ``SlugField``, ``URLField``, ``ChoiceField``
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import models
 from rest_framework import serializers
@@ -57,14 +57,23 @@ class StrictURLField(StrictCharField, serializers.URLField):
 
 class StrictChoiceField(serializers.ChoiceField):
     """A choice among strings is made with a string: DRF looks ``str(value)`` up, so ``1``
-    chose ``"1"``. A field whose choices are not all strings keeps DRF's lookup."""
+    chose ``"1"``. A field whose choices are not all strings keeps DRF's lookup. A value outside
+    the choices is refused naming every allowed one (DRF's message names only what was sent)."""
 
-    default_error_messages = {"not_a_string": NOT_A_STRING}
+    default_error_messages = {
+        "not_a_string": NOT_A_STRING,
+        "invalid_choice": '"{input}" is not a valid choice; expected one of: {allowed}.',
+    }
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, str) and all(isinstance(key, str) for key in self.choices):
             self.fail("not_a_string", type=json_type(data))
         return super().to_internal_value(data)
+
+    def fail(self, key: str, **kwargs: Any) -> NoReturn:
+        if key == "invalid_choice":
+            kwargs["allowed"] = ", ".join(self.choice_strings_to_values)
+        super().fail(key, **kwargs)
 
 
 # A ModelSerializer whose generated text and choice fields are the strict ones above. No

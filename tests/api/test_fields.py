@@ -53,6 +53,11 @@ def test_a_choice_among_strings_refuses_the_number_whose_text_is_a_choice() -> N
     assert _errors(field, 1) == ["Expected a string, got number."]
 
 
+def test_a_value_outside_the_choices_is_refused_naming_every_allowed_one() -> None:
+    field = StrictChoiceField(choices=["scheduled", "running", "released"])
+    assert _errors(field, "done") == ['"done" is not a valid choice; expected one of: scheduled, running, released.']
+
+
 def test_a_choice_among_numbers_keeps_drfs_lookup() -> None:
     assert StrictChoiceField(choices=[1, 2]).run_validation(1) == 1
 
