@@ -45,6 +45,7 @@ __all__ = [
     "public_key_b64",
     "sign_object",
     "signed_payload",
+    "small_order_public_key",
 ]
 
 ALG = "ed25519"
@@ -73,6 +74,33 @@ def _raw_public(public_key: bytes | str) -> bytes:
     if len(raw) != 32:
         raise ValueError(f"an Ed25519 public key has 32 bytes, got {len(raw)}")
     return raw
+
+
+# Every encoding of a point of small order on Ed25519 (order 1, 2, 4 or 8; y = p - 1, p and p + 1
+# are the non-canonical spellings of three of them), as libsodium's ge25519_has_small_order lists
+# them; the x-sign bit (the last byte's top bit) is ignored, so each stands for two encodings.
+# Under such a "public key" anyone forges a signature with no private key at all: with R the
+# identity and S = 0, RFC 8032's check holds for every message whose hash is a multiple of the
+# point's order (1 in 8 at worst). cryptography loads and verifies against them as OpenSSL does, so
+# the site refuses them itself: at registration, and at verification for a key registered before.
+_SMALL_ORDER_ENCODINGS = frozenset(
+    bytes.fromhex(text)
+    for text in (
+        "00" * 32,  # y = 0 (order 4)
+        "01" + "00" * 31,  # the identity (order 1)
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",  # order 8
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",  # order 8
+        "ec" + "ff" * 30 + "7f",  # y = p - 1 (order 2)
+        "ed" + "ff" * 30 + "7f",  # y = p, i.e. 0 (order 4)
+        "ee" + "ff" * 30 + "7f",  # y = p + 1, i.e. 1 (order 1)
+    )
+)
+
+
+def small_order_public_key(raw: bytes) -> bool:
+    """True for a 32-byte Ed25519 public key that is a small-order point: no signature under it
+    proves anything (see _SMALL_ORDER_ENCODINGS)."""
+    return len(raw) == 32 and raw[:31] + bytes([raw[31] & 0x7F]) in _SMALL_ORDER_ENCODINGS
 
 
 def signed_payload(obj: Mapping[str, Any]) -> bytes:
@@ -168,7 +196,15 @@ def check_signature(
     except (binascii.Error, ValueError, CanonicalJSONError):
         raise forged from None
     try:
-        Ed25519PublicKey.from_public_bytes(_raw_public(public)).verify(sig, payload)
+        raw = _raw_public(public)
+        if small_order_public_key(raw):
+            # Registered before the site refused such keys: a signature under it proves nothing.
+            raise BundleError(
+                "bad_signature",
+                f"{where}: registered key {key_id} is a small-order point, under which anyone can forge a "
+                "signature; no signature by it is trusted (the site's staff should revoke it)",
+            )
+        Ed25519PublicKey.from_public_bytes(raw).verify(sig, payload)
     except (InvalidSignature, ValueError):
         raise forged from None
     return SignatureCheck(VALID, key_id, hashlib.sha256(payload).hexdigest())

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from leaderboard.models import Benchmark, Evaluator, SigningKey, SigningKeyEvent, SigningKeyTask, Task, Validator
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_SIGNING_KEY, staff_write_actor
+from submissions.bundle.signatures import small_order_public_key
 
 ED25519_PUBLIC_KEY_BYTES = 32
 
@@ -59,6 +60,11 @@ def decode_public_key(public_key_b64: str) -> bytes:
         Ed25519PublicKey.from_public_bytes(raw)
     except ValueError:
         raise SigningKeyError("public key: not a valid Ed25519 public key") from None
+    if small_order_public_key(raw):
+        raise SigningKeyError(
+            "public key: a small-order point (such as all zero bytes), under which anyone can forge a signature; "
+            "register the public half of a key pair you generated (python -m submissions.bundle ed25519-keygen)"
+        )
     return raw
 
 

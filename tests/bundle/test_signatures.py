@@ -5,12 +5,21 @@ from __future__ import annotations
 import base64
 
 import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from submissions.bundle import BundleError, check_signature, key_id_for, sign_object, signed_payload
 from submissions.bundle.canonical_json import CanonicalJSONError, canonical_json, format_number
-from submissions.bundle.signatures import generate_signing_key, load_private_key, private_key_pem, public_key_b64
+from submissions.bundle.signatures import (
+    _SMALL_ORDER_ENCODINGS,
+    generate_signing_key,
+    load_private_key,
+    private_key_pem,
+    public_key_b64,
+    small_order_public_key,
+)
 
 
 @pytest.mark.parametrize(
@@ -301,3 +310,46 @@ def test_a_document_nested_too_deep_for_the_fast_path_is_left_to_the_general_enc
 
     monkeypatch.setattr(module, "_scan", too_deep)
     assert canonical_json({"a": [1.0, {"b": None}]}) == b'{"a":[1,{"b":null}]}'
+
+
+# A key-less forgery: R the identity point, S = 0.
+_KEYLESS_SIGNATURE = b"\x01" + bytes(63)
+
+
+def _forges(raw: bytes, payload: bytes) -> bool:
+    """Whether cryptography itself verifies the key-less forgery of ``payload`` under ``raw``."""
+    try:
+        Ed25519PublicKey.from_public_bytes(raw).verify(_KEYLESS_SIGNATURE, payload)
+    except InvalidSignature:
+        return False
+    return True
+
+
+def _small_order_encodings() -> list[bytes]:
+    return sorted(
+        encoding[:31] + bytes([encoding[31] | sign]) for encoding in _SMALL_ORDER_ENCODINGS for sign in (0, 0x80)
+    )
+
+
+@pytest.mark.parametrize("raw", _small_order_encodings(), ids=lambda raw: raw.hex()[:8] + ".." + raw.hex()[-2:])
+def test_every_refused_small_order_key_is_one_under_which_a_signature_is_forged_without_a_private_key(raw):
+    assert small_order_public_key(raw)
+    # The list holds weak keys only: under a wrong constant, no message would verify.
+    assert any(_forges(raw, b"message %d" % n) for n in range(64))
+
+
+def test_a_generated_key_is_not_small_order_and_admits_no_keyless_forgery():
+    raw = base64.b64decode(public_key_b64(generate_signing_key()))
+    assert not small_order_public_key(raw)
+    assert not any(_forges(raw, b"message %d" % n) for n in range(64))
+
+
+def test_a_registered_small_order_key_trusts_no_signature_even_one_that_verifies():
+    raw = bytes(32)
+    # A payload the forgery verifies for, found as an attacker would, by varying it.
+    forged = next(obj for n in range(64) if _forges(raw, signed_payload(obj := {"metric": 0.5, "n": n})))
+    signature = {"key_id": key_id_for(raw), "alg": "ed25519", "sig": base64.b64encode(_KEYLESS_SIGNATURE).decode()}
+    with pytest.raises(BundleError) as err:
+        check_signature({**forged, "signature": signature}, {key_id_for(raw): raw}, where="results/t.json")
+    assert err.value.code == "bad_signature"
+    assert "small-order point" in err.value.message

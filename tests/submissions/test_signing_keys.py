@@ -196,3 +196,13 @@ def test_every_key_action_is_recorded_with_who_did_it_and_when_and_shown_to_staf
     assert listed["registered_by"] == "registrar"
     page = client.get(reverse("admin:leaderboard_signingkey_change", args=[key.pk])).content.decode()
     assert "scope_changed" in page and "widener" in page and "revoker" in page
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_small_order_key_under_which_anyone_forges_a_signature(evaluator, owner):
+    for raw in (bytes(32), b"\x01" + bytes(31), b"\xec" + b"\xff" * 30 + b"\xff"):
+        with pytest.raises(SigningKeyError) as refused:
+            signing_key_register(evaluator=evaluator, public_key_b64=base64.b64encode(raw).decode(), user=None)
+        assert refused.value.code == "signing_key_invalid"
+        assert str(refused.value).startswith("public key: a small-order point (such as all zero bytes)")
+    assert SigningKey.objects.count() == 0
