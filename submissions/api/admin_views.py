@@ -28,7 +28,7 @@ from leaderboard.request_text import StrictMultiPartParser
 from leaderboard.uploads import SizeLimitUploadHandler, install_size_limit
 from leaderboard.users import signed_in_user
 from submissions.api.parsers import StrictJSONParser
-from submissions.api.serializers import SigningKeyRegisterSerializer, SigningKeySerializer
+from submissions.api.serializers import SigningKeyRegisterSerializer, SigningKeySerializer, signing_key_scopes_prefetch
 from submissions.services.reruns import RerunError, run_level_change, run_rerun_record_bundle, run_rerun_record_results
 from submissions.services.signing_keys import SigningKeyError, signing_key_register
 from submissions.services.submissions import bundle_too_large
@@ -102,7 +102,10 @@ class SigningKeyViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_queryset(self) -> QuerySet[SigningKey]:
         return (
             SigningKey.objects.select_related("evaluator", "validator", "benchmark", "registered_by")
-            .prefetch_related(Prefetch("events", queryset=SigningKeyEvent.objects.select_related("actor")))
+            .prefetch_related(
+                Prefetch("events", queryset=SigningKeyEvent.objects.select_related("actor")),
+                signing_key_scopes_prefetch(),
+            )
             .order_by("-created_at", "-id")
         )
 

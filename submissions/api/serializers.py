@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictModelSerializer, StrictSlugField
 from leaderboard.disclosure import SubmissionView, submission_view
-from leaderboard.models import SigningKey, SigningKeyEvent
+from leaderboard.models import SigningKey, SigningKeyEvent, SigningKeyTask
 from submissions.models import Submission
 
 
@@ -191,11 +192,28 @@ class SigningKeySerializer(StrictModelSerializer):
         return obj.validator.slug if obj.validator is not None else ""
 
     def get_benchmark(self, obj: SigningKey) -> str | None:
-        return obj.benchmark.slug if obj.benchmark is not None else None
+        # A validator key stores its benchmark; a judge key, and an evaluator key narrowed to
+        # tasks, are scoped through their tasks, all of the benchmark the registration named.
+        if obj.benchmark is not None:
+            return obj.benchmark.slug
+        scope = next(iter(_task_scopes(obj)), None)
+        return scope.task.benchmark.slug if scope is not None else None
 
     @extend_schema_field({"type": "array", "items": {"type": "object"}})
     def get_tasks(self, obj: SigningKey) -> list[dict[str, str]]:
-        return [
-            {"task": scope.task.slug, "rubric_version": scope.rubric_version}
-            for scope in obj.task_scopes.select_related("task").order_by("task__slug")
-        ]
+        return [{"task": scope.task.slug, "rubric_version": scope.rubric_version} for scope in _task_scopes(obj)]
+
+
+def _task_scopes(key: SigningKey) -> list[SigningKeyTask]:
+    """A key's task scopes by task slug, each with its task and the task's benchmark: the list
+    view's prefetch (``signing_key_scopes_prefetch``) when it ran, else one query."""
+    if "task_scopes" in getattr(key, "_prefetched_objects_cache", {}):
+        return list(key.task_scopes.all())
+    return list(key.task_scopes.select_related("task__benchmark").order_by("task__slug"))
+
+
+def signing_key_scopes_prefetch() -> Prefetch:
+    """What a list of keys prefetches so :class:`SigningKeySerializer` reads no row per key."""
+    return Prefetch(
+        "task_scopes", queryset=SigningKeyTask.objects.select_related("task__benchmark").order_by("task__slug")
+    )

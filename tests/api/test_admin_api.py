@@ -185,6 +185,31 @@ def test_a_judge_key_with_its_benchmark_and_tasks_is_registered_for_those_rubric
     assert (row.owner_kind, row.judge_name, row.benchmark) == ("judge", "judge-one", None)
 
 
+def test_a_judge_key_names_the_benchmark_of_its_tasks_when_registered_and_when_listed(
+    world: Any, client_for: Any, django_assert_max_num_queries: Any
+) -> None:
+    # The benchmark is stored with the tasks, not on the key: the answer said null.
+    client = client_for(world.staff)
+    payload = {
+        "owner_kind": "judge",
+        "owner": "judge-one",
+        "benchmark": world.benchmark.slug,
+        "tasks": ["pick-cube@r1"],
+    }
+    for _ in range(3):
+        assert (
+            client.post("/api/v1/admin/signing-keys/", {**payload, "public_key": _key()}, format="json").json()[
+                "benchmark"
+            ]
+            == world.benchmark.slug
+        )
+    listed = client.get("/api/v1/admin/signing-keys/")
+    assert [key["benchmark"] for key in listed.json()["results"]] == [world.benchmark.slug] * 3
+    with django_assert_max_num_queries(8) as queries:  # one query per relation, not per key
+        client.get("/api/v1/admin/signing-keys/")
+    assert not any("signingkeytask" in query["sql"].lower() and "IN (" not in query["sql"] for query in queries)
+
+
 @pytest.mark.skipif(not DEMO.is_dir(), reason="the registry engineer's demo manifest is not in the tree")
 def test_staff_sync_the_demo_manifest_from_a_zip_twice(db: Any, client_for: Any, django_user_model: Any) -> None:
     staff = staff_grant(django_user_model.objects.create_user("admin", password="x", is_staff=True))
