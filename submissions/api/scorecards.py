@@ -170,8 +170,11 @@ class CardOpenView(APIView):
                 code="invalid_query",
                 message=f"status: expected one of {', '.join(Card.Status.values)}, got {status_filter[:20]!r}.",
             )
+        owner = signed_in_user(request)
+        # An open card past its idle time is closed before it is listed (one query when none is).
+        card_services.cards_close_idle(owner=owner)
         cards = (
-            Card.objects.filter(owner=signed_in_user(request))
+            Card.objects.filter(owner=owner)
             .select_related("release__benchmark", "agent_version__agent")
             .order_by("-opened_at", "-pk")
         )

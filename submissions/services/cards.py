@@ -926,8 +926,10 @@ def card_close(*, card_id: int, user: User) -> Card:
     return card
 
 
-def cards_close_idle(*, now: dt.datetime | None = None) -> int:
-    """Close every open card idle past settings.PODIUM_CARD_IDLE_SECONDS (the beat sweep).
+def cards_close_idle(*, now: dt.datetime | None = None, owner: User | None = None) -> int:
+    """Close every open card idle past settings.PODIUM_CARD_IDLE_SECONDS (the beat sweep), or
+    only ``owner``'s (their card list, which must not show a card open past its time: without
+    a beat, as under ``make run``, nothing else would close it).
 
     Each card is closed in its own transaction under its own row lock, and is
     re-checked under the lock (a request may have just touched it), so the sweep
@@ -935,9 +937,10 @@ def cards_close_idle(*, now: dt.datetime | None = None) -> int:
     now = now or timezone.now()
     cutoff = now - dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS)
     closed = 0
-    ids = list(
-        Card.objects.filter(status=Card.Status.OPEN, last_activity_at__lte=cutoff).values_list("pk", flat=True)[:500]
-    )
+    idle = Card.objects.filter(status=Card.Status.OPEN, last_activity_at__lte=cutoff)
+    if owner is not None:
+        idle = idle.filter(owner=owner)
+    ids = list(idle.values_list("pk", flat=True)[:500])
     for card_id in ids:
         with transaction.atomic():
             card = Card.objects.select_for_update().filter(pk=card_id).first()

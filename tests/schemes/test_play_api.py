@@ -711,6 +711,27 @@ def test_an_account_lists_its_own_cards_newest_first_and_no_one_elses(play_relea
     assert APIClient().get(OPEN).status_code == 401
 
 
+def test_a_card_idle_past_its_time_is_listed_closed_not_open_and_another_accounts_is_left_alone(
+    play_release, make_user, settings
+):
+    # Without a beat (make run starts none) the list showed it open with an expires_at in the past.
+    mine, other = client_for(make_user("lister")), client_for(make_user("stranger"))
+    idle = open_card(mine).json()["id"]
+    theirs = open_card(other, agent="Other Bot").json()["id"]
+    idle_since = timezone.now() - dt.timedelta(hours=2)
+    Card.objects.filter(pk__in=[idle, theirs]).update(last_activity_at=idle_since)
+    assert mine.get(OPEN, {"status": "open"}).json()["results"] == []
+    listed = mine.get(OPEN).json()["results"]
+    assert [(card["id"], card["status"], card["expires_at"]) for card in listed] == [(idle, "closed", None)]
+    card = Card.objects.get(pk=idle)
+    assert (card.closed_by, card.closed_at) == (
+        "expiry",
+        idle_since + dt.timedelta(seconds=settings.PODIUM_CARD_IDLE_SECONDS),
+    )
+    assert ScorecardRun.objects.filter(card=card).exists()
+    assert Card.objects.get(pk=theirs).status == "open"  # the sweep's, or its owner's next request
+
+
 def test_a_form_posted_to_a_json_endpoint_is_told_the_endpoint_reads_json(play_release, make_user):
     client = client_for(make_user("former"))
     card = open_card(client).json()["id"]
