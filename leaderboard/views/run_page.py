@@ -105,6 +105,12 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "task_results": task_results,
             "aggregates": aggregates,
             "scores_withheld": bool(disclosure.aggregates_hidden),
+            # Some task's values are withheld from this viewer (said in a sentence, not a tooltip
+            # alone: touch and keyboard users cannot reach a title attribute).
+            "tasks_withheld": any(
+                result.measured_withheld or result.scores_withheld or result.anchor is None  # type: ignore[attr-defined]
+                for result in task_results
+            ),
             "withheld_reason": WITHHELD_SCORE_REASON,
             "ranks": ranks,
             # Offered only beside another run: comparing the leader with itself is a 400.

@@ -289,6 +289,7 @@
     input.addEventListener("change", function () {
       if (!input.checked) return;
       metric = input.value;
+      document.querySelectorAll("[data-chart-key]").forEach(function (key) { key.hidden = key.dataset.chartKey !== metric; });
       if (byFor(metric) !== by) { load(select ? select.value : 10); return; }
       draw();
       canvas.dataset.metric = metric;

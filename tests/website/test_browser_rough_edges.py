@@ -55,9 +55,18 @@ def test_the_board_fits_its_width_and_shows_the_verification_badge(
         # A table row is visible before scrolling.
         row = first.bounding_box()
         assert row["y"] + row["height"] <= size["height"]
+        assert not page.locator(".jump-link").is_visible()  # the table is on screen already
     else:
         # The table fits the phone's width: nothing of a row hides to the right.
         assert page.evaluate("document.querySelector('.table-scroll').scrollWidth") <= size["width"]
+        # The chart fills about two screens above the table: one tap, above the tabs, skips it.
+        jump = page.locator(".jump-link")
+        box = jump.bounding_box()
+        assert box["y"] + box["height"] <= size["height"] and box["height"] >= 43.5
+        jump.click()
+        page.wait_for_function("window.scrollY > 0")
+        row = first.bounding_box()
+        assert row["y"] >= 0 and row["y"] + row["height"] <= size["height"], "the first row is not on screen"
     shoot(page, f"rough-edges/board-{label}", full_page=False)
     shoot(page, f"rough-edges/board-{label}-full")
     context.close()
@@ -107,6 +116,9 @@ def test_pass_rate_mode_picks_the_top_n_by_pass_rate_and_stays_in_the_address(
     first = page.locator("[data-chart-rows] tr").first.locator("th").text_content()
     assert first == "Careful Walker 1.0"  # the best pass rate, although it ranks last
     assert page.locator("#chart-heading").inner_text().startswith("Top 10 agents by pass rate")
+    # The key describes the bars on screen: it spoke of score bars and a dashed line there were not.
+    keys = [key.inner_text() for key in page.locator("[data-chart-key]").all() if key.is_visible()]
+    assert len(keys) == 1 and keys[0].startswith("Hatched: pass rate, the share of episodes that succeeded")
     assert "metric=pass_rate" in page.locator("nav.tabs a", has_text="Reproduction").get_attribute("href")
     label = "desktop" if size == DESKTOP else "phone"
     shoot(page, f"rough-edges/chart-pass-rate-{label}", full_page=False)

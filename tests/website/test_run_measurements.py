@@ -45,3 +45,19 @@ def test_a_stranger_who_is_signed_in_is_treated_as_a_visitor(client, benchmark):
     client.force_login(make_user())
     html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert ">Withheld<" in html
+
+
+def test_a_visitor_is_told_in_a_sentence_what_withheld_and_not_published_mean_only_where_the_page_shows_them(
+    client, benchmark
+):
+    # The only explanation was a title attribute, which touch and keyboard users cannot reach.
+    from leaderboard.models import ReleaseTask
+
+    run, _ = _run_with_measurements(benchmark)
+    html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert 'data-field="tasks-withheld"' in html
+    assert "the release keeps that task's anchor (the paper's number) hidden" in html
+    ReleaseTask.objects.filter(release=run.release).update(anchor_published=True)
+    html = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert ">Withheld<" not in html and "Not published" not in html
+    assert 'data-field="tasks-withheld"' not in html
