@@ -88,3 +88,18 @@ def test_a_file_exactly_at_the_size_limit_is_accepted(owner, settings):
     submission, created = submission_create(user=owner, uploaded_file=upload(b"y" * 4096))
     assert created is True
     assert submission.size == 4096
+
+
+@pytest.mark.django_db
+def test_a_bundle_refused_before_any_release_was_read_says_so_where_the_benchmark_would_be(owner, client):
+    # A finished rejection said "not known yet", as if the benchmark were still to come.
+    from django.urls import reverse
+
+    submission, _ = submission_create(user=owner, uploaded_file=upload())
+    Submission.objects.filter(pk=submission.pk).update(
+        status=Submission.Status.DONE, verdict=Submission.Verdict.REJECTED, error_code="not_an_age_file"
+    )
+    client.force_login(owner)
+    page = client.get(reverse("submission_detail", args=[submission.pk])).content.decode()
+    assert "not known: the bundle was refused before a release of this site was read from it" in page
+    assert "not known yet" not in page
