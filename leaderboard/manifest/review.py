@@ -6,8 +6,8 @@
   that fixes the procedure, and only that mode does). Allowed values of mode,
   metric direction, genre, platform and direction are checked while parsing
   (leaderboard.manifest.task_parser), so a contract reaching this gate parsed cleanly.
-* Leak audit: paper.md, brief.md and sandbox/Dockerfile (the files mounted in
-  or built into the agent's sandbox) never mention the task's anchor value,
+* Leak audit: paper.md, brief.md, sandbox/Dockerfile and the other text files of sandbox/ (the
+  files mounted in or built into the agent's sandbox) never mention the task's anchor value,
   never mention the hidden ``reference/`` path, and the Dockerfile never
   COPYs/ADDs ``reference/`` (nor reaches above sandbox/ with ``..``).
 * Published text: what the site shows everyone from release.yaml and task.yaml beside those

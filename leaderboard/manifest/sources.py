@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import lzma
+import os
 import re
 import stat
 import zipfile
@@ -52,6 +53,10 @@ class ManifestSource:
         """Names of the directories directly under ``tasks/``."""
         raise NotImplementedError
 
+    def files_under(self, directory: str) -> list[str]:
+        """The paths of every file below ``directory`` (at any depth), sorted; none under ``reference/``."""
+        raise NotImplementedError
+
 
 def _is_hidden_reference(relpath: str) -> bool:
     return "reference" in PurePosixPath(relpath).parts
@@ -82,6 +87,21 @@ class DirSource(ManifestSource):
             return []
         return sorted(entry.name for entry in tasks.iterdir() if entry.is_dir())
 
+    def files_under(self, directory: str) -> list[str]:
+        base = self.root / directory
+        if _is_hidden_reference(directory) or not base.is_dir():
+            return []
+        found: list[str] = []
+        # os.walk does not follow a symlinked directory; a symlinked file is listed, and read()
+        # refuses it when it leads out of the manifest.
+        for folder, subdirs, names in os.walk(base):
+            subdirs[:] = sorted(name for name in subdirs if name != "reference")
+            for name in names:
+                relpath = (Path(folder) / name).relative_to(self.root).as_posix()
+                if not _is_hidden_reference(relpath):
+                    found.append(relpath)
+        return sorted(found)
+
 
 class MemorySource(ManifestSource):
     def __init__(self, files: Mapping[str, bytes], label: str) -> None:
@@ -98,6 +118,10 @@ class MemorySource(ManifestSource):
             if len(parts) >= 3 and parts[0] == "tasks":
                 names.add(parts[1])
         return sorted(names)
+
+    def files_under(self, directory: str) -> list[str]:
+        prefix = directory.rstrip("/") + "/"
+        return sorted(name for name in self.files if name.startswith(prefix) and not _is_hidden_reference(name))
 
 
 def read_manifest_dir(path: str | Path) -> ManifestSource:

@@ -7,6 +7,7 @@ without echoing either value.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -105,6 +106,47 @@ def _read_text(files: ManifestFiles, relpath: str, problems: list[Problem], *, r
     return text
 
 
+# Files of a task's sandbox/ besides its Dockerfile: a workspace of READMEs and starter code is a
+# handful; more is refused, so that one sync does not read (and audit) thousands of files.
+MAX_SANDBOX_FILES = 200
+
+
+def _sandbox_files(
+    files: ManifestFiles, directory: str, problems: list[Problem]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The sandbox build context's files other than the Dockerfile: (path below the task
+    directory -> SHA-256 of the bytes, manifest path -> text of each UTF-8 one for the audit).
+
+    A Dockerfile's COPY puts them in the agent's image, so seed 003's "keep them free of targets"
+    holds for them as for the brief; a binary file (not UTF-8, or holding NUL) is pinned by its
+    hash but cannot be audited."""
+    paths = [path for path in files.files_under(f"{directory}/sandbox") if path != f"{directory}/sandbox/Dockerfile"]
+    if len(paths) > MAX_SANDBOX_FILES:
+        problems.append(
+            Problem(
+                f"{directory}/sandbox",
+                None,
+                "",
+                f"holds {len(paths)} files besides the Dockerfile; at most {MAX_SANDBOX_FILES} are accepted",
+            )
+        )
+        return {}, {}
+    hashes: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for path in paths:
+        data = files.read(path)
+        if data is None:
+            continue
+        hashes[path.removeprefix(f"{directory}/")] = hashlib.sha256(data).hexdigest()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if "\x00" not in text:
+            texts[path] = text
+    return hashes, texts
+
+
 def _read_texts(files: ManifestFiles, entry: ReleaseEntry, problems: list[Problem]) -> TaskTexts:
     """The agent-visible files of the task (read even when task.yaml is broken, for the leak audit)."""
     directory = f"tasks/{entry.slug}"
@@ -119,7 +161,13 @@ def _read_texts(files: ManifestFiles, entry: ReleaseEntry, problems: list[Proble
             files, f"{directory}/sandbox/Dockerfile", problems, required=False, what="the sandbox image's Dockerfile"
         ),
     }
-    return TaskTexts(entry.slug, entry.paper_value, {k: v for k, v in visible.items() if v is not None})
+    hashes, sandbox_texts = _sandbox_files(files, directory, problems)
+    return TaskTexts(
+        entry.slug,
+        entry.paper_value,
+        {k: v for k, v in visible.items() if v is not None} | sandbox_texts,
+        sandbox_files=hashes,
+    )
 
 
 def parse_task(
@@ -210,6 +258,7 @@ def _contract(
         paper_md=texts.files[f"{directory}/paper.md"],
         brief_md=texts.files[f"{directory}/brief.md"],
         sandbox_dockerfile=dockerfile,
+        sandbox_files=dict(texts.sandbox_files),
         position=entry.position,
         lines={name: line for name, path in _LINE_FIELDS if (line := lines.line(path)) is not None}
         | {f"penalties[{i}].metric": lines.line(("penalties", i, "metric")) or 0 for i in range(len(penalties))},

@@ -43,6 +43,10 @@ class ManifestFiles(Protocol):
         """Names of the directories directly under ``tasks/``."""
         ...
 
+    def files_under(self, directory: str) -> list[str]:
+        """The paths of every file below ``directory`` (at any depth), sorted; none under ``reference/``."""
+        ...
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -137,6 +141,10 @@ class TaskContract:
     paper_md: str
     brief_md: str
     sandbox_dockerfile: str | None
+    # Every other file of the sandbox image's build context (path below the task directory, e.g.
+    # "sandbox/workspace/README.md" -> SHA-256 of its bytes): a Dockerfile's COPY puts them in
+    # front of the agent, so they are audited (text) and pinned by the release's hash.
+    sandbox_files: Mapping[str, str] = field(default_factory=dict)
     position: int = 0
     # Field path -> line in task.yaml, for the review gates' messages.
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
@@ -164,7 +172,7 @@ class TaskContract:
             "eval_config": dict(self.eval_config) if self.eval_config is not None else None,
         }
 
-    def canonical(self) -> dict[str, Any]:
+    def canonical(self, *, with_sandbox_files: bool = True) -> dict[str, Any]:
         contract = self.public_contract()
         contract["metric"].update(
             paper_value=self.paper_value, anchor_published=self.anchor_published, provenance=self.provenance
@@ -175,6 +183,8 @@ class TaskContract:
             "brief.md": sha256_text(self.brief_md),
             "sandbox/Dockerfile": None if self.sandbox_dockerfile is None else sha256_text(self.sandbox_dockerfile),
         }
+        if with_sandbox_files:
+            contract["files"].update(self.sandbox_files)
         return contract
 
 
@@ -251,7 +261,7 @@ class ReleaseManifest:
         }
         return ReleaseSpec(tasks=specs, missing_task_policy=self.missing_task_policy)
 
-    def canonical(self) -> dict[str, Any]:
+    def canonical(self, *, with_sandbox_files: bool = True) -> dict[str, Any]:
         """Everything a sync writes, in a deterministic JSON-able form (file texts by SHA-256)."""
         return {
             "format": self.format,
@@ -274,7 +284,7 @@ class ReleaseManifest:
                 {"simulator": e.simulator, "name": e.name, "description": e.description}
                 for e in sorted(self.evaluators, key=lambda e: e.simulator)
             ],
-            "tasks": [task.canonical() for task in self.tasks],
+            "tasks": [task.canonical(with_sandbox_files=with_sandbox_files) for task in self.tasks],
             "episode_set": None
             if self.episode_set is None
             else {
@@ -289,13 +299,25 @@ class ReleaseManifest:
             "required_task_set_hash": self.required_task_set_hash,
         }
 
-    def canonical_json(self) -> str:
+    def canonical_json(self, *, with_sandbox_files: bool = True) -> str:
         """Sorted keys, no whitespace, UTF-8 text: identical manifests give identical strings."""
-        return json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return json.dumps(
+            self.canonical(with_sandbox_files=with_sandbox_files),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
 
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+    @property
+    def sha256_before_sandbox_files(self) -> str:
+        """The hash as a site computed it before the sandbox's other files were pinned: a release
+        synced then, and synced again unchanged, is still "unchanged" (release_sync)."""
+        return hashlib.sha256(self.canonical_json(with_sandbox_files=False).encode("utf-8")).hexdigest()
 
 
 def sha256_text(text: str) -> str:
@@ -312,6 +334,9 @@ class TaskTexts:
     slug: str
     paper_value: float | None
     files: Mapping[str, str]
+    # The sandbox's other files, path below the task directory -> SHA-256 of their bytes
+    # (TaskContract.sandbox_files); the text ones are in ``files`` too.
+    sandbox_files: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -536,3 +536,26 @@ def test_a_benchmark_whose_releases_are_all_drafts_is_listed_to_staff_only(demo_
     client.force_login(staff)
     assert "Secret Project Zeta" in client.get("/").content.decode()
     assert [b["name"] for b in client.get("/api/v1/benchmarks/").json()["results"]] == ["Secret Project Zeta"]
+
+
+def test_a_changed_sandbox_workspace_file_of_a_published_release_is_refused(demo_dir: Path, staff) -> None:
+    # Its sandbox content changed without a version bump: the sync answered "unchanged".
+    release = release_sign_off_all(release=release_sync(manifest=demo_dir, user=staff).release, user=staff)
+    assert release.published is True
+    readme = demo_dir / "tasks/robomimic_lift_bc_rnn/sandbox/workspace/README.md"
+    readme.write_text(readme.read_text() + "One more hint.\n")
+    before = snapshot()
+    assert sync_problems(demo_dir, staff) == [
+        "release.yaml:11: version: release ale-robotics 0.5 is published and cannot change; "
+        "bump the version to release a changed manifest"
+    ]
+    assert snapshot() == before
+
+
+def test_a_release_synced_before_sandbox_files_were_pinned_syncs_again_unchanged(demo_dir: Path, staff) -> None:
+    release = release_sign_off_all(release=release_sync(manifest=demo_dir, user=staff).release, user=staff)
+    legacy = load_manifest(demo_dir, known_simulators=[]).sha256_before_sandbox_files
+    assert legacy != release.manifest_sha256  # the demo's sandboxes hold workspace files
+    Release.objects.filter(pk=release.pk).update(manifest_sha256=legacy)
+    result = release_sync(manifest=demo_dir, user=staff)
+    assert (result.status, Release.objects.get(pk=release.pk).manifest_sha256) == ("unchanged", legacy)

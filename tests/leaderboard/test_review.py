@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -282,3 +283,43 @@ def test_a_dockerfile_json_copy_nested_past_the_parsers_limit_is_read_as_plain_w
     append(demo_dir / LIFT / "sandbox/Dockerfile", "COPY " + "[" * 100_000 + " app/")
     manifest = load_manifest(demo_dir, known_simulators=[])
     assert review_manifest(manifest, known_simulators=[]) == []
+
+
+def test_a_leak_in_a_sandbox_workspace_file_is_found(demo_dir: Path) -> None:
+    # Every demo Dockerfile COPYs workspace/ into the agent's image: its files were never read.
+    line = append(demo_dir / LIFT / "sandbox/workspace/README.md", "Target success rate: 0.96")
+    (demo_dir / LIFT / "sandbox/workspace/targets.json").write_text('{"success": 0.96}\n')
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox/workspace/README.md:{line}: mentions the anchor value of task 'robomimic_lift_bc_rnn'; the "
+        "agent must never see it (describe the result without the number)",
+        f"{LIFT}/sandbox/workspace/targets.json:1: mentions the anchor value of task 'robomimic_lift_bc_rnn'; the "
+        "agent must never see it (describe the result without the number)",
+    ]
+
+
+def test_a_binary_sandbox_file_is_pinned_by_its_hash_but_not_audited(demo_dir: Path) -> None:
+    (demo_dir / LIFT / "sandbox/workspace/weights.bin").write_bytes(b"\x00\xff0.96\x00")
+    manifest = load_manifest(demo_dir, known_simulators=KNOWN)
+    lift = next(task for task in manifest.tasks if task.slug == "robomimic_lift_bc_rnn")
+    assert set(lift.sandbox_files) == {"sandbox/workspace/README.md", "sandbox/workspace/weights.bin"}
+    assert lift.canonical()["files"]["sandbox/workspace/weights.bin"] == hashlib.sha256(b"\x00\xff0.96\x00").hexdigest()
+
+
+def test_a_sandbox_of_too_many_files_is_refused_before_they_are_read(demo_dir: Path) -> None:
+    from leaderboard.manifest.task_parser import MAX_SANDBOX_FILES
+
+    for i in range(MAX_SANDBOX_FILES):  # with README.md: one more than the limit
+        (demo_dir / LIFT / f"sandbox/workspace/f{i}.txt").write_text("x\n")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox: holds {MAX_SANDBOX_FILES + 1} files besides the Dockerfile; at most {MAX_SANDBOX_FILES} "
+        "are accepted"
+    ]
+
+
+def test_nothing_under_a_reference_folder_inside_sandbox_is_read_or_pinned(demo_dir: Path) -> None:
+    hidden = demo_dir / LIFT / "sandbox/workspace/reference"
+    hidden.mkdir()
+    (hidden / "solution.py").write_text("SUCCESS = 0.96\n")
+    manifest = load_manifest(demo_dir, known_simulators=KNOWN)
+    lift = next(task for task in manifest.tasks if task.slug == "robomimic_lift_bc_rnn")
+    assert set(lift.sandbox_files) == {"sandbox/workspace/README.md"}
