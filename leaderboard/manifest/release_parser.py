@@ -77,6 +77,7 @@ _LINE_FIELDS = (
     ("benchmark.description", ("benchmark", "description")),
     ("version", ("version",)),
     ("published", ("published",)),
+    ("episode_set", ("episode_set",)),
     ("benchmark.scheme", ("benchmark", "scheme")),
     ("benchmark.slug", ("benchmark", "slug")),
     ("tasks", ("tasks",)),

@@ -559,3 +559,42 @@ def test_a_release_synced_before_sandbox_files_were_pinned_syncs_again_unchanged
     Release.objects.filter(pk=release.pk).update(manifest_sha256=legacy)
     result = release_sync(manifest=demo_dir, user=staff)
     assert (result.status, Release.objects.get(pk=release.pk).manifest_sha256) == ("unchanged", legacy)
+
+
+def _scorecard_manifest(root: Path, version: str, levels: list[tuple[str, str]]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    body = "".join(
+        f'    - {{id: {level_id}, xsb: "{xsb.replace(chr(10), chr(92) + "n")}"}}\n' for level_id, xsb in levels
+    )
+    (root / "release.yaml").write_text(
+        "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\n"
+        f"version: '{version}'\npublished: true\ntasks: []\nepisode_set:\n  size: {len(levels)}\n  levels:\n{body}"
+    )
+    return root
+
+
+CORRIDOR = "#######\n#@ $ .#\n#######"
+ROOM = "######\n#@$.##\n#    #\n######"
+NARROW = "#####\n#@$.#\n#####"
+
+
+def test_a_scorecard_release_reusing_a_level_of_a_published_release_is_refused(tmp_path: Path, staff) -> None:
+    # A "rotated" set identical to the played one was accepted and became the current board.
+    release_sync(manifest=_scorecard_manifest(tmp_path / "a", "1", [("l1", CORRIDOR), ("l2", ROOM)]), user=staff)
+    before = snapshot()
+    # The same level under another id, with trailing blanks: still the level every card saw.
+    reused = ROOM.replace("\n#    #", "\n#    #  ")
+    problems = sync_problems(_scorecard_manifest(tmp_path / "b", "2", [("m1", NARROW), ("m2", reused)]), staff)
+    assert problems == [
+        "release.yaml:6: episode_set: 1 of its levels (first: 'm2') are levels of published release sokoban 1, "
+        "which every card there could see; a new release needs a freshly generated set "
+        "(python -m scoring.sokoban.generator --count N)"
+    ]
+    assert snapshot() == before
+    fresh = release_sync(manifest=_scorecard_manifest(tmp_path / "c", "2", [("m1", NARROW)]), user=staff)
+    assert fresh.status == "created"
+    # The release itself synced again is unchanged, not refused for its own levels.
+    again = release_sync(
+        manifest=_scorecard_manifest(tmp_path / "a", "1", [("l1", CORRIDOR), ("l2", ROOM)]), user=staff
+    )
+    assert again.status == "unchanged"
