@@ -196,7 +196,8 @@ def test_an_agent_page_links_each_run_to_the_comparison_with_its_previous_run(
 # pagination, the chart and filter controls, downloads and form buttons.
 CONTROLS = (
     ".site-nav a, .site-nav button, .subnav a, .tabs__tab, .versions a, .pagination a, .segmented label, "
-    "main select, main button, .board-search input, .board-search__actions a, .exports a, label.checkbox"
+    "main select, main button, .board-search input, .board-search__actions a, .exports a, label.checkbox, "
+    ".board thead .sort, .table-caption .updated a, .chart-table > summary, .jump-link"
 )
 # Under 44 CSS px, with half a pixel for the layout's rounding.
 TAP = 43.5
