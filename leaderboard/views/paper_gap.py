@@ -366,8 +366,8 @@ def task_detail(request: HttpRequest, benchmark: str, version: str, task: str) -
             "release_task": release_task,
             "task": release_task.task,
             "contract_yaml": _public_contract(release_task),
-            "paper_html": render_markdown(release_task.paper_md),
-            "brief_html": render_markdown(release_task.brief_md),
+            "paper_html": render_markdown(release_task.paper_md, below=2),
+            "brief_html": render_markdown(release_task.brief_md, below=2),
             # Every agent version on this task (leaderboard.views.insights; one query).
             "ranking": task_ranking(release_task=release_task, user=request.user),
             "withheld_reason": WITHHELD_SCORE_REASON,
@@ -401,7 +401,7 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     versions = agent_versions_declared(agent=agent_row, user=request.user)
     for agent_version in versions:
         meta = getattr(agent_version, "meta", None)
-        description = render_markdown(meta.description_md) if meta else ""
+        description = render_markdown(meta.description_md, below=3) if meta else ""
         agent_version.description_html = description  # type: ignore[attr-defined]  # display-only, for the template
     is_owner = request.user.is_authenticated and agent_row.owner_id == request.user.pk
     return render(

@@ -67,3 +67,10 @@ def test_a_refusal_keeps_a_leading_field_or_file_name_as_written(message, text):
 
 def test_a_refusal_beside_its_field_does_not_repeat_the_fields_name():
     assert sentence("url: expected an http:// or https:// URL", "url") == "Expected an http:// or https:// URL."
+
+
+def test_markdown_headings_sit_below_the_page_heading_they_are_rendered_under():
+    # A paper's own "# Title" made a second <h1> on its task page.
+    assert render_markdown("# Paper\n## Method", below=2) == "<h3>Paper</h3>\n<h4>Method</h4>\n"
+    assert render_markdown("##### Deep", below=2) == "<h6>Deep</h6>\n"
+    assert render_markdown("# Notes") == "<h2>Notes</h2>\n"
