@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, QuerySet
+from django.db.models import Case, Count, Exists, F, IntegerField, Max, OuterRef, Prefetch, QuerySet, Value, When
 from django.http import Http404, QueryDict
 from django.urls import reverse
 
@@ -61,10 +61,22 @@ SORTS: dict[str, tuple[tuple[str, ...], bool]] = {
     "runtime": (("runtime_seconds",), False),
     "tokens": (("tokens",), False),
     "cost": (("cost_usd",), False),  # leaderboard.selectors.declarations.with_declarations
-    "effort": (("effort_tier",), False),
-    "verification": (("verification",), False),
+    "effort": (("effort_tier",), False),  # free text (submitter-declared): alphabetical
+    # By strength, strongest first (the level names sorted as text put attested before validated
+    # and verified last).
+    "verification": (("verification_strength",), True),
     "date": (("verified_at",), True),
 }
+
+# A Standing's verification level as a number, weakest first (Run.Level, revoked runs are off the board).
+VERIFICATION_STRENGTH = Case(
+    *(
+        When(verification=level, then=Value(strength))
+        for strength, level in enumerate(("validated", "attested", "verified"))
+    ),
+    default=Value(-1),
+    output_field=IntegerField(),
+)
 
 # The chart's modes (seed 000: "Top-N agents by Pass Rate, Score, or Both"). The mode picks
 # the N agents too: "pass_rate" plots the top N by pass rate, "score" and "both" the top N by
@@ -238,6 +250,8 @@ def _board_rows(release: Release, query: BoardQuery, *, declarations: bool = Tru
         rows = with_declarations(rows)
     elif query.sort == "cost":
         rows = rows.annotate(cost_usd=DECLARED_FIELDS["cost_usd"].copy())
+    if query.sort == "verification":
+        rows = rows.annotate(verification_strength=VERIFICATION_STRENGTH.copy())
     fields, _ = SORTS[query.sort]
     if query.sort == "rank":
         order = [expression.copy() for expression in RANK_ORDER]

@@ -73,6 +73,9 @@ def board_json(request: HttpRequest, benchmark: str, version: str) -> HttpRespon
             "cost_usd": "US dollars per run; cost_basis recorded = the submitter-reported tokens x the release's "
             "price table, declared = the agent owner's figure, not checked",
             "owner_declared": "organisation and weights are declared by the agent's owner, not checked",
+            "covered": "tasks the run covers over the release's required tasks (required), whatever the tab: "
+            "completeness, which decides a rank, is judged over the whole run; the board page's Coverage column "
+            "on a genre tab counts that tab's tasks instead, as chart.json does",
             "verification": "validated = recomputed scores match the claimed ones (a consistency check, "
             "not proof that the runner was unmodified); attested = evaluator signatures verified; "
             "verified = official re-run",

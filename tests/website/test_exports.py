@@ -53,6 +53,8 @@ def test_the_json_export_has_the_view_and_its_rows(client, board):
         (3, "Charlie", 0.54),
     ]
     assert "not proof that the runner was unmodified" in data["notes"]["verification"]
+    # The rows' coverage is the run's, not the tab's as on the page: the notes say which.
+    assert data["notes"]["covered"].startswith("tasks the run covers over the release's required tasks")
 
 
 def test_an_export_with_a_bad_view_is_a_400_naming_the_value(client, board):

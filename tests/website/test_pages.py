@@ -92,6 +92,19 @@ def test_the_board_sorts_by_the_column_in_the_querystring(client, board, params,
     assert rows_of(client.get(BOARD, params).content.decode()) == expected
 
 
+def test_the_verification_column_sorts_by_strength_strongest_first_not_by_the_levels_names(client, release):
+    # As text, "attested" < "validated" < "verified": an ascending sort put attested first.
+    make_run(release, agent_name="Alpha", level="attested")
+    make_run(release, agent_name="Bravo", level="verified")
+    make_run(release, agent_name="Charlie", level="validated")
+    assert rows_of(client.get(BOARD, {"sort": "verification"}).content.decode()) == ["Bravo", "Alpha", "Charlie"]
+    assert rows_of(client.get(BOARD, {"sort": "verification", "dir": "asc"}).content.decode()) == [
+        "Charlie",
+        "Alpha",
+        "Bravo",
+    ]
+
+
 def test_the_sorted_column_header_says_so_to_screen_readers(client, board):
     html = client.get(BOARD, {"sort": "score"}).content.decode()
     assert '<th scope="col" aria-sort="descending" class="col-score">' in html
