@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django import template
@@ -10,6 +11,14 @@ from django import template
 from leaderboard.templatetags.podium import EMPTY
 
 register = template.Library()
+
+
+def _fixed(number: float, digits: int) -> str:
+    """``number`` with ``digits`` decimals, rounded as the boards round (leaderboard.disclosure.
+    published_score): its 15 significant digits, then half away from zero. Python's format rounds
+    the double itself, so a baseline of exactly 0.7875 (stored a hair below) printed 0.787."""
+    exact = Decimal(format(number, ".15g"))
+    return format(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP), "f")
 
 
 @register.filter
@@ -23,7 +32,7 @@ def signed(value: Any, digits: int = 3) -> str:
         return EMPTY
     if not math.isfinite(number):
         return EMPTY
-    text = f"{abs(number):.{int(digits)}f}"
+    text = _fixed(abs(number), int(digits))
     if float(text) == 0:
         return text
     return f"+{text}" if number > 0 else f"\u2212{text}"
@@ -38,4 +47,4 @@ def score3(value: Any) -> str:
         number = float(value)
     except (TypeError, ValueError):
         return EMPTY
-    return f"{number:.3f}" if math.isfinite(number) else EMPTY
+    return _fixed(number, 3) if math.isfinite(number) else EMPTY

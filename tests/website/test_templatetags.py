@@ -74,3 +74,11 @@ def test_markdown_headings_sit_below_the_page_heading_they_are_rendered_under():
     assert render_markdown("# Paper\n## Method", below=2) == "<h3>Paper</h3>\n<h4>Method</h4>\n"
     assert render_markdown("##### Deep", below=2) == "<h6>Deep</h6>\n"
     assert render_markdown("# Notes") == "<h2>Notes</h2>\n"
+
+
+def test_race_figures_round_half_away_from_zero_as_the_boards_do():
+    # A baseline of exactly 0.7875 is stored a hair below it: Python's format printed 0.787.
+    from leaderboard.templatetags.schemes import score3, signed
+
+    assert (score3(0.7875), score3(0.825), score3(None)) == ("0.788", "0.825", "—")
+    assert (signed(0.0375), signed(-0.0375), signed(-0.0004)) == ("+0.038", "\u22120.038", "0.000")
