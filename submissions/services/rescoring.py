@@ -214,6 +214,19 @@ def _short(digest: str) -> str:
     return digest[:12] + "…"
 
 
+def _off_record_refusal(run: Run) -> str:
+    """Why ``run`` is off the public record and so is not carried ("code: reason"), or "": checked
+    when a carry is proposed and again, on the locked run, when it is applied (a run hidden or
+    withdrawn in between was carried, as a private copy no one could withdraw, restore or unhide)."""
+    if run.level == Run.Level.REVOKED:
+        return "revoked: the run was revoked by staff; a revoked run is not carried"
+    if run.withdrawn_at is not None:
+        return "withdrawn: the submitter withdrew the run"
+    if run.hidden_at is not None:
+        return f"hidden: hidden by staff ({run.hidden_reason or 'no reason given'})"[:300]
+    return ""
+
+
 def carry_refusal(
     *, run: Run, source: Release, target: Release, source_spec: gap.ReleaseSpec, target_spec: gap.ReleaseSpec
 ) -> str:
@@ -222,12 +235,9 @@ def carry_refusal(
     The stored bundle was made against the source's required task set: only a target that requires
     the same set, still holds each task the run has results for, and gives each the same genre can
     re-verify it without reinterpreting the evidence. Runs off the public record stay off it."""
-    if run.level == Run.Level.REVOKED:
-        return "revoked: the run was revoked by staff; a revoked run is not carried"
-    if run.withdrawn_at is not None:
-        return "withdrawn: the submitter withdrew the run"
-    if run.hidden_at is not None:
-        return f"hidden: hidden by staff ({run.hidden_reason or 'no reason given'})"[:300]
+    off_record = _off_record_refusal(run)
+    if off_record:
+        return off_record
     carried = Run.objects.filter(carried_from=run, release=target).values_list("pk", flat=True).first()
     if carried is not None:
         return f"already_carried: run {carried} on release {target.version} was carried from it"
@@ -602,6 +612,11 @@ def _apply_carry(rescore: Rescore) -> None:
         source = Run.objects.select_for_update(of=("self",)).select_related("submission").get(pk=item.run_id)
         if snapshot_diff(_snapshot_run(source), item.before):
             item.state, item.error = RescoreItem.State.FAILED, "stale: the run changed since the proposal"
+            item.save(update_fields=["state", "error"])
+            continue
+        off_record = _off_record_refusal(source)
+        if off_record:
+            item.state, item.error = RescoreItem.State.FAILED, f"stale: {off_record}"[:300]
             item.save(update_fields=["state", "error"])
             continue
         carried = Run.objects.filter(carried_from=source, release=target).first()

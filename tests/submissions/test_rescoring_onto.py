@@ -149,6 +149,28 @@ class TestCarryingOntoANewerRelease:
         rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
         assert RescoreItem.objects.get(rescore=rescore).error.startswith("withdrawn:")
 
+    @pytest.mark.parametrize("how", ["hidden", "withdrawn"])
+    def test_a_run_hidden_or_withdrawn_between_proposal_and_apply_is_not_carried(
+        self, run, staff, demo_release, corrected, django_capture_on_commit_callbacks, how
+    ):
+        # Checked at the proposal only, it was carried: a private copy with no withdrawn or hidden
+        # mark, which its owner's withdraw-then-restore put on the new board past the staff hide.
+        from submissions.services.visibility import run_hide, run_withdraw
+
+        rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+        assert RescoreItem.objects.get(rescore=rescore).state == "changed"
+        if how == "hidden":
+            run_hide(run_id=run.pk, user=staff, reason="evaluator image was modified")
+        else:
+            run_withdraw(run_id=run.pk, user=run.submission.submitter)
+        with django_capture_on_commit_callbacks(execute=True):
+            rescore_apply(rescore_id=rescore.pk, user=staff)
+        item = RescoreItem.objects.get(rescore=rescore)
+        assert item.state == "failed"
+        assert item.error.startswith(f"stale: {how}:")
+        assert not Run.objects.filter(release=corrected).exists()
+        assert not Standing.objects.filter(release=corrected).exists()
+
     def test_only_a_newer_release_of_the_same_benchmark_is_a_target(
         self, run, staff, demo_release, corrected, make_release
     ):
