@@ -28,7 +28,7 @@ def webhook_update(request: HttpRequest) -> HttpResponse:
             messages.success(request, "Webhook removed: verdicts are no longer POSTed anywhere.")
             return redirect("api_keys")
         if action == "rotate":
-            secret = notifications.webhook_rotate_secret(user=signed_in_user(request))
+            secret = notifications.webhook_rotate_secret(user=signed_in_user(request)).secret
         else:
             _, secret = notifications.webhook_set(user=signed_in_user(request), url=request.POST.get("url", ""))
     except notifications.WebhookError as exc:

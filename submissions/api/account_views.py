@@ -177,8 +177,7 @@ class WebhookRotateView(APIView):
     def post(self, request: Request) -> Response:
         refuse_body_fields(request)
         try:
-            secret = notifications.webhook_rotate_secret(user=signed_in_user(request))
+            endpoint = notifications.webhook_rotate_secret(user=signed_in_user(request))
         except notifications.WebhookError as exc:
             raise ApiError(code=exc.code, message=exc.message, status_code=404) from None
-
-        return Response(_webhook_body(WebhookEndpoint.objects.get(user=signed_in_user(request)), secret))
+        return Response(_webhook_body(endpoint, endpoint.secret))

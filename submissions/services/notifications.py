@@ -192,13 +192,16 @@ def webhook_set(*, user: User, url: str) -> tuple[WebhookEndpoint, str | None]:
 
 
 @transaction.atomic
-def webhook_rotate_secret(*, user: User) -> str:
+def webhook_rotate_secret(*, user: User) -> WebhookEndpoint:
+    """Give the account's webhook a new secret; returns the endpoint as rotated (the caller answers
+    from it: reading the row again after the commit found it deleted, or replaced, by a concurrent
+    request, which answered a 500 or another endpoint with this secret)."""
     endpoint = WebhookEndpoint.objects.select_for_update().filter(user=user).first()
     if endpoint is None:
         raise WebhookError("webhook_not_set", "this account has no webhook")
     endpoint.secret = _new_secret()
     endpoint.save(update_fields=["secret", "updated_at"])
-    return endpoint.secret
+    return endpoint
 
 
 def webhook_delete(*, user: User) -> bool:

@@ -429,6 +429,25 @@ class TestWebhookApi:
         assert rotated["secret"] != created["secret"]
         assert WebhookEndpoint.objects.get(user=owner).secret == rotated["secret"]
 
+    def test_a_rotation_answers_what_it_rotated_though_a_delete_commits_right_after_it(self, owner, monkeypatch):
+        # The view read the row again after the rotation committed: a DELETE landing in between
+        # made that read a 500 (seen under parallel requests on PostgreSQL).
+        from submissions.services import notifications
+
+        api_as(owner).put("/api/v1/account/webhook/", {"url": self.URL}, format="json")
+        rotate = notifications.webhook_rotate_secret
+
+        def rotate_then_deleted(**kwargs):
+            endpoint = rotate(**kwargs)
+            WebhookEndpoint.objects.filter(user=owner).delete()  # the concurrent DELETE, committed
+            return endpoint
+
+        monkeypatch.setattr(notifications, "webhook_rotate_secret", rotate_then_deleted)
+        answer = api_as(owner).post("/api/v1/account/webhook/rotate-secret/")
+        assert answer.status_code == 200
+        assert answer.json()["url"] == self.URL and len(answer.json()["secret"]) > 20
+        assert not WebhookEndpoint.objects.filter(user=owner).exists()
+
     def test_another_account_sees_only_its_own(self, owner, stranger):
         api_as(owner).put("/api/v1/account/webhook/", {"url": self.URL}, format="json")
         response = api_as(stranger).get("/api/v1/account/webhook/")
