@@ -144,6 +144,34 @@ def test_flushing_the_cache_does_not_reset_the_limit(settings: Any, world: Any, 
 
 
 @pytest.mark.django_db
+def test_an_identical_upload_refused_the_last_unit_by_its_own_copy_in_flight_gets_that_copy(
+    world: Any, no_verification: None, monkeypatch: Any
+) -> None:
+    # Identical uploads at once each take a unit until the losers' inserts fail: one arriving at
+    # the limit answered 429 although the bytes were accepted (a retry "costs no quota").
+    from submissions.services import submissions as service
+
+    key = api_key_create(user=world.owner, name="ci")
+    assert api_upload(key.plaintext, b"bundle 1").status_code == 201
+    before = Submission.objects.filter(submitter=world.owner).count()
+    consume = service.quota_consume
+
+    def copy_commits_first(**kwargs: Any) -> Any:
+        # The concurrent copy of these bytes takes the last unit and commits first.
+        monkeypatch.setattr(service, "quota_consume", consume)
+        assert api_upload(key.plaintext, b"bundle 2").status_code == 201
+        return consume(**kwargs)
+
+    monkeypatch.setattr(service, "quota_consume", copy_commits_first)
+    response = api_upload(key.plaintext, b"bundle 2")
+    assert response.status_code == 200, response.json()
+    assert Submission.objects.filter(submitter=world.owner).count() == before + 1  # the copy's, once
+    assert DailyCount.objects.get(subject=f"user:{world.owner.pk}").used == 2
+    # A distinct bundle is still over the limit.
+    assert api_upload(key.plaintext, b"bundle 3").status_code == 429
+
+
+@pytest.mark.django_db
 def test_a_refused_upload_gives_its_unit_back(world: Any, no_verification: None) -> None:
     key = api_key_create(user=world.owner, name="ci")
     response = APIClient().post(
