@@ -117,6 +117,15 @@ def check(page: Any, url: str, label: str, problems: list[str]) -> None:
     overflow = sideways_overflow(page)
     if overflow:
         problems.append(f"{label} {url}: scrolls sideways {overflow}")
+    if page.viewport_size["width"] == DESKTOP["width"]:
+        # A laptop shows every table whole: the run page's signatures, the agent page's compare
+        # links and the release page's penalties had scrolled out of sight at 1366 px.
+        scrolled = page.evaluate(
+            """() => Array.from(document.querySelectorAll('main .table-scroll'))
+                 .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+                 .map(e => (e.getAttribute('aria-labelledby') || '?') + ' +' + (e.scrollWidth - e.clientWidth) + 'px')"""
+        )
+        problems.extend(f"{label} {url}: a table scrolls at laptop width: {where}" for where in scrolled)
     board_row = page.locator("table.board tbody tr").first
     # A history page leads with its chart; its table restates the chart's points below it.
     chart_first = "/history/" in urlsplit(url).path
