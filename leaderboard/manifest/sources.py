@@ -14,12 +14,12 @@ import re
 import stat
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from leaderboard.manifest.types import RELEASE_FILE, ManifestError, Problem
+from leaderboard.manifest.types import MAX_FILE_BYTES, RELEASE_FILE, ManifestError, Problem
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -31,8 +31,6 @@ __all__ = [
     "read_manifest_zip",
 ]
 
-# Larger text files are refused: a paper rendering is a few hundred KiB at most.
-MAX_FILE_BYTES = 2 * 1024 * 1024
 # Read a zip member in pieces of this size, so an oversized one is stopped early.
 _ZIP_CHUNK_BYTES = 64 * 1024
 
@@ -45,8 +43,8 @@ class ManifestSource:
 
     label: str = "manifest"
 
-    def read(self, relpath: str) -> bytes | None:
-        """The file's bytes, or None when it does not exist."""
+    def read(self, relpath: str, *, limit: int = MAX_FILE_BYTES) -> bytes | None:
+        """The file's bytes, or None when it does not exist; more than ``limit`` bytes is a problem."""
         raise NotImplementedError
 
     def task_dirs(self) -> list[str]:
@@ -54,7 +52,9 @@ class ManifestSource:
         raise NotImplementedError
 
     def files_under(self, directory: str) -> list[str]:
-        """The paths of every file below ``directory`` (at any depth), sorted; none under ``reference/``."""
+        """The paths of every file below ``directory`` (at any depth), sorted. A ``reference/``
+        folder among them is listed as its own path with a trailing slash ("…/reference/"),
+        nothing inside it: its name is read, never its files."""
         raise NotImplementedError
 
 
@@ -67,18 +67,23 @@ class DirSource(ManifestSource):
         self.root = root.resolve()
         self.label = str(root)
 
-    def read(self, relpath: str) -> bytes | None:
+    def read(self, relpath: str, *, limit: int = MAX_FILE_BYTES) -> bytes | None:
         if _is_hidden_reference(relpath):
             raise ManifestError([Problem(relpath, None, "", "the hidden reference/ tree is never read")])
         target = (self.root / relpath).resolve()
-        # A symlink must not lead out of the manifest (e.g. to a reference tree elsewhere).
+        # A symlink must not lead out of the manifest (e.g. to a reference tree elsewhere), nor
+        # into the manifest's own hidden reference/ tree.
         if not target.is_relative_to(self.root):
             raise ManifestError([Problem(relpath, None, "", "points outside the manifest directory")])
+        if _is_hidden_reference(target.relative_to(self.root).as_posix()):
+            raise ManifestError(
+                [Problem(relpath, None, "", "leads into the hidden reference/ tree, which is never read")]
+            )
         if not target.is_file():
             return None
         size = target.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ManifestError([Problem(relpath, None, "", f"is {size} bytes; at most {MAX_FILE_BYTES} are accepted")])
+        if size > limit:
+            raise ManifestError([Problem(relpath, None, "", f"is {size} bytes; at most {limit} are accepted")])
         return target.read_bytes()
 
     def task_dirs(self) -> list[str]:
@@ -93,22 +98,25 @@ class DirSource(ManifestSource):
             return []
         found: list[str] = []
         # os.walk does not follow a symlinked directory; a symlinked file is listed, and read()
-        # refuses it when it leads out of the manifest.
+        # refuses it when it leads out of the manifest or into a reference/ tree.
         for folder, subdirs, names in os.walk(base):
+            here = Path(folder).relative_to(self.root).as_posix()
+            if "reference" in subdirs:
+                found.append(f"{here}/reference/")  # named, never entered
             subdirs[:] = sorted(name for name in subdirs if name != "reference")
-            for name in names:
-                relpath = (Path(folder) / name).relative_to(self.root).as_posix()
-                if not _is_hidden_reference(relpath):
-                    found.append(relpath)
+            found.extend(f"{here}/{name}" for name in names)
         return sorted(found)
 
 
 class MemorySource(ManifestSource):
-    def __init__(self, files: Mapping[str, bytes], label: str) -> None:
+    def __init__(self, files: Mapping[str, bytes], label: str, *, hidden: Iterable[str] = ()) -> None:
         self.files = dict(files)
         self.label = label
+        # Paths under a reference/ folder that a zip held and that were skipped unread: names only.
+        self.hidden = frozenset(hidden)
 
-    def read(self, relpath: str) -> bytes | None:
+    def read(self, relpath: str, *, limit: int = MAX_FILE_BYTES) -> bytes | None:
+        # A zip's members were bounded while unpacking (ZipLimits); ``limit`` adds nothing.
         return self.files.get(relpath)
 
     def task_dirs(self) -> list[str]:
@@ -121,7 +129,12 @@ class MemorySource(ManifestSource):
 
     def files_under(self, directory: str) -> list[str]:
         prefix = directory.rstrip("/") + "/"
-        return sorted(name for name in self.files if name.startswith(prefix) and not _is_hidden_reference(name))
+        found = {name for name in self.files if name.startswith(prefix) and not _is_hidden_reference(name)}
+        for name in self.hidden:
+            if name.startswith(prefix):
+                parts = PurePosixPath(name).parts
+                found.add("/".join(parts[: parts.index("reference") + 1]) + "/")
+        return sorted(found)
 
 
 def read_manifest_dir(path: str | Path) -> ManifestSource:
@@ -179,8 +192,14 @@ def read_manifest_zip(
         infos = archive.infolist()
         _check_members(infos, limits, label)
         members = [info for info in infos if not info.is_dir()]
-        files = _unpack(archive, members, _root_prefix({info.filename for info in members}), limits, label)
-    return MemorySource(files, label)
+        prefix = _root_prefix({info.filename for info in members})
+        files = _unpack(archive, members, prefix, limits, label)
+        hidden = [
+            info.filename[len(prefix) :]
+            for info in members
+            if info.filename.startswith(prefix) and _is_hidden_reference(info.filename[len(prefix) :])
+        ]
+    return MemorySource(files, label, hidden=hidden)
 
 
 def _check_members(infos: list[zipfile.ZipInfo], limits: ZipLimits, label: str) -> None:

@@ -27,6 +27,7 @@ from leaderboard.manifest.loader import Lines, parse_yaml, unstorable
 from leaderboard.manifest.types import (
     DIRECTIONS,
     GENRES,
+    MAX_FILE_BYTES,
     METRIC_DIRECTIONS,
     MODES,
     PLATFORMS,
@@ -109,18 +110,52 @@ def _read_text(files: ManifestFiles, relpath: str, problems: list[Problem], *, r
 # Files of a task's sandbox/ besides its Dockerfile: a workspace of READMEs and starter code is a
 # handful; more is refused, so that one sync does not read (and audit) thousands of files.
 MAX_SANDBOX_FILES = 200
+# A sandbox file is hashed up to this size (starter data, small weights); text is audited only up
+# to MAX_FILE_BYTES, like paper.md, so a larger file that reads as text is refused.
+MAX_SANDBOX_FILE_BYTES = 64 * 1024 * 1024
+# Share of printable characters from which a file's bytes are read as text (and audited); below
+# it they are binary data, pinned by their hash only: digits in random bytes are not numbers.
+_TEXT_SHARE = 0.9
+
+
+def _text_for_audit(data: bytes) -> str | None:
+    """What the audit reads of a sandbox file: its text, decoded leniently (UTF-16 by its byte-order
+    mark, else UTF-8 with undecodable bytes replaced, NULs dropped), or None for binary data. A
+    NUL byte or another encoding must not hide a file from the audit."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
+    text = text.replace("\x00", "")
+    if not text:
+        return text
+    readable = sum(1 for char in text if char.isprintable() or char in "\t\n\r")
+    return text if readable >= _TEXT_SHARE * len(text) else None
 
 
 def _sandbox_files(
     files: ManifestFiles, directory: str, problems: list[Problem]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The sandbox build context's files other than the Dockerfile: (path below the task
-    directory -> SHA-256 of the bytes, manifest path -> text of each UTF-8 one for the audit).
+    directory -> SHA-256 of the bytes, manifest path -> text of each text file for the audit).
 
     A Dockerfile's COPY puts them in the agent's image, so seed 003's "keep them free of targets"
-    holds for them as for the brief; a binary file (not UTF-8, or holding NUL) is pinned by its
-    hash but cannot be audited."""
+    holds for them as for the brief; binary data is pinned by its hash but cannot be audited. A
+    reference/ folder inside sandbox/ is refused unread: a COPY of its parent folder would put the
+    hidden reference tree in the image."""
     paths = [path for path in files.files_under(f"{directory}/sandbox") if path != f"{directory}/sandbox/Dockerfile"]
+    problems.extend(
+        Problem(
+            path,
+            None,
+            "",
+            "a reference/ folder inside sandbox/ is copied into the agent's image with its parent folder; "
+            "keep the hidden reference tree outside sandbox/",
+        )
+        for path in paths
+        if path.endswith("/reference/")
+    )
+    paths = [path for path in paths if not path.endswith("/reference/")]
     if len(paths) > MAX_SANDBOX_FILES:
         problems.append(
             Problem(
@@ -134,16 +169,25 @@ def _sandbox_files(
     hashes: dict[str, str] = {}
     texts: dict[str, str] = {}
     for path in paths:
-        data = files.read(path)
+        data = files.read(path, limit=MAX_SANDBOX_FILE_BYTES)
         if data is None:
             continue
         hashes[path.removeprefix(f"{directory}/")] = hashlib.sha256(data).hexdigest()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
+        text = _text_for_audit(data[: MAX_FILE_BYTES + 1])
+        if text is None:
             continue
-        if "\x00" not in text:
-            texts[path] = text
+        if len(data) > MAX_FILE_BYTES:
+            problems.append(
+                Problem(
+                    path,
+                    None,
+                    "",
+                    f"reads as text and is {len(data)} bytes; the leak audit reads at most {MAX_FILE_BYTES} bytes of "
+                    "a sandbox text file (split it, or keep large data out of sandbox/)",
+                )
+            )
+            continue
+        texts[path] = text
     return hashes, texts
 
 

@@ -28,6 +28,10 @@ MISSING_TASK_POLICIES = ("exclude", "zero")
 RELEASE_FILE = "release.yaml"
 
 
+# Larger text files are refused: a paper rendering is a few hundred KiB at most.
+MAX_FILE_BYTES = 2 * 1024 * 1024
+
+
 class ManifestFiles(Protocol):
     """Read access to the files of one manifest, by POSIX path relative to its root.
 
@@ -35,8 +39,8 @@ class ManifestFiles(Protocol):
     never opens anything under a ``reference/`` directory.
     """
 
-    def read(self, relpath: str) -> bytes | None:
-        """The file's bytes, or None when it does not exist."""
+    def read(self, relpath: str, *, limit: int = MAX_FILE_BYTES) -> bytes | None:
+        """The file's bytes, or None when it does not exist; more than ``limit`` bytes is a problem."""
         ...
 
     def task_dirs(self) -> list[str]:
@@ -44,7 +48,8 @@ class ManifestFiles(Protocol):
         ...
 
     def files_under(self, directory: str) -> list[str]:
-        """The paths of every file below ``directory`` (at any depth), sorted; none under ``reference/``."""
+        """The paths of every file below ``directory`` (at any depth), sorted; a ``reference/``
+        folder is listed as one path ending in "reference/", nothing inside it."""
         ...
 
 
@@ -184,7 +189,9 @@ class TaskContract:
             "sandbox/Dockerfile": None if self.sandbox_dockerfile is None else sha256_text(self.sandbox_dockerfile),
         }
         if with_sandbox_files:
-            contract["files"].update(self.sandbox_files)
+            # Always present, if empty: it marks a release hashed with its sandbox files (release_sync
+            # accepts the hash without them only for a release whose stored manifest has no such key).
+            contract["sandbox_files"] = dict(self.sandbox_files)
         return contract
 
 
@@ -316,7 +323,8 @@ class ReleaseManifest:
     @property
     def sha256_before_sandbox_files(self) -> str:
         """The hash as a site computed it before the sandbox's other files were pinned: a release
-        synced then, and synced again unchanged, is still "unchanged" (release_sync)."""
+        synced then (its stored manifest has no ``sandbox_files`` key), and synced again
+        unchanged, is still "unchanged" (release_sync)."""
         return hashlib.sha256(self.canonical_json(with_sandbox_files=False).encode("utf-8")).hexdigest()
 
 

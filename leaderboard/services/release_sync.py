@@ -125,9 +125,10 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
     release = None
     if benchmark is not None:
         release = Release.objects.select_for_update().filter(benchmark=benchmark, version=m.version).first()
-    if release is not None and release.manifest_sha256 in (m.sha256, m.sha256_before_sandbox_files):
-        # The second: a release synced before the sandbox's files were pinned by the hash, the
-        # same manifest otherwise (docs/manifest.md): unchanged, not "published and cannot change".
+    if release is not None and (
+        release.manifest_sha256 == m.sha256
+        or (_hashed_before_sandbox_files(release) and release.manifest_sha256 == m.sha256_before_sandbox_files)
+    ):
         return SyncResult("unchanged", release, [], _publish_notes(release, m))
     if release is not None and release.published:
         raise ManifestError(
@@ -379,6 +380,15 @@ def _upsert_release_tasks(
             changes.append(
                 f"release task {contract.slug}: " + ", ".join([*(f"{name} changed" for name in shown), *notes])
             )
+
+
+def _hashed_before_sandbox_files(release: Release) -> bool:
+    """Whether ``release`` was synced before the sandbox's other files joined the manifest hash:
+    its stored manifest's tasks carry no ``sandbox_files`` key (every task synced since does, if
+    empty). Only such a release is "unchanged" when the manifest matches it without those files
+    (docs/manifest.md): one synced since must match them too, or its workspace could change."""
+    tasks = (release.manifest or {}).get("tasks") or []
+    return bool(tasks) and not any("sandbox_files" in task for task in tasks if isinstance(task, dict))
 
 
 def _level_text(xsb: str) -> str:

@@ -554,11 +554,31 @@ def test_a_changed_sandbox_workspace_file_of_a_published_release_is_refused(demo
 
 def test_a_release_synced_before_sandbox_files_were_pinned_syncs_again_unchanged(demo_dir: Path, staff) -> None:
     release = release_sign_off_all(release=release_sync(manifest=demo_dir, user=staff).release, user=staff)
-    legacy = load_manifest(demo_dir, known_simulators=[]).sha256_before_sandbox_files
-    assert legacy != release.manifest_sha256  # the demo's sandboxes hold workspace files
-    Release.objects.filter(pk=release.pk).update(manifest_sha256=legacy)
+    manifest = load_manifest(demo_dir, known_simulators=[])
+    legacy = manifest.sha256_before_sandbox_files
+    assert legacy != release.manifest_sha256
+    # What a site stored before: the hash and the canonical manifest without the sandbox files.
+    Release.objects.filter(pk=release.pk).update(
+        manifest_sha256=legacy, manifest=manifest.canonical(with_sandbox_files=False)
+    )
     result = release_sync(manifest=demo_dir, user=staff)
     assert (result.status, Release.objects.get(pk=release.pk).manifest_sha256) == ("unchanged", legacy)
+
+
+def test_a_release_synced_with_no_sandbox_files_refuses_one_added_later(tmp_path: Path, demo_dir: Path, staff) -> None:
+    # The hash without sandbox files is that of a release with none: it is accepted only for a
+    # release synced before they were pinned, or a file added under a new release would pass.
+    for workspace in demo_dir.glob("tasks/*/sandbox/workspace"):
+        shutil.rmtree(workspace)
+    release = release_sign_off_all(release=release_sync(manifest=demo_dir, user=staff).release, user=staff)
+    assert release.published is True
+    added = demo_dir / "tasks/robomimic_lift_bc_rnn/sandbox/workspace/README.md"
+    added.parent.mkdir()
+    added.write_text("One more hint.\n")
+    assert sync_problems(demo_dir, staff) == [
+        "release.yaml:11: version: release ale-robotics 0.5 is published and cannot change; "
+        "bump the version to release a changed manifest"
+    ]
 
 
 def _scorecard_manifest(root: Path, version: str, levels: list[tuple[str, str]]) -> Path:

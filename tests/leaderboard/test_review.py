@@ -298,11 +298,12 @@ def test_a_leak_in_a_sandbox_workspace_file_is_found(demo_dir: Path) -> None:
 
 
 def test_a_binary_sandbox_file_is_pinned_by_its_hash_but_not_audited(demo_dir: Path) -> None:
-    (demo_dir / LIFT / "sandbox/workspace/weights.bin").write_bytes(b"\x00\xff0.96\x00")
+    weights = bytes(range(256)) * 8 + b"0.96"  # binary data that happens to hold the anchor's digits
+    (demo_dir / LIFT / "sandbox/workspace/weights.bin").write_bytes(weights)
     manifest = load_manifest(demo_dir, known_simulators=KNOWN)
     lift = next(task for task in manifest.tasks if task.slug == "robomimic_lift_bc_rnn")
     assert set(lift.sandbox_files) == {"sandbox/workspace/README.md", "sandbox/workspace/weights.bin"}
-    assert lift.canonical()["files"]["sandbox/workspace/weights.bin"] == hashlib.sha256(b"\x00\xff0.96\x00").hexdigest()
+    assert lift.canonical()["sandbox_files"]["sandbox/workspace/weights.bin"] == hashlib.sha256(weights).hexdigest()
 
 
 def test_a_sandbox_of_too_many_files_is_refused_before_they_are_read(demo_dir: Path) -> None:
@@ -316,10 +317,72 @@ def test_a_sandbox_of_too_many_files_is_refused_before_they_are_read(demo_dir: P
     ]
 
 
-def test_nothing_under_a_reference_folder_inside_sandbox_is_read_or_pinned(demo_dir: Path) -> None:
+def test_a_reference_folder_inside_sandbox_is_refused_unread(demo_dir: Path) -> None:
+    # COPY workspace/ copies workspace/reference/ with it: the hidden tree would reach the agent.
     hidden = demo_dir / LIFT / "sandbox/workspace/reference"
     hidden.mkdir()
-    (hidden / "solution.py").write_text("SUCCESS = 0.96\n")
-    manifest = load_manifest(demo_dir, known_simulators=KNOWN)
-    lift = next(task for task in manifest.tasks if task.slug == "robomimic_lift_bc_rnn")
-    assert set(lift.sandbox_files) == {"sandbox/workspace/README.md"}
+    (hidden / "answer.txt").write_text("success rate 0.96\n")
+    assert problems_of(demo_dir) == [
+        f"{LIFT}/sandbox/workspace/reference/: a reference/ folder inside sandbox/ is copied into the agent's image "
+        "with its parent folder; keep the hidden reference tree outside sandbox/"
+    ]
+
+
+def test_a_reference_folder_inside_sandbox_of_a_zip_is_refused_without_unpacking_it(demo_dir: Path) -> None:
+    import io
+    import zipfile
+
+    from leaderboard.manifest.sources import read_manifest_zip
+
+    hidden = demo_dir / LIFT / "sandbox/workspace/reference"
+    hidden.mkdir()
+    (hidden / "answer.txt").write_text("success rate 0.96\n")
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path in sorted(demo_dir.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(demo_dir).as_posix())
+    source = read_manifest_zip(data.getvalue())
+    assert f"{LIFT}/sandbox/workspace/reference/answer.txt" not in source.files  # never unpacked
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(source, known_simulators=KNOWN)
+    assert [str(problem).split(":")[0] for problem in caught.value.problems] == [f"{LIFT}/sandbox/workspace/reference/"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"Target success rate: 0.96\n\x00",  # one NUL byte
+        "Target success rate: 0.96\n".encode("utf-16"),  # another encoding, with its byte-order mark
+        "Ziel: 0.96 (Erfolgsquote, gemäß Tabelle)\n".encode("latin-1"),  # not UTF-8
+    ],
+    ids=["nul", "utf-16", "latin-1"],
+)
+def test_a_sandbox_text_file_is_audited_whatever_its_encoding(demo_dir: Path, content: bytes) -> None:
+    (demo_dir / LIFT / "sandbox/workspace/notes.txt").write_bytes(content)
+    problems = problems_of(demo_dir)
+    assert [problem.split(": mentions")[0] for problem in problems] == [f"{LIFT}/sandbox/workspace/notes.txt:1"]
+
+
+def test_a_large_binary_sandbox_file_is_hashed_and_a_large_text_one_refused(demo_dir: Path) -> None:
+    from leaderboard.manifest.types import MAX_FILE_BYTES
+
+    big = bytes(range(256)) * (MAX_FILE_BYTES // 256 + 1)
+    (demo_dir / LIFT / "sandbox/workspace/weights.bin").write_bytes(big)
+    lift = next(t for t in load_manifest(demo_dir, known_simulators=KNOWN).tasks if t.slug == "robomimic_lift_bc_rnn")
+    assert lift.sandbox_files["sandbox/workspace/weights.bin"] == hashlib.sha256(big).hexdigest()
+    (demo_dir / LIFT / "sandbox/workspace/data.csv").write_text("step,reward\n" + "1,0.5\n" * (MAX_FILE_BYTES // 6))
+    problems = problems_of(demo_dir)
+    assert len(problems) == 1 and problems[0].startswith(f"{LIFT}/sandbox/workspace/data.csv: reads as text and is ")
+
+
+def test_a_symlink_in_sandbox_into_the_reference_tree_is_not_read(demo_dir: Path) -> None:
+    reference = demo_dir / LIFT / "reference"
+    reference.mkdir(exist_ok=True)
+    (reference / "answer.txt").write_text("0.96\n")
+    (demo_dir / LIFT / "sandbox/workspace/answer.txt").symlink_to(reference / "answer.txt")
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(demo_dir, known_simulators=KNOWN)
+    assert [str(problem) for problem in caught.value.problems] == [
+        f"{LIFT}/sandbox/workspace/answer.txt: leads into the hidden reference/ tree, which is never read"
+    ]
