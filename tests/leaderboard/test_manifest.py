@@ -286,9 +286,9 @@ def test_the_reference_tree_is_never_read(demo_dir: Path, monkeypatch: pytest.Mo
     opened: list[str] = []
     original = manifest_sources.DirSource.read
 
-    def spy(self: object, relpath: str) -> bytes | None:
+    def spy(self: object, relpath: str, **kwargs: int) -> bytes | None:
         opened.append(relpath)
-        return original(self, relpath)  # type: ignore[arg-type]
+        return original(self, relpath, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(manifest_sources.DirSource, "read", spy)
     manifest = load_manifest(demo_dir, known_simulators=[])
