@@ -23,7 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from leaderboard.manifest import ReleaseManifest
-from leaderboard.models import Benchmark, Release, ReleaseTask, Task
+from leaderboard.models import Benchmark, Release, ReleaseTask, ScorecardLevel, Task
 from leaderboard.permissions import PUBLISH_RELEASE, staff_write_actor
 
 __all__ = [
@@ -70,6 +70,37 @@ def published_at_of(manifest: ReleaseManifest | dict[str, Any]) -> dt.datetime:
     return dt.datetime.fromisoformat(value) if value else timezone.now()
 
 
+def _level_text(xsb: str) -> str:
+    """A level's text as compared for reuse: trailing blanks and empty lines do not make a level new."""
+    return "\n".join(line.rstrip() for line in xsb.splitlines() if line.strip())
+
+
+def played_levels_reused(*, benchmark: Benchmark, release: Release | None, levels: list[tuple[str, str]]) -> str:
+    """Why a scorecard release with ``levels`` ((level id, XSB text) pairs) may not be published
+    beside the other published releases of ``benchmark``, or "": it reuses a level of one of them.
+    Every card there could see that level (a scout card learns the whole set, docs/schemes.md), so
+    a "rotated" release carrying it would rank play from memory. Sync and publishing both ask."""
+    wanted = {_level_text(xsb): level_id for level_id, xsb in levels}
+    if not wanted:
+        return ""
+    played = ScorecardLevel.objects.filter(release__benchmark=benchmark, release__published=True)
+    if release is not None:
+        played = played.exclude(release=release)
+    seen: dict[str, str] = {}
+    for xsb, version in played.values_list("xsb", "release__version").iterator():
+        level_id = wanted.get(_level_text(xsb))
+        if level_id is not None:
+            seen.setdefault(level_id, version)
+    if not seen:
+        return ""
+    first = min(seen)
+    return (
+        f"{len(seen)} of its levels (first: {first!r}) are levels of published release "
+        f"{benchmark.slug} {seen[first]}, which every card there could see; a new release needs a "
+        "freshly generated set (python -m scoring.sokoban.generator --count N)"
+    )
+
+
 def release_gate_failures(release: Release) -> list[str]:
     """Why ``release`` cannot be published yet (empty when it can). Slugs only, never anchors."""
     rows = list(release.release_tasks.select_related("task").order_by("position", "task__slug"))
@@ -85,6 +116,10 @@ def release_gate_failures(release: Release) -> list[str]:
         failures.append(f"anchor sign-off missing for {', '.join(unsigned)}")
     if uncalibrated:
         failures.append(f"faithfulness calibration missing for {', '.join(uncalibrated)}")
+    levels = list(release.scorecard_levels.values_list("level_id", "xsb"))
+    reused = played_levels_reused(benchmark=release.benchmark, release=release, levels=levels) if levels else ""
+    if reused:
+        failures.append(f"episode_set: {reused}")
     return failures
 
 
@@ -299,6 +334,9 @@ def release_publish(*, release: Release, user: Any) -> Release:
     ``published_at`` is the manifest's when it gives one, else now.
     """
     release_actor(user)
+    # The benchmark row first: two drafts that share levels, published at once, must not both pass
+    # the played-levels gate (each would check before the other was published).
+    Benchmark.objects.select_for_update().filter(pk=release.benchmark_id).first()
     row = Release.objects.select_for_update().select_related("benchmark").get(pk=release.pk)
     if row.published:
         return row

@@ -45,6 +45,7 @@ from leaderboard.services.release_gates import (
     benchmark_text_write,
     clear_anchor_sign_off,
     clear_calibration,
+    played_levels_reused,
     publish_release_text,
     published_at_of,
     release_actor,
@@ -391,40 +392,16 @@ def _hashed_before_sandbox_files(release: Release) -> bool:
     return bool(tasks) and not any("sandbox_files" in task for task in tasks if isinstance(task, dict))
 
 
-def _level_text(xsb: str) -> str:
-    """A level's text as compared for reuse: trailing blanks and empty lines do not make a level new."""
-    return "\n".join(line.rstrip() for line in xsb.splitlines() if line.strip())
-
-
 def _refuse_played_levels(benchmark: Benchmark, release: Release | None, m: ReleaseManifest) -> None:
     """Refuse a scorecard release that reuses a level of another published release of its
-    benchmark: every card there could see it (a scout card learns the whole set,
-    docs/schemes.md), so a "rotated" release carrying it would rank play from memory."""
+    benchmark (``release_gates.played_levels_reused``, which publishing checks too)."""
     if m.episode_set is None:
         return
-    wanted = {_level_text(level.xsb): level.level_id for level in m.episode_set.levels}
-    played = ScorecardLevel.objects.filter(release__benchmark=benchmark, release__published=True)
-    if release is not None:
-        played = played.exclude(release=release)
-    seen: dict[str, str] = {}
-    for xsb, version in played.values_list("xsb", "release__version").iterator():
-        level_id = wanted.get(_level_text(xsb))
-        if level_id is not None:
-            seen.setdefault(level_id, version)
-    if seen:
-        first = min(seen)
-        raise ManifestError(
-            [
-                Problem(
-                    RELEASE_FILE,
-                    m.lines.get("episode_set"),
-                    "episode_set",
-                    f"{len(seen)} of its levels (first: {first!r}) are levels of published release "
-                    f"{benchmark.slug} {seen[first]}, which every card there could see; a new release needs a "
-                    "freshly generated set (python -m scoring.sokoban.generator --count N)",
-                )
-            ]
-        )
+    reused = played_levels_reused(
+        benchmark=benchmark, release=release, levels=[(level.level_id, level.xsb) for level in m.episode_set.levels]
+    )
+    if reused:
+        raise ManifestError([Problem(RELEASE_FILE, m.lines.get("episode_set"), "episode_set", reused)])
 
 
 def _replace_scorecard_levels(release: Release, m: ReleaseManifest, changes: list[str]) -> None:

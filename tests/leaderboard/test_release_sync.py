@@ -581,14 +581,15 @@ def test_a_release_synced_with_no_sandbox_files_refuses_one_added_later(tmp_path
     ]
 
 
-def _scorecard_manifest(root: Path, version: str, levels: list[tuple[str, str]]) -> Path:
+def _scorecard_manifest(root: Path, version: str, levels: list[tuple[str, str]], *, published: bool = True) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     body = "".join(
         f'    - {{id: {level_id}, xsb: "{xsb.replace(chr(10), chr(92) + "n")}"}}\n' for level_id, xsb in levels
     )
     (root / "release.yaml").write_text(
         "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\n"
-        f"version: '{version}'\npublished: true\ntasks: []\nepisode_set:\n  size: {len(levels)}\n  levels:\n{body}"
+        f"version: '{version}'\npublished: {str(published).lower()}\ntasks: []\nepisode_set:\n"
+        f"  size: {len(levels)}\n  levels:\n{body}"
     )
     return root
 
@@ -618,3 +619,19 @@ def test_a_scorecard_release_reusing_a_level_of_a_published_release_is_refused(t
         manifest=_scorecard_manifest(tmp_path / "a", "1", [("l1", CORRIDOR), ("l2", ROOM)]), user=staff
     )
     assert again.status == "unchanged"
+
+
+def test_publishing_a_draft_that_reuses_a_level_of_a_release_published_since_is_refused(tmp_path: Path, staff) -> None:
+    # Synced as drafts, neither reused a *published* level; the second publish must still refuse.
+    first = release_sync(
+        manifest=_scorecard_manifest(tmp_path / "a", "1", [("l1", CORRIDOR)], published=False), user=staff
+    )
+    second = release_sync(
+        manifest=_scorecard_manifest(tmp_path / "b", "2", [("m1", NARROW), ("m2", CORRIDOR)], published=False),
+        user=staff,
+    )
+    release_publish(release=first.release, user=staff)
+    with pytest.raises(ReleaseGateError) as refused:
+        release_publish(release=second.release, user=staff)
+    assert "episode_set: 1 of its levels (first: 'm2') are levels of published release sokoban 1" in str(refused.value)
+    assert Release.objects.get(pk=second.release.pk).published is False
