@@ -63,13 +63,23 @@ SCORE_AGGREGATES = gap.SCORE_AGGREGATES
 # precision (seed 000's worked example: 0.90, 0.54, 1.12), which every page shows anyway. Finer
 # would narrow the anchor (mean * n - the other finals); coarser would blur the board.
 PUBLISHED_PLACES = 2
-_PUBLISHED_QUANTUM = Decimal(1).scaleb(-PUBLISHED_PLACES)
-_PUBLISHED_PRECISION = 309 + PUBLISHED_PLACES + 1
 # What pages and the API say in place of a withheld value.
 WITHHELD_SCORE_REASON = (
     "withheld: the task's anchor is not published, and this number would reveal it (measured / gap); "
     "it is shown to the run's submitter (for an evaluator-signed result) and staff only"
 )
+
+
+def round_half_away(value: float, places: int) -> Decimal:
+    """A finite ``value`` at ``places`` decimals exactly as PostgreSQL's ``round(value::numeric,
+    places)`` computes it: the double's 15 significant digits (``DBL_DIG``, the float8 to numeric
+    cast), then half away from zero. Python's ``round`` and format round the double itself, so a
+    stored 0.7875 (a hair below) would print 0.787."""
+    with localcontext() as context:
+        # Enough digits for any finite double (1e308 has 309 before the point): quantize raises
+        # rather than round when the result would not fit the context's precision.
+        context.prec = 309 + places + 1
+        return Decimal(format(value, ".15g")).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
 def published_score(value: float | None) -> float | None:
@@ -81,11 +91,7 @@ def published_score(value: float | None) -> float | None:
     another."""
     if value is None or not math.isfinite(value):
         return value  # nothing to round (a recomputed score is finite; a claim is strict JSON)
-    with localcontext() as context:
-        # Enough digits for any finite double (1e308 has 309 before the point): quantize raises
-        # rather than round when the result would not fit the context's precision.
-        context.prec = _PUBLISHED_PRECISION
-        return float(Decimal(format(value, ".15g")).quantize(_PUBLISHED_QUANTUM, rounding=ROUND_HALF_UP))
+    return float(round_half_away(value, PUBLISHED_PLACES))
 
 
 def published_bounds(bounds: Any) -> Any:

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django import template
 
+from leaderboard.disclosure import round_half_away
 from leaderboard.templatetags.podium import EMPTY
 
 register = template.Library()
 
 
 def _fixed(number: float, digits: int) -> str:
-    """``number`` with ``digits`` decimals, rounded as the boards round (leaderboard.disclosure.
-    published_score): its 15 significant digits, then half away from zero. Python's format rounds
-    the double itself, so a baseline of exactly 0.7875 (stored a hair below) printed 0.787."""
-    exact = Decimal(format(number, ".15g"))
-    return format(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP), "f")
+    """``number`` with ``digits`` decimals, rounded as the boards round (half away from zero on its
+    15 significant digits): a baseline of exactly 0.7875, stored a hair below, printed 0.787."""
+    return format(round_half_away(number, digits), "f")
 
 
 @register.filter

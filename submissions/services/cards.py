@@ -258,10 +258,13 @@ class _CardIdle(CardError):
         self.card_id = card_id
 
 
-def _close_if_idle(card: Card, now: dt.datetime) -> None:
-    """Close a locked card that has idled out, exactly as the sweep would (the one lazy expiry)."""
-    if _is_expired(card, now):
-        _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+def _close_if_idle(card: Card, now: dt.datetime) -> bool:
+    """Close a locked card that has idled out (the one expiry: the sweep's, a list's and a
+    request's); True when it closed it."""
+    if not _is_expired(card, now):
+        return False
+    _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+    return True
 
 
 def _card_request(service: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -944,7 +947,6 @@ def cards_close_idle(*, now: dt.datetime | None = None, owner: User | None = Non
     for card_id in ids:
         with transaction.atomic():
             card = Card.objects.select_for_update().filter(pk=card_id).first()
-            if card is not None and _is_expired(card, now):
-                _close(card, closed_by=Card.ClosedBy.EXPIRY, now=card_expires_at(card))
+            if card is not None and _close_if_idle(card, now):
                 closed += 1
     return closed
