@@ -393,3 +393,17 @@ def _embargoed_view(index: int, paid_reward: float | None) -> OutcomeView:
         time_limit_hit=None,
         embargoed=True,
     )
+
+
+def agent_race_versions(*, agent: Any) -> list[tuple[Any, str]]:
+    """(benchmark, version) of every version of ``agent`` with a run on a published race release,
+    by benchmark name then version: the agent page links each to its race page (it listed only
+    paper-gap runs, and told a racing agent's visitors it had no public runs)."""
+    rows = (
+        RaceRun.objects.filter(agent_version__agent=agent, release__published=True)
+        .values_list("release__benchmark", "agent_version__version")
+        .distinct()
+    )
+    pairs = sorted(set(rows))
+    benchmarks = {b.pk: b for b in Benchmark.objects.filter(pk__in={pk for pk, _ in pairs})}
+    return sorted(((benchmarks[pk], version) for pk, version in pairs), key=lambda pair: (pair[0].name, pair[1]))

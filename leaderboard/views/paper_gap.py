@@ -24,6 +24,7 @@ from leaderboard.models import Benchmark, ReleaseTask, Standing
 from leaderboard.selectors import paper_gap as selectors
 from leaderboard.selectors.declarations import LEVELS, WEIGHTS, agent_versions_declared, board_baselines
 from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
+from leaderboard.selectors.race import agent_race_versions
 from leaderboard.selectors.release_diff import release_diff_rows
 from leaderboard.selectors.releases import release_previous
 from leaderboard.selectors.task_ranking import task_ranking
@@ -407,5 +408,12 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
     return render(
         request,
         "leaderboard/agent.html",
-        {"agent": agent_row, "runs": runs, "badges": badges, "versions": versions, "is_owner": is_owner},
+        {
+            "agent": agent_row,
+            "runs": runs,
+            "badges": badges,
+            "versions": versions,
+            "is_owner": is_owner,
+            "race_versions": agent_race_versions(agent=agent_row),
+        },
     )

@@ -205,6 +205,17 @@ def test_a_version_with_slashes_is_linked_from_every_race_page_and_opens(run_rac
     assert opened.status_code == 200 and b"2026/05" in opened.content
 
 
+def test_a_racing_agents_page_links_its_race_versions_instead_of_saying_it_has_no_runs(
+    run_race, race_benchmark, client
+):
+    # The agent page listed paper-gap runs only: "No public runs yet" for an agent racing weekly.
+    run_race(1, {("Alpha", "2026/05"): 0.8, ("Beta", "1"): 0.5}, is_launch=True)
+    page = client.get(reverse("agent_detail", args=["alpha"])).content.decode()
+    assert "No public runs yet" not in page and "No paper-gap runs: this agent races (below)." in page
+    assert f'href="{reverse("race_agent_version", args=[race_benchmark.slug, "alpha", "2026/05"])}"' in page
+    assert "Beta" not in page.split('id="races-heading"')[1]
+
+
 def test_equal_raw_scores_share_a_race_rank_and_an_overall_rank(run_race, race_benchmark, client):
     race = run_race(1, {("Zulu", "1"): 0.6, ("Alpha", "1"): 0.6, ("Mike", "1"): 0.9}, is_launch=True)
     ranks = {r.agent_version.agent.name: r.rank for r in RaceResult.objects.filter(race=race)}
