@@ -51,6 +51,8 @@ def test_the_card_page_lists_the_played_episodes(played, client):
     assert reverse("scorecard_episode", args=[played.pk, "corridor"]) in page
     assert "<strong>deadlocked</strong>" in page
     assert "measured" in page
+    # The board shows the success rate as a percentage: the card page says the same number so.
+    assert '0.200 <span class="muted">(20%, as on the board)</span>' in page  # 1 of 5 solved
 
 
 def test_a_visitor_sees_steps_but_no_actions_and_no_layout_of_a_hidden_level(played, client, make_user):
