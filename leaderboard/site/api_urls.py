@@ -96,6 +96,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         play.LevelResetView.as_view(),
         name="api-scorecard-reset",
     ),
+    re_path(
+        rf"^scorecards/(?P<card_id>[0-9]{{1,18}})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/?$",
+        play.LevelView.as_view(),
+        name="api-scorecard-level",
+    ),
     path("admin/runs/<int:run_id>/reruns/", keys_admin.RunRerunView.as_view(), name="api-run-rerun"),
     path("admin/runs/<int:run_id>/level/", keys_admin.RunLevelView.as_view(), name="api-run-level"),
     # ``path`` for the version: free text that may hold slashes ("2026/05"), each addressable.

@@ -239,6 +239,24 @@ class CardCloseView(APIView):
         return Response(card_json(_card(card.pk)))
 
 
+class LevelView(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(
+        summary="A started level's episode as it stands (to resume after a lost answer)",
+        responses={200: _ANY, **_COMMON},
+        tags=["scorecards"],
+    )
+    def get(self, request: Request, card_id: int, level_id: str) -> Response:
+        refuse_unread_parameters(request, frozenset())
+        try:
+            view = card_services.card_episode_get(card_id=card_id, user=signed_in_user(request), level_id=level_id)
+        except card_services.CardError as exc:
+            raise _raise(exc) from None
+        return Response(card_services.episode_json(view))
+
+
 class LevelResetView(APIView):
     permission_classes = [permissions.IsAuthenticated]
     throttle_classes: list[Any] = []

@@ -460,6 +460,16 @@ def card_episode_reset(*, card_id: int, user: User, level_id: str) -> EpisodeVie
     return episode_view(episode)
 
 
+@_card_request
+def card_episode_get(*, card_id: int, user: User, level_id: str) -> EpisodeView:
+    """The episode of ``level_id`` as it stands, for the card's player while the card can be
+    played: what the last reset or action answered, so a client that lost that answer (a dropped
+    connection) resumes without a reset, which would cost a restart and put the level back to
+    its start. Reading is not activity: it neither touches the card nor keeps it from idling out."""
+    card = _open_card_for_play(card_id, user, timezone.now())
+    return episode_view(_episode_of(card, level_id))
+
+
 def card_episode_act(*, card_id: int, user: User, level_id: str, action: Any) -> EpisodeView:
     """Apply one move to the level's episode; it ends when solved, deadlocked (corner
     test) or when its steps reach the budget. (The API's usual action is first tried by

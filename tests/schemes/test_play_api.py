@@ -711,6 +711,32 @@ def test_an_account_lists_its_own_cards_newest_first_and_no_one_elses(play_relea
     assert APIClient().get(OPEN).status_code == 401
 
 
+def test_a_player_reads_a_started_level_as_it_stands_without_a_restart(play_release, make_user):
+    # After a dropped connection the only way back was a reset: a restart, the level back to its start.
+    mine = client_for(make_user("resumer"))
+    card_id = open_card(mine).json()["id"]
+    reset(mine, card_id, "corridor")
+    last = act(mine, card_id, "corridor", "right").json()
+    read = mine.get(f"{OPEN}{card_id}/levels/corridor")
+    assert read.status_code == 200
+    assert read.json() == {key: value for key, value in last.items() if key != "last"}
+    assert read.json()["restarts"] == 0 and read.json()["steps"] == 1
+    assert CardEpisode.objects.get(card_id=card_id).restarts == 0  # nothing was written
+    assert error(mine.get(f"{OPEN}{card_id}/levels/room")) == (409, "episode_not_started")
+    assert error(mine.get(f"{OPEN}{card_id}/levels/nowhere")) == (404, "level_unknown")
+
+
+def test_a_level_is_read_by_its_cards_player_only_and_only_while_the_card_is_open(play_release, make_user):
+    owner, stranger = make_user("owner1"), make_user("stranger1")
+    mine = client_for(owner)
+    card_id = open_card(mine).json()["id"]
+    reset(mine, card_id, "corridor")
+    assert error(client_for(stranger).get(f"{OPEN}{card_id}/levels/corridor")) == (404, "card_not_found")
+    assert APIClient().get(f"{OPEN}{card_id}/levels/corridor").status_code == 401
+    assert mine.post(f"{OPEN}{card_id}/close").status_code == 200
+    assert error(mine.get(f"{OPEN}{card_id}/levels/corridor")) == (409, "card_closed")
+
+
 def test_a_card_idle_past_its_time_is_listed_closed_not_open_and_another_accounts_is_left_alone(
     play_release, make_user, settings
 ):
