@@ -123,7 +123,7 @@ def check(page: Any, url: str, label: str, problems: list[str]) -> None:
         scrolled = page.evaluate(
             """() => Array.from(document.querySelectorAll('main .table-scroll'))
                  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
-                 .map(e => (e.getAttribute('aria-labelledby') || '?') + ' +' + (e.scrollWidth - e.clientWidth) + 'px')"""
+                 .map(e => (e.getAttribute('aria-labelledby') || '?') + ' +' + (e.scrollWidth - e.clientWidth))"""
         )
         problems.extend(f"{label} {url}: a table scrolls at laptop width: {where}" for where in scrolled)
     board_row = page.locator("table.board tbody tr").first
