@@ -19,8 +19,9 @@ PAGES = [
     # release, cost points, baselines (with their cost and declarations joined)
     ("cost-chart", reverse("cost_chart_data", args=["ale-robotics", "v0.5"]) + "?org=acme", 3),
     ("board-json-filtered", reverse("board_json", args=["ale-robotics", "v0.5"]) + "?weights=open", 3),
-    # agent, its runs, their task results, their ranks, its versions with declarations and baselines
-    ("agent", reverse("agent_detail", args=["alpha"]), 5),
+    # agent, its runs, their task results, their ranks, its versions with declarations and baselines,
+    # its race versions (their benchmarks: one more, only for an agent that races)
+    ("agent", reverse("agent_detail", args=["alpha"]), 6),
 ]
 
 
