@@ -116,7 +116,8 @@ def release_gate_failures(release: Release) -> list[str]:
         failures.append(f"anchor sign-off missing for {', '.join(unsigned)}")
     if uncalibrated:
         failures.append(f"faithfulness calibration missing for {', '.join(uncalibrated)}")
-    levels = list(release.scorecard_levels.values_list("level_id", "xsb"))
+    # Only a scorecard release has a hidden set (its size is on the row): no query for the others.
+    levels = list(release.scorecard_levels.values_list("level_id", "xsb")) if release.episode_set_size else []
     reused = played_levels_reused(benchmark=release.benchmark, release=release, levels=levels) if levels else ""
     if reused:
         failures.append(f"episode_set: {reused}")
