@@ -46,6 +46,7 @@ from leaderboard.selectors.releases import release_previous
 from leaderboard.services.release_gates import (
     ReleaseGateError,
     release_gate_failures,
+    release_judge_warnings,
     release_publish,
     release_task_calibrate_faithfulness,
     release_task_sign_off_anchor,
@@ -212,11 +213,12 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     @admin.display(description="Review gates")
     def gates(self, obj: Release) -> str:
         if obj.published:
-            return "published"
-        failures = release_gate_failures(obj)
-        if not failures:
-            return "every gate has passed; ready to publish"
-        return format_html_join("", "<div>{}</div>", ((failure,) for failure in failures))
+            lines = ["published"]
+        else:
+            lines = release_gate_failures(obj) or ["every gate has passed; ready to publish"]
+        # Not gates, but what a publisher must know: a reproduction task no judge key signs for.
+        lines += [f"Warning: {warning}" for warning in release_judge_warnings(obj)]
+        return format_html_join("", "<div>{}</div>", ((line,) for line in lines))
 
     @admin.display(description="Changes since the previous version")
     def diff_with_previous(self, obj: Release) -> str:
@@ -244,6 +246,8 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
                 self.message_user(request, str(exc), messages.ERROR)
             else:
                 self.message_user(request, f"{release} is published", messages.SUCCESS)
+                for warning in release_judge_warnings(release):
+                    self.message_user(request, f"{release}: {warning}", messages.WARNING)
 
     def get_urls(self) -> list[Any]:
         upload = path("upload/", self.admin_site.admin_view(self.upload_view), name="leaderboard_release_upload")

@@ -23,7 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from leaderboard.manifest import ReleaseManifest
-from leaderboard.models import Benchmark, Release, ReleaseTask, ScorecardLevel, Task
+from leaderboard.models import Benchmark, Release, ReleaseTask, ScorecardLevel, SigningKey, SigningKeyTask, Task
 from leaderboard.permissions import PUBLISH_RELEASE, staff_write_actor
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "published_at_of",
     "release_actor",
     "release_gate_failures",
+    "release_judge_warnings",
     "release_label",
     "release_publish",
     "release_sign_off_all",
@@ -122,6 +123,40 @@ def release_gate_failures(release: Release) -> list[str]:
     if reused:
         failures.append(f"episode_set: {reused}")
     return failures
+
+
+def release_judge_warnings(release: Release) -> list[str]:
+    """Reproduction tasks of ``release`` whose calibrated rubric no unrevoked judge key signs for.
+
+    Not a gate: a judge key may be registered after publication. But seed 003's judge is
+    fail-closed (no verdict: the task scores 0), so until one is registered every run scores 0 on
+    those tasks; staff are told before they publish and on the release page after.
+    """
+    calibrated = list(
+        release.release_tasks.filter(genre=Task.Genre.REPRODUCTION, faithfulness_calibrated_at__isnull=False)
+        .select_related("task")
+        .order_by("position", "task__slug")
+    )
+    if not calibrated:
+        return []
+    judged = set(
+        SigningKeyTask.objects.filter(
+            signing_key__owner_kind=SigningKey.Owner.JUDGE,
+            signing_key__revoked_at__isnull=True,
+            task_id__in=[row.task_id for row in calibrated],
+        ).values_list("task_id", "rubric_version")
+    )
+    missing = [
+        f"{row.task.slug} (rubric {row.faithfulness_rubric_version})"
+        for row in calibrated
+        if (row.task_id, row.faithfulness_rubric_version) not in judged
+    ]
+    if not missing:
+        return []
+    return [
+        f"no judge key signs for {', '.join(missing)}: the judge is fail-closed, so every run scores 0 there "
+        "until a judge key is registered for that task and rubric"
+    ]
 
 
 TASK_SNAPSHOT_FIELDS = (

@@ -300,7 +300,11 @@ def test_the_per_task_gate_forms_then_the_publish_action_publish(client, admin_u
         {"action": "publish", "_selected_action": [release.pk]},
         follow=True,
     )
-    assert [str(m) for m in response.context["messages"]][-1] == "ale-robotics 0.4 is published"
+    shown = [str(m) for m in response.context["messages"]]
+    assert "ale-robotics 0.4 is published" in shown
+    # No judge key is registered for rubric v2: published, with the fail-closed judge's warning.
+    assert shown[-1].startswith("ale-robotics 0.4: no judge key signs for ")
+    assert "(rubric v2)" in shown[-1]
     release.refresh_from_db()
     assert release.published is True
     signed = ReleaseTask.objects.filter(release=release, anchor_signed_off_by=admin_user).count()

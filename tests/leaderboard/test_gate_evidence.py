@@ -15,6 +15,7 @@ from leaderboard.models import ReleaseTask
 from leaderboard.services.release_gates import (
     ReleaseGateError,
     anchor_within_tolerance,
+    release_judge_warnings,
     release_task_calibrate_faithfulness,
     release_task_sign_off_anchor,
 )
@@ -201,3 +202,56 @@ def test_a_non_staff_account_cannot_open_the_gate_forms(client, visitor, row) ->
     assert response.status_code == 302 and "/login/" in response["Location"]
     row.refresh_from_db()
     assert row.anchor_signed_off_at is None
+
+
+def _calibrate(row: ReleaseTask, staff, rubric: str = "v3") -> None:
+    release_task_calibrate_faithfulness(
+        release_task=row, user=staff, rubric_version=rubric, dry_run_outcome="ref faithful; shortcut unfaithful",
+        dry_run_passed=True,
+    )  # fmt: skip
+
+
+def _judge_key(row: ReleaseTask, rubric: str):
+    from submissions.bundle.signatures import generate_signing_key, public_key_b64
+    from submissions.services.signing_keys import signing_key_register
+
+    return signing_key_register(
+        judge_name="judge/test", tasks={row.task: rubric}, public_key_b64=public_key_b64(generate_signing_key()),
+        user=None,
+    )  # fmt: skip
+
+
+def test_a_calibrated_task_no_judge_key_signs_for_is_a_publish_warning(row, staff) -> None:
+    _calibrate(row, staff)
+    warnings = release_judge_warnings(row.release)
+    assert len(warnings) == 1
+    assert f"{SLUG} (rubric v3)" in warnings[0]
+    assert "scores 0" in warnings[0]
+
+
+def test_a_judge_key_for_another_rubric_does_not_silence_the_warning(row, staff) -> None:
+    _calibrate(row, staff)
+    _judge_key(row, "v2")
+    assert f"{SLUG} (rubric v3)" in release_judge_warnings(row.release)[0]
+
+
+def test_a_judge_key_for_the_calibrated_rubric_silences_the_warning_until_revoked(row, staff) -> None:
+    from submissions.services.signing_keys import signing_key_revoke
+
+    _calibrate(row, staff)
+    key = _judge_key(row, "v3")
+    assert release_judge_warnings(row.release) == []
+    signing_key_revoke(signing_key=key, user=None)
+    assert f"{SLUG} (rubric v3)" in release_judge_warnings(row.release)[0]
+
+
+def test_an_uncalibrated_task_is_a_gate_not_a_warning(row) -> None:
+    assert release_judge_warnings(row.release) == []
+
+
+def test_the_release_admin_page_shows_the_judge_warning(client, admin_user, row, staff) -> None:
+    _calibrate(row, staff)
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:leaderboard_release_change", args=[row.release_id]))
+    assert page.status_code == 200
+    assert f"Warning: no judge key signs for {SLUG} (rubric v3)" in page.content.decode()
