@@ -23,6 +23,21 @@ def wilson_interval(rate: float | None, trials: int, *, z: float = Z_95) -> tupl
     if rate is None or trials <= 0 or not math.isfinite(rate):
         return None
     successes = min(trials, max(0, round(rate * trials)))
+    return wilson_bounds(successes, trials, z=z)
+
+
+def wilson_bounds(successes: int, trials: int, *, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of ``successes`` of ``trials`` (0 <= successes <= trials, trials >= 1).
+
+    At the edges the bound is exactly 0 (none) or 1 (all): the general formula reaches it only up
+    to rounding (3.5e-18, 0.9999999999999999), which the boards and exports would print."""
+    if successes == trials:  # the mirror of none solved: Wilson's interval is symmetric in k <-> n - k
+        return 1.0 - _wilson(0, trials, z)[1], 1.0
+    low, high = _wilson(successes, trials, z)
+    return (0.0 if successes == 0 else low), high
+
+
+def _wilson(successes: int, trials: int, z: float) -> tuple[float, float]:
     p = successes / trials
     z2 = z * z
     denominator = 1 + z2 / trials

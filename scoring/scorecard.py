@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
+from scoring.proportion import wilson_bounds
 from scoring.validate import fail, non_negative_int, positive, positive_int, unit_interval
 
 __all__ = [
@@ -32,9 +34,6 @@ STEP_BUDGET_MULTIPLIER = 3
 Entrant = TypeVar("Entrant", bound=str)
 
 
-# z of a two-sided 95% interval.
-INTERVAL_Z = 1.959963984540054
-
 
 def success_rate_interval(solved: int, episodes: int) -> tuple[float, float]:
     """The 95% Wilson score interval of a card's success rate (``solved`` of ``episodes``).
@@ -46,12 +45,7 @@ def success_rate_interval(solved: int, episodes: int) -> tuple[float, float]:
     x = non_negative_int("scorecard", "solved", solved)
     if x > n:
         raise fail("scorecard", "solved", f"at most episodes ({n})", x)
-    z2 = INTERVAL_Z * INTERVAL_Z
-    rate = x / n
-    denominator = 1 + z2 / n
-    centre = (rate + z2 / (2 * n)) / denominator
-    half = INTERVAL_Z * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return wilson_bounds(x, n)
 
 
 def step_budget(optimal_len: int) -> int:
@@ -134,7 +128,9 @@ def summarize(
     solved = 0
     deadlocked = 0
     total_actions = 0
-    ratios: list[float] = []
+    # Exact: equal efficiencies (23/25 from 23/25 + 23/25 or from 18/18 + 21/25) must be equal
+    # floats, or float noise would rank them and the deadlock tiebreak would never be reached.
+    ratios: list[Fraction] = []
     solved_steps = 0
     for index, episode in enumerate(episodes):
         if index >= size:
@@ -148,13 +144,13 @@ def summarize(
             deadlocked += 1
         if counts:
             solved += 1
-            ratios.append(best / episode.steps)
+            ratios.append(Fraction(best, episode.steps))
             solved_steps += episode.steps
     return Scorecard(
         episodes=size,
         solved=solved,
         success_rate=solved / size,
-        move_efficiency=math.fsum(ratios) / solved if solved else None,
+        move_efficiency=float(sum(ratios, Fraction(0)) / solved) if solved else None,
         avg_steps_solved=solved_steps / solved if solved else None,
         deadlock_rate=deadlocked / size,
         total_actions=total_actions,
@@ -166,7 +162,8 @@ def rank_key(card: Scorecard) -> tuple[float, int, float, float, int, float, int
 
     success_rate desc, move_efficiency desc (None -- nothing solved -- sorts
     after every number), deadlock_rate asc; then the documented tiebreak:
-    total_actions asc, avg_steps_solved asc (None last), episodes desc.
+    total_actions asc (only among cards that solved something), avg_steps_solved
+    asc (None last), episodes desc.
     Cards with equal keys are equal in every ranked field; callers that need
     a strict order over entrants break those ties by entrant id.  A card
     with a NaN, out-of-range or negative field is rejected, so every key is
@@ -184,7 +181,9 @@ def rank_key(card: Scorecard) -> tuple[float, int, float, float, int, float, int
         0 if efficiency is not None else 1,
         -(efficiency if efficiency is not None else 0.0),
         deadlocks,
-        card.total_actions,
+        # Fewer actions is leaner play only where something was solved; among cards that solved
+        # nothing it is less play, and ranked a one-move card above one that tried and failed.
+        card.total_actions if efficiency is not None else 0,
         steps if steps is not None else math.inf,
         -card.episodes,
     )

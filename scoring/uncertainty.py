@@ -4,8 +4,6 @@
   two-stage: resample tasks with replacement, and for every drawn task
   resample its evaluator episodes with replacement and re-score it with the
   same rules as :func:`scoring.gap.score_run`.
-* :func:`success_rate_interval` -- a scorecard's success rate, resampling
-  its (padded) episodes.
 
 Randomness comes only from ``numpy.random.default_rng(seed)`` (PCG64), consumed
 in a fixed order, so the same inputs and seed give the same intervals on every
@@ -42,7 +40,6 @@ from scoring.gap import (
     TaskSpec,
     aggregate_episodes,
 )
-from scoring.scorecard import Scorecard
 from scoring.validate import fail, positive_int
 
 __all__ = [
@@ -56,7 +53,6 @@ __all__ = [
     "percentile_interval",
     "run_intervals",
     "run_intervals_from_columns",
-    "success_rate_interval",
     "task_columns",
     "unpack_run_columns",
 ]
@@ -398,30 +394,3 @@ def run_intervals_from_columns(
             stats = sums[present > 0] / present[present > 0]
         intervals[name] = percentile_interval(stats, level)
     return RunIntervals(overall=intervals["overall"], reproduction=intervals[REPRODUCTION], open=intervals[OPEN])
-
-
-def success_rate_interval(
-    card: Scorecard,
-    *,
-    resamples: int = DEFAULT_RESAMPLES,
-    level: float = DEFAULT_LEVEL,
-    seed: int = DEFAULT_SEED,
-) -> Interval:
-    """Bootstrap CI of a scorecard's success rate.
-
-    Resamples the card's ``episodes`` (the full padded set: padded episodes
-    are unsolved) with replacement and counts solves.
-    """
-    count = positive_int("bootstrap", "resamples", resamples)
-    _check_level(level)
-    n = positive_int("scorecard", "episodes", card.episodes)
-    solved = card.solved
-    if isinstance(solved, bool) or not isinstance(solved, int) or not 0 <= solved <= n:
-        raise fail("scorecard", "solved", f"an integer in [0, {n}]", solved)
-    # Solves among n episodes drawn with replacement from a card with ``solved`` solves:
-    # Binomial(n, solved / n), the same distribution as drawing the n episodes one by one.
-    rng = np.random.default_rng(seed)
-    stats = (rng.binomial(n, solved / n, size=count) / n).tolist()
-    interval = percentile_interval(stats, level)
-    assert interval is not None  # count >= 1
-    return interval

@@ -181,6 +181,41 @@ def test_fewer_total_actions_breaks_a_tie_on_the_three_ranking_metrics() -> None
     assert rank_key(card(0.3, 0.9, 0.1, actions=50)) < rank_key(card(0.3, 0.9, 0.1, actions=60))
 
 
+def test_total_actions_do_not_rank_cards_that_solved_nothing() -> None:
+    # A one-move card would otherwise rank above one that played and failed: less play, not leaner.
+    one_move, tried = card(0.0, None, 0.0, actions=1), card(0.0, None, 0.0, actions=20)
+    assert rank_key(one_move) == rank_key(tried)
+    assert [name for name, _ in best_per_entrant([("b-one-move", one_move), ("a-tried", tried)])] == [
+        "a-tried",
+        "b-one-move",
+    ]
+
+
+def test_equal_move_efficiencies_are_equal_numbers_so_the_deadlock_rate_decides() -> None:
+    # 23/25 twice, and 18/18 with 21/25: both means are exactly 23/25. Summed as floats they
+    # differed in the last bit and ranked the card with a deadlock first.
+    optimal = {"a": 23, "b": 23, "c": 5, "d": 18, "e": 21}
+    with_deadlock = summarize(
+        [
+            ScorecardEpisode("a", 25, solved=True, deadlocked=False, actions=25),
+            ScorecardEpisode("b", 25, solved=True, deadlocked=False, actions=25),
+            ScorecardEpisode("c", 9, solved=False, deadlocked=True, actions=9),
+        ],
+        100,
+        optimal,
+    )
+    without = summarize(
+        [
+            ScorecardEpisode("d", 18, solved=True, deadlocked=False, actions=18),
+            ScorecardEpisode("e", 25, solved=True, deadlocked=False, actions=25),
+        ],
+        100,
+        optimal,
+    )
+    assert with_deadlock.move_efficiency == without.move_efficiency == 0.92
+    assert rank_key(without) < rank_key(with_deadlock)
+
+
 def test_only_each_entrants_best_card_is_shown() -> None:
     good, bad, other = card(0.5, 0.9, 0.0), card(0.1, 0.9, 0.0), card(0.3, 0.8, 0.0)
     ranked = best_per_entrant([("alice", bad), ("bob", other), ("alice", good)])
@@ -205,6 +240,10 @@ def test_the_success_rate_interval_is_wilsons_with_real_bounds_at_zero_and_all_s
     # Closed forms at the edges: (0, z2 / (n + z2)) and (n / (n + z2), 1).
     assert success_rate_interval(0, 10) == pytest.approx((0.0, z2 / (10 + z2)))
     assert success_rate_interval(10, 10) == pytest.approx((10 / (10 + z2), 1.0))
+    # The edges themselves are exact, not 3.5e-18 and 0.9999999999999999.
+    assert success_rate_interval(0, 100)[0] == 0.0
+    assert success_rate_interval(10, 10)[1] == 1.0
+    assert success_rate_interval(100, 100)[0] == pytest.approx(1 - success_rate_interval(0, 100)[1])
     # 38 of 100 by hand: centre (0.38 + z2/200) / (1 + z2/100) = 0.38444, half-width
     # z * sqrt(0.38 * 0.62 / 100 + z2 / 40000) / (1 + z2/100) = 0.09347.
     low, high = success_rate_interval(38, 100)

@@ -19,13 +19,11 @@ from scoring.gap import (
     TaskSpec,
     score_run,
 )
-from scoring.scorecard import Scorecard
 from scoring.uncertainty import (
     pack_run_columns,
     percentile_interval,
     run_intervals,
     run_intervals_from_columns,
-    success_rate_interval,
     task_columns,
     unpack_run_columns,
 )
@@ -48,10 +46,6 @@ def results(seed: int = 1) -> dict[str, TaskResult]:
         "b": TaskResult([Episode(1.0 + rng.random() * 3) for _ in range(30)], None),
         "c": TaskResult([Episode(rng.random() if i % 3 else None) for i in range(300)], None),
     }
-
-
-def card(solved: int, episodes: int = 100) -> Scorecard:
-    return Scorecard(episodes, solved, solved / episodes, None, None, 0.0, 0)
 
 
 def test_the_same_seed_gives_identical_intervals() -> None:
@@ -120,26 +114,6 @@ def test_run_intervals_reject_an_unknown_task() -> None:
     assert str(error.value) == "run: task must be a slug of the release's required task set, got 'zzz'"
 
 
-def test_a_success_rate_interval_brackets_the_success_rate() -> None:
-    interval = success_rate_interval(card(31))
-    assert interval.low < 0.31 < interval.high
-    assert interval.low >= 0.2 and interval.high <= 0.42
-
-
-def test_a_success_rate_interval_is_deterministic_for_a_seed() -> None:
-    assert success_rate_interval(card(31), seed=3) == success_rate_interval(card(31), seed=3)
-
-
-def test_a_card_with_no_solves_has_a_zero_interval() -> None:
-    interval = success_rate_interval(card(0))
-    assert (interval.low, interval.high) == (0.0, 0.0)
-
-
-def test_a_large_hidden_set_uses_the_general_sampler() -> None:
-    interval = success_rate_interval(card(500, episodes=1000), resamples=200)
-    assert interval.low < 0.5 < interval.high
-
-
 def test_percentiles_use_nearest_ranks() -> None:
     interval = percentile_interval([float(i) for i in range(1000)])
     assert interval is not None
@@ -148,13 +122,13 @@ def test_percentiles_use_nearest_ranks() -> None:
 
 def test_a_level_outside_zero_and_one_is_rejected() -> None:
     with pytest.raises(ScoringError) as error:
-        success_rate_interval(card(1), level=1.0)
+        run_intervals(release(), results(), level=1.0)
     assert str(error.value) == "bootstrap: level must be a number strictly between 0 and 1, got 1.0"
 
 
 def test_zero_resamples_are_rejected() -> None:
     with pytest.raises(ScoringError) as error:
-        success_rate_interval(card(1), resamples=0)
+        run_intervals(release(), results(), resamples=0)
     assert str(error.value) == "bootstrap: resamples must be an integer >= 1, got 0"
 
 
@@ -236,18 +210,6 @@ def test_the_vectorised_intervals_equal_the_estimator_written_out_resample_by_re
         if interval is not None:
             assert interval.low == pytest.approx(expected.low, rel=1e-12, abs=1e-12), name
             assert interval.high == pytest.approx(expected.high, rel=1e-12, abs=1e-12), name
-
-
-def test_a_success_rate_interval_matches_counting_solves_among_resampled_episodes() -> None:
-    import numpy as np
-
-    # Binomial(n, solved / n) draws are the solves of n episodes drawn with replacement:
-    # compare the two samplers' intervals over many resamples (same distribution).
-    interval = success_rate_interval(card(37), resamples=20000, seed=1)
-    rng = np.random.default_rng(2)
-    flags = np.array([1] * 37 + [0] * 63)
-    counted = percentile_interval((flags[rng.integers(0, 100, size=(20000, 100))].sum(axis=1) / 100).tolist())
-    assert abs(interval.low - counted.low) <= 0.011 and abs(interval.high - counted.high) <= 0.011
 
 
 def stored_columns(spec: ReleaseSpec, run: dict[str, TaskResult]) -> dict:

@@ -84,3 +84,10 @@ def test_the_wilson_interval_stays_inside_0_1_and_keeps_a_width_at_100_percent()
     assert wilson_interval(None, 10) is None and wilson_interval(0.5, 0) is None
     # 50 of 100: the textbook Wilson interval.
     assert wilson_interval(0.5, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+
+
+def test_the_wilson_interval_is_exactly_0_and_1_at_its_edges():
+    assert wilson_interval(0.0, 100)[0] == 0.0
+    assert wilson_interval(1.0, 10)[1] == 1.0
+    low, high = wilson_interval(1.0, 100)
+    assert (low, high) == (1.0 - wilson_interval(0.0, 100)[1], 1.0)
