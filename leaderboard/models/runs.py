@@ -3,6 +3,8 @@ runs enter leaderboards; rejected submissions write no run rows."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.db import models
 
@@ -165,6 +167,15 @@ class ScorecardRun(models.Model):
         Load with ``select_related("card")`` to read it without a query per row."""
         card = getattr(self, "card", None)  # the reverse accessor raises (an AttributeError) when there is none
         return card.pk if card is not None else None
+
+    @property
+    def closed_at(self) -> dt.datetime:
+        """When the card closed, as the card API answers it: an idle card closed at its last
+        activity plus the idle time, whenever the sweep or the next request recorded this row
+        (``created_at``). A row without a card, or a card without the time: ``created_at``."""
+        card = getattr(self, "card", None)
+        closed = getattr(card, "closed_at", None)
+        return closed if closed is not None else self.created_at
 
 
 class RaceRun(models.Model):

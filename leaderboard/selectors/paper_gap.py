@@ -156,8 +156,14 @@ def board_query_from_params(params: QueryDict) -> BoardQuery:
 
 
 def release_get(*, benchmark_slug: str, version: str, staff: bool = False) -> Release:
-    """A release visitors may see (published, or any for staff), or 404."""
-    release = releases_visible(staff=staff).filter(benchmark__slug=benchmark_slug, version=version).first()
+    """A paper-gap release visitors may see (published, or any for staff), or 404. A scorecard or
+    race benchmark's release is a 404 here: its board, exports and badge are the scheme's own
+    (leaderboard/scheme_urls.py), and these pages showed it as an empty paper-gap board."""
+    release = (
+        releases_visible(staff=staff)
+        .filter(benchmark__slug=benchmark_slug, version=version, benchmark__scheme=Benchmark.Scheme.PAPER_GAP)
+        .first()
+    )
     if release is None:
         raise Http404("No such release")
     return release

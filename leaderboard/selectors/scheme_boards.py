@@ -109,7 +109,7 @@ def scorecard_board_records(*, release: Release) -> list[dict[str, Any]]:
                 # Seed 001: the cheap corner test undercounts, so the rate is a lower bound.
                 "deadlock_rate_lower_bound": card.deadlock_rate,
                 "total_actions": card.total_actions,
-                "closed_at": card.created_at.isoformat() if card.created_at else None,
+                "closed_at": card.closed_at.isoformat() if card.closed_at else None,
             }
         )
     return records

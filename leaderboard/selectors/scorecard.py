@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.http import Http404
 
-from leaderboard.models import Benchmark, Release, ScorecardRun
+from leaderboard.models import Agent, Benchmark, Release, ScorecardRun
 from leaderboard.models.races import ScorecardStanding
 from leaderboard.selectors.releases import benchmark_of_scheme
 
@@ -99,4 +99,16 @@ def scorecard_reading(*, card: ScorecardRun) -> ScorecardReading:
         path_ratio=1 / efficiency if efficiency else None,
         deadlock_rate=card.deadlock_rate,
         best_rank=standing,
+    )
+
+
+def agent_scorecards(*, agent: Agent) -> list[ScorecardStanding]:
+    """``agent``'s ranked best card on each published scorecard release (one query), by benchmark
+    name then release: the agent page links each (it listed only paper-gap runs, and told a
+    scorecard agent's visitors it had no public runs). Only board rows: a card that does not
+    rank (no move, a private level) is not listed."""
+    return list(
+        ScorecardStanding.objects.filter(agent=agent, release__published=True)
+        .select_related("release__benchmark", "scorecard__card", "scorecard__agent_version")
+        .order_by("release__benchmark__name", "-release__published_at", "release_id")
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import yaml
 from django.conf import settings
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
@@ -27,6 +27,7 @@ from leaderboard.selectors.paper_gap import TABS, BoardQueryError, BoardRow
 from leaderboard.selectors.race import agent_race_versions
 from leaderboard.selectors.release_diff import release_diff_rows
 from leaderboard.selectors.releases import release_previous
+from leaderboard.selectors.scorecard import agent_scorecards
 from leaderboard.selectors.task_ranking import task_ranking
 from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.templatetags.podium import duration, percent, ratio, tokens
@@ -205,18 +206,29 @@ def home(request: HttpRequest) -> HttpResponse:
 def benchmark_detail(request: HttpRequest, benchmark: str) -> HttpResponse:
     """A benchmark's address: its current release's board (or the scheme's own page)."""
     staff = viewer_is_staff(request.user)
-    # Through visibility: a draft-only benchmark of another scheme is the same 404 as none at all
-    # (a redirect would confirm it exists).
-    scheme = benchmarks_visible(staff=staff).filter(slug=benchmark).values_list("scheme", flat=True).first()
-    if scheme is not None and scheme != Benchmark.Scheme.PAPER_GAP:
-        # Scorecard and race benchmarks have their own pages (leaderboard/scheme_urls.py).
-        for name in (f"{scheme}_benchmark", f"{scheme}s:benchmark", f"{scheme}_board"):
-            try:
-                return redirect(reverse(name, kwargs={"benchmark": benchmark}))
-            except NoReverseMatch:
-                continue
+    scheme_page = _scheme_page(benchmark, staff=staff)
+    if scheme_page is not None:
+        return scheme_page
     release = selectors.release_current(benchmark_slug=benchmark, staff=staff)
     return redirect("release_board", benchmark=benchmark, version=release.version)
+
+
+def _scheme_page(benchmark: str, *, staff: bool, version: str = "") -> HttpResponse | None:
+    """A redirect to a scorecard or race benchmark's own page (leaderboard/scheme_urls.py): its
+    release's board where the scheme has one per release, else its benchmark page. None for a
+    paper-gap benchmark, and for one the viewer may not see: through visibility, a draft-only
+    benchmark of another scheme is the same 404 as none at all (a redirect would confirm it)."""
+    scheme = benchmarks_visible(staff=staff).filter(slug=benchmark).values_list("scheme", flat=True).first()
+    if scheme is None or scheme == Benchmark.Scheme.PAPER_GAP:
+        return None
+    names = [(f"{scheme}_board", {"benchmark": benchmark, "version": version})] if version else []
+    names += [(f"{scheme}_benchmark", {"benchmark": benchmark})]
+    for name, kwargs in names:
+        try:
+            return redirect(reverse(name, kwargs=kwargs))
+        except NoReverseMatch:
+            continue
+    return None
 
 
 @require_safe
@@ -232,7 +244,14 @@ def release_board(request: HttpRequest, benchmark: str, version: str) -> HttpRes
         if cached is not None:
             return HttpResponse(cached)
     staff = viewer_is_staff(request.user)
-    release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
+    try:
+        release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=staff)
+    except Http404:
+        # A scorecard or race benchmark's address under the paper-gap board: its own page.
+        scheme_page = _scheme_page(benchmark, staff=staff, version=version)
+        if scheme_page is None:
+            raise
+        return scheme_page
     page = selectors.board_page(release=release, query=query)
     run_url_prefix = reverse("run_detail", args=[0])[:-2]  # "/runs/": one reverse() per page, not per row
     chart_n = selectors.CHART_DEFAULT_N
@@ -415,5 +434,6 @@ def agent_detail(request: HttpRequest, agent: str) -> HttpResponse:
             "versions": versions,
             "is_owner": is_owner,
             "race_versions": agent_race_versions(agent=agent_row),
+            "scorecards": agent_scorecards(agent=agent_row),
         },
     )

@@ -363,3 +363,51 @@ def test_a_scorecard_board_export_issues_a_fixed_number_of_queries(
         if hasattr(response, "streaming_content"):
             b"".join(response.streaming_content)
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize("name", ["board_json", "board_csv", "chart_data"])
+def test_the_paper_gap_exports_of_a_scorecard_release_are_a_404_not_an_empty_board(client, scorecard_board, name):
+    response = client.get(reverse(name, args=SCORECARD))
+    assert response.status_code == 404
+
+
+def test_the_paper_gap_badge_of_a_scorecard_agent_is_a_404_not_unranked(client, scorecard_board):
+    response = client.get(reverse("agent_badge", args=[*SCORECARD, "alpha"]))
+    assert response.status_code == 404
+
+
+def test_the_paper_gap_board_address_of_a_scorecard_release_leads_to_its_scorecard_board(client, scorecard_board):
+    response = client.get(reverse("release_board", args=SCORECARD))
+    assert (response.status_code, response["Location"]) == (302, reverse("scorecard_board", args=SCORECARD))
+
+
+def test_the_paper_gap_board_address_of_a_race_release_leads_to_the_race_pages(client, race_release):
+    response = client.get(reverse("release_board", args=[race_release.benchmark.slug, race_release.version]))
+    assert (response.status_code, response["Location"]) == (
+        302,
+        reverse("race_benchmark", args=[race_release.benchmark.slug]),
+    )
+
+
+def test_a_scorecard_agents_page_lists_its_ranked_card_and_not_its_private_one(client, scorecard_board):
+    body = client.get(reverse("agent_detail", args=["alpha"])).content.decode()
+    alpha = ScorecardRun.objects.get(agent_version__agent__slug="alpha")
+    assert "No public runs yet" not in body
+    assert f'href="{reverse("scorecard_detail", args=[alpha.card_id])}"' in body
+    assert "rank 1, 31% solved (31/100)" in body
+    secret = client.get(reverse("agent_detail", args=["secret"])).content.decode()
+    assert "No public runs yet" in secret and "scorecards-heading" not in secret
+
+
+def test_an_idle_closed_cards_board_row_shows_when_the_card_closed_not_when_the_row_was_written(
+    client, scorecard_board
+):
+    import datetime as dt
+
+    alpha = ScorecardRun.objects.get(agent_version__agent__slug="alpha")
+    closed = alpha.created_at - dt.timedelta(hours=1)  # its idle time ran out an hour before the sweep
+    Card.objects.filter(run=alpha).update(closed_at=closed, closed_by="expiry")
+    rows = client.get(reverse("scorecard_board_json", args=SCORECARD)).json()["rows"]
+    assert rows[0]["closed_at"] == closed.isoformat()
+    page = client.get(reverse("scorecard_detail", args=[alpha.card_id])).content.decode()
+    assert f'datetime="{closed.isoformat()}">{closed:%Y-%m-%d %H:%M}</time> UTC after its idle time' in page
