@@ -6,9 +6,11 @@ refusal is a CardError turned into the API's one error shape. Authentication
 is the uploads' (an API key, or a browser session with CSRF); anonymous
 requests get 401 ``not_authenticated``.
 
-No throttle class: a card's requests are bounded already (each level's step
-budget, a capped number of restarts, and the daily card limit), and the play
-loop must stay as cheap as the trivial view (bench/play_bench.py).
+Throttles: the general per-minute limits apply to the reads (a card, its list, a
+level) -- nothing else bounds them. The writes are bounded by the game itself (an
+action by its level's step budget, a reset by the restart cap, an open by the daily
+card limit, a close by the open), and the play loop must stay as cheap as the
+trivial view (bench/play_bench.py): they take no throttle (``_PlayView``).
 
 The action URL is served by :func:`level_action`: the play loop's usual request (a
 key, a valid move, an episode in play) is answered without DRF's request machinery,
@@ -150,9 +152,17 @@ def card_summary(card: Card) -> dict[str, Any]:
     }
 
 
-class CardOpenView(APIView):
+class _PlayView(APIView):
+    """A play endpoint: its reads take the general per-minute limits, its writes none (the
+    game bounds them; see the module's docstring)."""
+
     permission_classes = [permissions.IsAuthenticated]
-    throttle_classes: list[Any] = []
+
+    def get_throttles(self) -> list[Any]:
+        return super().get_throttles() if self.request.method in permissions.SAFE_METHODS else []
+
+
+class CardOpenView(_PlayView):
 
     @extend_schema(
         operation_id="scorecards_list",
@@ -207,9 +217,7 @@ class CardOpenView(APIView):
         return Response(card_json(_card(card.pk)), status=201)
 
 
-class CardDetailView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
-    throttle_classes: list[Any] = []
+class CardDetailView(_PlayView):
 
     @extend_schema(summary="A scorecard so far", responses={200: _ANY, **_COMMON}, tags=["scorecards"])
     def get(self, request: Request, card_id: int) -> Response:
@@ -220,9 +228,7 @@ class CardDetailView(APIView):
         return Response(card_json(_card(card.pk)))
 
 
-class CardCloseView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
-    throttle_classes: list[Any] = []
+class CardCloseView(_PlayView):
 
     @extend_schema(
         summary="Close a scorecard: pad it and compute its metrics",
@@ -239,9 +245,7 @@ class CardCloseView(APIView):
         return Response(card_json(_card(card.pk)))
 
 
-class LevelView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
-    throttle_classes: list[Any] = []
+class LevelView(_PlayView):
 
     @extend_schema(
         summary="A started level's episode as it stands (to resume after a lost answer)",
@@ -257,9 +261,7 @@ class LevelView(APIView):
         return Response(card_services.episode_json(view))
 
 
-class LevelResetView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
-    throttle_classes: list[Any] = []
+class LevelResetView(_PlayView):
 
     @extend_schema(
         summary="Start or restart a level's episode",
@@ -284,9 +286,7 @@ def _usual_action(body: Any) -> str | None:
     return action if type(action) is str and action in ACTIONS else None
 
 
-class LevelActionView(APIView):
-    permission_classes = [permissions.IsAuthenticated]
-    throttle_classes: list[Any] = []
+class LevelActionView(_PlayView):
 
     @extend_schema(
         summary="Apply one move to a level's episode",

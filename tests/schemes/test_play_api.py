@@ -826,3 +826,23 @@ def test_a_close_with_a_body_field_is_refused_and_the_card_stays_open(api):
     response = api.post(f"/api/v1/scorecards/{card_id}/close", {"bogus": 1}, format="json")
     assert error(response) == (400, "invalid")
     assert api.get(f"/api/v1/scorecards/{card_id}").json()["status"] == "open"
+
+
+# ------------------------------------------------------------------ rate limits
+
+
+def test_the_play_reads_share_the_general_rate_limit_and_the_moves_do_not(api, monkeypatch):
+    from rest_framework.throttling import UserRateThrottle
+
+    card_id = open_card(api).json()["id"]
+    level = "corridor"
+    assert reset(api, card_id, level).status_code == 200
+    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "3/min", "anon": "3/min"})
+    reads = [api.get(f"{OPEN}{card_id}/").status_code for _ in range(3)]
+    assert reads == [200, 200, 200]
+    for path in (f"{OPEN}{card_id}/", OPEN, f"{OPEN}{card_id}/levels/{level}"):
+        assert error(api.get(path)) == (429, "throttled")
+    # A move is bounded by its level's step budget, not by the per-minute limit.
+    moves = [act(api, card_id, level, "left").status_code for _ in range(4)]
+    assert moves == [200, 200, 200, 200]
+    assert CardEpisode.objects.get(card_id=card_id).steps == 4
