@@ -20,8 +20,8 @@ PAGES = [
     ("cost-chart", reverse("cost_chart_data", args=["ale-robotics", "v0.5"]) + "?org=acme", 3),
     ("board-json-filtered", reverse("board_json", args=["ale-robotics", "v0.5"]) + "?weights=open", 3),
     # agent, its runs, their task results, their ranks, its versions with declarations and baselines,
-    # its race versions (their benchmarks: one more, only for an agent that races)
-    ("agent", reverse("agent_detail", args=["alpha"]), 6),
+    # its race versions (their benchmarks: one more, only for an agent that races), its ranked scorecards
+    ("agent", reverse("agent_detail", args=["alpha"]), 7),
 ]
 
 

@@ -42,8 +42,8 @@ PAGES = [
     ("run", lambda run: reverse("run_detail", args=[run.pk]), 6),
     # the public agent, its runs, their task results (leaderboard.disclosure), their ranks,
     # its versions with their declarations, its race versions (their benchmarks: one more, only
-    # for an agent that races)
-    ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 6),
+    # for an agent that races), its ranked scorecards
+    ("agent", lambda run: reverse("agent_detail", args=["alpha"]), 7),
     ("badge", lambda run: reverse("agent_badge", args=["ale-robotics", "v0.5", "alpha"]), 2),
 ]
 
