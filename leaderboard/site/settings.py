@@ -474,6 +474,9 @@ SPECTACULAR_SETTINGS = {
     # Without deep links: Swagger UI puts each one as a link inside the operation's toggle
     # button, a nested control (axe-core: nested-interactive) keyboard users cannot reach.
     "SWAGGER_UI_SETTINGS": {"deepLinking": False},
+    # Request bodies get components of their own: a file field is then `format: binary` (an upload),
+    # where one shared component typed it as a URL string and a generated client sent text.
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # Security headers. Production adds HTTPS-only cookies and HSTS.

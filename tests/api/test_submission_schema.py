@@ -88,3 +88,15 @@ def test_run_detail_conforms_to_the_schema_with_withheld_fields(world: Any, clie
     assert body["overall"] is None and "overall" in body["withheld"]
     errors = [e.message for e in _validator(client, "RunDetail").iter_errors(body)]
     assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [("/api/v1/submissions/", "bundle"), ("/api/v1/admin/releases/sync/", "manifest")],
+)
+def test_a_file_field_is_a_binary_upload_in_the_schema_not_a_url(client, path, field) -> None:
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
+    body = schema["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    name = body["$ref"].rsplit("/", 1)[-1]
+    shown = schema["components"]["schemas"][name]["properties"][field]
+    assert (shown["type"], shown["format"]) == ("string", "binary")
