@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import connections
 from django.db.models import Field, Model
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from leaderboard.models import Benchmark, Release, ReleaseTask, Task
@@ -26,6 +27,7 @@ __all__ = [
     "release_previous",
     "release_spec",
     "release_spec_by_id",
+    "release_task_simulator",
     "unknown_release_message",
     "version_key",
 ]
@@ -56,6 +58,14 @@ def unknown_release_message(benchmark_slug: str, version: str, *, where: str = "
 
 # The ReleaseTask columns a scoring spec is built from, in the order release_spec_from_rows reads them.
 RELEASE_SPEC_COLUMNS = ("task__slug", "genre", "metric_direction", "paper_value", "score_cap", "penalties")
+
+
+def release_task_simulator() -> Coalesce:
+    """A ReleaseTask's simulator as its release snapshotted it (the evaluator whose keys may sign
+    its results), for ``.annotate``: the shared Task row's simulator is the newest release's, and
+    a newer release moving the task to another simulator must not change who signs an older one.
+    Rows written before snapshots fall back to the task's."""
+    return Coalesce("simulator__simulator", "task__simulator__simulator")
 
 
 def release_spec(release: Release) -> ReleaseSpec:

@@ -48,7 +48,7 @@ from django.utils import timezone
 from leaderboard.disclosure import anchor_is_public, published_score
 from leaderboard.models import Benchmark, Release, ReleaseTask, Run, TaskResult, VerificationEvent
 from leaderboard.permissions import ADD_RESCORE, CHANGE_RESCORE, staff_may
-from leaderboard.selectors.releases import release_spec, version_key
+from leaderboard.selectors.releases import release_spec, release_task_simulator, version_key
 from leaderboard.services.declarations import run_cost_refresh
 from leaderboard.services.paper_gap_standings import standings_update_version
 from scoring import gap
@@ -473,8 +473,10 @@ def carry_attestation_caps(*, source: Run, target: Release) -> list[str]:
     ``scoped_judge_keys``): a key revoked since counts for nothing (revocation looks forward), and a
     judge's verdict counts only under the rubric ``target``'s own faithfulness gate was calibrated
     with (seed 003), not the source release's."""
-    rows = ReleaseTask.objects.filter(release=target).values_list(
-        "task__slug", "task__simulator__simulator", "faithfulness_rubric_version", "faithfulness_calibrated_at"
+    rows = (
+        ReleaseTask.objects.filter(release=target)
+        .annotate(release_simulator=release_task_simulator())
+        .values_list("task__slug", "release_simulator", "faithfulness_rubric_version", "faithfulness_calibrated_at")
     )
     simulators = {slug: simulator for slug, simulator, _, _ in rows}
     calibrated = {slug: rubric for slug, _, rubric, at in rows if rubric and at is not None}

@@ -57,6 +57,7 @@ from leaderboard.selectors.releases import (
     RELEASE_SPEC_COLUMNS,
     release_spec_by_id,
     release_spec_from_rows,
+    release_task_simulator,
     unknown_release_message,
 )
 from leaderboard.services.declarations import run_cost_refresh
@@ -215,12 +216,14 @@ def paper_gap_load(*, submission: Submission, bundle: Bundle) -> PaperGapContext
     # One read of the release's tasks: the scoring spec's columns, then what verification and
     # the record step need besides (withheld anchors, simulators, the ReleaseTask pks).
     rows = list(
-        ReleaseTask.objects.filter(release=release).values_list(
+        ReleaseTask.objects.filter(release=release)
+        .annotate(release_simulator=release_task_simulator())
+        .values_list(
             *RELEASE_SPEC_COLUMNS,
             "faithfulness_rubric_version",
             "faithfulness_calibrated_at",
             "anchor_published",
-            "task__simulator__simulator",
+            "release_simulator",
             "pk",
         )
     )

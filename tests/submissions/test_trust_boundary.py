@@ -390,6 +390,23 @@ def test_a_podium_bundle_1_is_accepted_but_never_above_validated(api, upload, ow
     assert Run.objects.get(submission=submission).level == "validated"
 
 
+def test_a_newer_release_moving_a_task_to_another_simulator_does_not_change_who_signs_this_one(
+    api, upload, owner, demo_release, seal, evaluator_key
+):
+    # What sync does when a newer release names another simulator: the shared Task row moves,
+    # this release's snapshot (ReleaseTask.simulator) keeps the evaluator it was published with.
+    from leaderboard.models import Task
+
+    newer = Evaluator.objects.create(simulator="demo-sim-next")
+    moved = ReleaseTask.objects.filter(release=demo_release).order_by("task__slug").first()
+    assert moved.simulator.simulator == "demo-sim"
+    Task.objects.filter(pk=moved.task_id).update(simulator=newer)
+    submission = upload(api(owner), seal(sign_with=evaluator_key))
+    assert (submission.verdict, submission.error_code) == ("validated", "")
+    result = TaskResult.objects.get(run__submission=submission, release_task=moved)
+    assert (result.signature, result.signing_key.evaluator.simulator) == ("valid", "demo-sim")
+
+
 # ------------------------------------------------------------------ ownership
 
 
