@@ -132,6 +132,11 @@ class EvaluatorAdmin(SuperuserDeletesMixin, admin.ModelAdmin):
     list_display = ["simulator", "name"]
     search_fields = ["simulator", "name"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # The simulator is the evaluator's identity: its keys sign its tasks by that name, and a
+        # manifest naming the old one would register a second evaluator that no key signs for.
+        return ["simulator"] if obj is not None else []
+
 
 @admin.register(Task)
 class TaskAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
@@ -199,8 +204,12 @@ class ReleaseAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
         return super().get_queryset(request).annotate(task_count=Count("release_tasks"))
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        # reveal_hidden_levels is the operator's one editable setting here (docs/schemes.md "Replay").
-        editable = {"manifest", "reveal_hidden_levels"}
+        # reveal_hidden_levels is the operator's one editable setting here (docs/schemes.md "Replay"),
+        # and only until it is set: a revealed set is public, so switching it off again would reopen
+        # play on levels anyone can now read the solutions to.
+        editable = (
+            {"manifest"} if obj is not None and obj.reveal_hidden_levels else {"manifest", "reveal_hidden_levels"}
+        )
         return [name for name in super().get_readonly_fields(request, obj) if name not in editable]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -485,8 +494,11 @@ class ValidatorAdmin(SuperuserDeletesMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         # Who acts for a validator is a race write (docs/security-model.md: filing for a validator
-        # needs change_race): with only change_validator a helper added itself to one.
-        return [] if staff_may(request.user, CHANGE_RACE) else ["accounts"]
+        # needs change_race): with only change_validator a helper added itself to one. The slug is
+        # the validator's identity: signed race runs name it (a rename refused them,
+        # validator_mismatch, and relabelled the past ones).
+        identity = ["slug"] if obj is not None else []
+        return identity if staff_may(request.user, CHANGE_RACE) else [*identity, "accounts"]
 
 
 @admin.register(Agent)
@@ -513,3 +525,6 @@ class AgentVersionAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
     list_display = ["agent", "version", "created_at"]
     search_fields = ["agent__name", "agent__slug", "version"]  # the baseline admin's autocomplete
     list_select_related = ["agent"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # versions are named by their runs (its agent field is read-only: adding was a 500)

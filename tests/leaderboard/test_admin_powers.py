@@ -138,3 +138,54 @@ def test_a_maintainer_reaches_the_gate_pages_the_gate_services_allow(django_user
     assert signed_in(maintainer).get(url).status_code == 200
     # A helper without the gate services' permission is refused on the page too.
     assert signed_in(staff_with("viewer", "leaderboard.view_releasetask")).get(url).status_code == 403
+
+
+def test_an_agent_version_cannot_be_added_in_the_admin(django_user_model) -> None:
+    boss = django_user_model.objects.create_superuser("boss", password="a-long-test-password-1")
+    client = signed_in(boss)
+    assert client.get(reverse("admin:leaderboard_agentversion_add")).status_code == 403
+    assert client.post(reverse("admin:leaderboard_agentversion_add"), {"version": "1"}).status_code == 403
+
+
+def test_an_evaluators_simulator_and_a_validators_slug_cannot_be_renamed(django_user_model) -> None:
+    from leaderboard.models import Evaluator
+
+    boss = django_user_model.objects.create_superuser("boss", password="a-long-test-password-1")
+    client = signed_in(boss)
+    evaluator = Evaluator.objects.create(simulator="carla", name="CARLA")
+    response = client.post(
+        reverse("admin:leaderboard_evaluator_change", args=[evaluator.pk]), {"simulator": "carla-0.9", "name": "C"}
+    )
+    assert response.status_code == 302
+    evaluator.refresh_from_db()
+    assert (evaluator.simulator, evaluator.name) == ("carla", "C")
+    validator = Validator.objects.create(slug="val-one", name="Val One")
+    url = reverse("admin:leaderboard_validator_change", args=[validator.pk])
+    assert client.post(url, {"slug": "val-two", "name": "Val 1"}).status_code == 302
+    validator.refresh_from_db()
+    assert (validator.slug, validator.name) == ("val-one", "Val 1")
+    # A new one is named when it is added.
+    client.post(reverse("admin:leaderboard_evaluator_add"), {"simulator": "mujoco", "name": "MuJoCo"})
+    assert Evaluator.objects.filter(simulator="mujoco").exists()
+
+
+def test_revealed_hidden_levels_cannot_be_hidden_again(django_user_model) -> None:
+    from leaderboard.models import Release
+
+    boss = django_user_model.objects.create_superuser("boss", password="a-long-test-password-1")
+    benchmark = Benchmark.objects.create(slug="sokoban", name="Sokoban", scheme="scorecard")
+    release = Release.objects.create(
+        benchmark=benchmark, version="1", required_task_set_hash="0" * 64, manifest_sha256="0" * 64, published=True
+    )
+    client = signed_in(boss)
+    url = reverse("admin:leaderboard_release_change", args=[release.pk])
+
+    def editable() -> set[str]:
+        return set(client.get(url).context["adminform"].form.fields)
+
+    assert "reveal_hidden_levels" in editable()
+    Release.objects.filter(pk=release.pk).update(reveal_hidden_levels=True)
+    assert "reveal_hidden_levels" not in editable()
+    client.post(url, {**change_form(client, url), "reveal_hidden_levels": ""})
+    release.refresh_from_db()
+    assert release.reveal_hidden_levels is True
