@@ -31,6 +31,12 @@ class ReleasePriceAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         written = release_prices_changed(release=obj.release)
         messages.info(request, f"Re-priced {written} run(s) of {obj.release}.")
+        # A row moved to another release leaves its old one: that release's costs change too.
+        previous = form.initial.get("release") if change else None
+        if previous is not None and previous != obj.release_id:
+            old = Release.objects.get(pk=previous)
+            written = release_prices_changed(release=old)
+            messages.info(request, f"Re-priced {written} run(s) of {old}.")
 
     def delete_model(self, request: HttpRequest, obj: ReleasePrice) -> None:
         release = obj.release

@@ -34,7 +34,6 @@ STEP_BUDGET_MULTIPLIER = 3
 Entrant = TypeVar("Entrant", bound=str)
 
 
-
 def success_rate_interval(solved: int, episodes: int) -> tuple[float, float]:
     """The 95% Wilson score interval of a card's success rate (``solved`` of ``episodes``).
 

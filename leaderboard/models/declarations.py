@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from leaderboard.models.agents import AgentVersion
@@ -72,8 +73,9 @@ class ReleasePrice(models.Model):
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="prices")
     # A base model name as agents declare it (matched case-insensitively), or "*" for the default.
     model = models.CharField(max_length=100)
-    input_usd_per_mtok = models.DecimalField(max_digits=10, decimal_places=4)
-    output_usd_per_mtok = models.DecimalField(max_digits=10, decimal_places=4)
+    # Never negative: a price below 0 put a negative cost on the public board.
+    input_usd_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, validators=[MinValueValidator(0)])
+    output_usd_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, validators=[MinValueValidator(0)])
 
     class Meta:
         ordering = ["release", "model"]

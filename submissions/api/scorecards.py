@@ -163,7 +163,6 @@ class _PlayView(APIView):
 
 
 class CardOpenView(_PlayView):
-
     @extend_schema(
         operation_id="scorecards_list",
         summary="Your scorecards, newest first (?status=open or closed)",
@@ -218,7 +217,6 @@ class CardOpenView(_PlayView):
 
 
 class CardDetailView(_PlayView):
-
     @extend_schema(summary="A scorecard so far", responses={200: _ANY, **_COMMON}, tags=["scorecards"])
     def get(self, request: Request, card_id: int) -> Response:
         try:
@@ -229,7 +227,6 @@ class CardDetailView(_PlayView):
 
 
 class CardCloseView(_PlayView):
-
     @extend_schema(
         summary="Close a scorecard: pad it and compute its metrics",
         request=None,
@@ -246,7 +243,6 @@ class CardCloseView(_PlayView):
 
 
 class LevelView(_PlayView):
-
     @extend_schema(
         summary="A started level's episode as it stands (to resume after a lost answer)",
         responses={200: _ANY, **_COMMON},
@@ -262,7 +258,6 @@ class LevelView(_PlayView):
 
 
 class LevelResetView(_PlayView):
-
     @extend_schema(
         summary="Start or restart a level's episode",
         request=None,
@@ -287,7 +282,6 @@ def _usual_action(body: Any) -> str | None:
 
 
 class LevelActionView(_PlayView):
-
     @extend_schema(
         summary="Apply one move to a level's episode",
         request=ActionSerializer,

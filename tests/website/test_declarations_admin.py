@@ -48,6 +48,31 @@ def test_staff_set_a_price_and_the_runs_are_re_priced(client, release):
     assert not RunCost.objects.exists()
 
 
+def test_a_negative_price_is_refused_and_nothing_is_priced(client, release):
+    make_run(release, agent_name="Alpha")
+    client.force_login(make_user("staffer", is_staff=True, is_superuser=True))
+    response = client.post(
+        reverse("admin:leaderboard_releaseprice_add"), {**price_form(release), "input_usd_per_mtok": "-50"}
+    )
+    assert response.status_code == 200
+    assert "Ensure this value is greater than or equal to 0." in response.content.decode()
+    assert not ReleasePrice.objects.exists() and not RunCost.objects.exists()
+
+
+def test_a_price_row_moved_to_another_release_re_prices_both(client, release):
+    old_run = make_run(release, agent_name="Alpha")
+    other = make_release(release.benchmark, "v0.6")
+    new_run = make_run(other, agent_name="Alpha")
+    client.force_login(make_user("staffer", is_staff=True, is_superuser=True))
+    client.post(reverse("admin:leaderboard_releaseprice_add"), price_form(release))
+    assert RunCost.objects.filter(run=old_run).exists()
+    price = ReleasePrice.objects.get()
+    response = client.post(reverse("admin:leaderboard_releaseprice_change", args=[price.pk]), price_form(other))
+    assert response.status_code == 302
+    assert not RunCost.objects.filter(run=old_run).exists()
+    assert RunCost.objects.get(run=new_run).usd == pytest.approx(1.234)
+
+
 def test_staff_mark_a_baseline_in_the_admin_and_it_leaves_the_ranks(client, release):
     staff = make_user("staffer", is_staff=True, is_superuser=True)
     make_run(release, agent_name="Alpha", score=0.9, with_standings=False)
