@@ -91,3 +91,20 @@ def test_load_demo_names_an_account_holding_the_demo_username_in_another_case_an
     )
     assert list(get_user_model().objects.values_list("username", flat=True)) == ["Demo-Submitter"]
     assert not Release.objects.exists() and not Submission.objects.exists()
+
+
+@pytest.mark.django_db
+def test_load_demo_on_a_site_that_revoked_a_demo_key_is_a_clear_error_not_a_traceback(site_identity):
+    from leaderboard.models import Evaluator
+    from submissions.bundle.signatures import public_key_b64
+    from submissions.management.commands.load_demo import demo_evaluator_key
+    from submissions.services.signing_keys import signing_key_register, signing_key_revoke
+
+    carla = Evaluator.objects.create(simulator="carla")
+    key = signing_key_register(evaluator=carla, public_key_b64=public_key_b64(demo_evaluator_key("carla")), user=None)
+    signing_key_revoke(signing_key=key, user=None)
+    with pytest.raises(CommandError) as refused:
+        call_command("load_demo")
+    message = str(refused.value)
+    assert message.startswith(f"a demo signing key: public key: key {key.key_id} was revoked")
+    assert "load it into a fresh database" in message

@@ -39,7 +39,7 @@ from submissions.bundle.demo import seal_dir, write_paper_gap_bundle_dir
 from submissions.bundle.signatures import public_key_b64
 from submissions.models import Submission
 from submissions.services.challenges import ChallengeRequest, challenge_issue
-from submissions.services.signing_keys import signing_key_register
+from submissions.services.signing_keys import SigningKeyError, signing_key_register
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
 
@@ -124,6 +124,13 @@ class Command(BaseCommand):
             self._handle()
         except ManifestError as exc:
             raise CommandError(f"a demo manifest is invalid: {exc}") from None
+        except SigningKeyError as exc:
+            # A demo key revoked on this site (the admin's Revoke action): it can never be
+            # registered again, so the demo cannot sign its runs here.
+            raise CommandError(
+                f"a demo signing key: {exc}. The demo signs its runs with fixed keys; load it into a fresh "
+                "database (make clean removes the embedded one) rather than one where its keys were revoked"
+            ) from None
         finally:
             current_app.conf.task_always_eager = saved
 
