@@ -211,13 +211,6 @@ class SigningKeyAdmin(admin.ModelAdmin):
         validator key signed are excluded from every score, with a public reason naming the key
         (leaderboard.services.race_exclusions; ``manage.py exclude_race_runs`` does the same)."""
         for key in queryset.order_by("key_id"):
-            if key.owner_kind != SigningKey.Owner.VALIDATOR or key.revoked_at is None:
-                self.message_user(
-                    request,
-                    f"key {key.key_id}: only a revoked validator key's race runs are excluded here; revoke it first",
-                    level=messages.ERROR,
-                )
-                continue
             reason = f"Signed with validator key {key.key_id}, which was revoked as compromised: it no longer counts."
             try:
                 excluded = race_runs_exclude(user=signed_in_user(request), reason=reason, signed_by=key.key_id)
@@ -225,6 +218,10 @@ class SigningKeyAdmin(admin.ModelAdmin):
                 self.message_user(request, str(exc), level=messages.ERROR)
                 return
             except RaceExclusionError as exc:
-                self.message_user(request, f"key {key.key_id}: {exc.message}", level=messages.WARNING)
+                # A live or non-validator key is refused by the service (the one rule); a key that
+                # signed nothing is only a warning.
+                level = messages.ERROR if exc.code == "key_not_revoked" else messages.WARNING
+                message = exc.message if exc.code == "key_not_revoked" else f"key {key.key_id}: {exc.message}"
+                self.message_user(request, message, level=level)
                 continue
             self.message_user(request, f"key {key.key_id}: excluded {len(excluded)} race run(s) from every score")

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.api_query import MAX_ID
-from leaderboard.models import Race, RaceRun
+from leaderboard.models import Race, RaceRun, SigningKey
 from leaderboard.permissions import CHANGE_RUN, staff_write_actor
 from leaderboard.reasons import public_reason
 from leaderboard.services.race_standings import race_standings_update
@@ -35,6 +35,18 @@ class RaceExclusionError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def _refuse_live_key(key_id: str) -> None:
+    """Excluding by key is the race side of a compromise: only a revoked validator key's runs.
+    A live key would go on filing runs that count while its earlier ones did not (the admin's
+    action and ``manage.py exclude_race_runs`` both come here)."""
+    key = SigningKey.objects.filter(key_id=key_id).values_list("owner_kind", "revoked_at").first()
+    if key is not None and (key[0] != SigningKey.Owner.VALIDATOR or key[1] is None):
+        raise RaceExclusionError(
+            "key_not_revoked",
+            f"key {key_id}: only a revoked validator key's race runs are excluded by key; revoke it first",
+        )
 
 
 def _locked(run_ids: list[int] | None, signed_by: str | None) -> list[RaceRun]:
@@ -79,6 +91,8 @@ def race_runs_exclude(
     race run the validator key ``signed_by`` (a key id) signed. Returns the ids newly excluded
     (excluding again changes nothing, not even the reason). ``user`` None: a script."""
     actor = staff_write_actor(user, CHANGE_RUN, doing="exclude race runs from scoring")
+    if signed_by is not None:
+        _refuse_live_key(signed_by)
     # The runs first: a run that does not exist is not_found whatever the reason says (the page
     # form answers it 404, not a message about the reason on a page that is not there).
     runs = [run for run in _locked(run_ids, signed_by) if run.excluded_at is None]

@@ -55,7 +55,8 @@ def two_validators(race_benchmark, race_release, submitter, submit, make_validat
         lifecycle.race_close(race=race)
         lifecycle.race_release(race=race)
     assert RaceRun.objects.count() == 8
-    return SigningKey.objects.get(validator=forged)
+    # Found out: revoked, so its runs may be excluded by key (a live key's may not).
+    return signing_key_revoke(signing_key=SigningKey.objects.get(validator=forged), user=None)
 
 
 def raw_scores(number: int) -> dict[str, float]:
@@ -196,7 +197,8 @@ def test_an_excluded_qualifying_run_leaves_the_qualifying_score(race_release, su
             name=f"q-{validator.slug}",
         )
     assert [round(row.score, 6) for row in qualifying_board(release=race_release)] == [0.6]
-    race_runs_exclude(user=None, reason=REASON, signed_by=SigningKey.objects.get(validator=forged).key_id)
+    forged_signer = signing_key_revoke(signing_key=SigningKey.objects.get(validator=forged), user=None)
+    race_runs_exclude(user=None, reason=REASON, signed_by=forged_signer.key_id)
     (row,) = qualifying_board(release=race_release)
     assert (round(row.score, 6), row.runs_included, len(row.runs)) == (0.3, 1, 2)
 
@@ -207,6 +209,13 @@ def test_the_command_excludes_a_keys_runs_and_reinstates_them(two_validators, ca
     assert RaceRun.objects.filter(excluded_at__isnull=False).count() == 4
     call_command("exclude_race_runs", "--signed-by", two_validators.key_id, "--reinstate")
     assert "reinstated 4 race run(s)" in capsys.readouterr().out
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+def test_the_command_refuses_to_exclude_a_live_keys_runs(two_validators):
+    SigningKey.objects.filter(pk=two_validators.pk).update(revoked_at=None)
+    with pytest.raises(CommandError, match="key_not_revoked"):
+        call_command("exclude_race_runs", "--signed-by", two_validators.key_id, "--reason", REASON)
     assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
 
 
@@ -237,6 +246,7 @@ def test_the_keys_admin_action_excludes_a_revoked_keys_runs_with_a_reason_naming
 
 
 def test_the_keys_admin_action_refuses_a_key_not_yet_revoked(client, two_validators):
+    SigningKey.objects.filter(pk=two_validators.pk).update(revoked_at=None)
     response = _admin_action(
         client, staff_with("maintainer", CHANGE_RUN, "leaderboard.change_signingkey"), two_validators
     )
