@@ -41,6 +41,7 @@ from django.db import transaction
 
 from leaderboard.models import OfficialRerun, Run, VerificationEvent
 from leaderboard.permissions import CHANGE_RUN, staff_may
+from leaderboard.selectors.carried import run_carried_copy_ids
 from leaderboard.selectors.releases import release_spec
 from leaderboard.services.paper_gap_standings import standings_update_version
 from leaderboard.storable_text import NAMES, field_path, unstorable_strings
@@ -307,4 +308,17 @@ def run_level_change(*, run: Run, actor: User | None, level: str, reason: str) -
     locked.level = level
     locked.save(update_fields=["level"])
     standings_update_version(release=locked.release, agent_version_id=locked.agent_version_id)
+    # Its carried copies rest on the same evidence: none stays above the level staff gave it
+    # (revoked: off every board, as the form says), each with its own event naming the source.
+    copies = Run.objects.select_for_update().filter(pk__in=run_carried_copy_ids(run_id=locked.pk)).order_by("pk")
+    for copy in copies:
+        if LEVEL_ORDER.index(level) >= LEVEL_ORDER.index(copy.level):
+            continue
+        VerificationEvent.objects.create(
+            run=copy, level=level, actor=actor, method=f"{method} on run {locked.pk}, which it was carried from",
+            note=reason,
+        )  # fmt: skip
+        copy.level = level
+        copy.save(update_fields=["level"])
+        standings_update_version(release=copy.release, agent_version_id=copy.agent_version_id)
     return event

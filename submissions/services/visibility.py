@@ -24,6 +24,7 @@ from leaderboard.api_query import MAX_ID
 from leaderboard.models import Run
 from leaderboard.permissions import CHANGE_RUN, staff_may
 from leaderboard.reasons import public_reason
+from leaderboard.selectors.carried import run_carried_copy_ids
 from leaderboard.selectors.visibility import run_is_visible
 from leaderboard.services.paper_gap_standings import standings_update_version
 from submissions.models import RunVisibilityEvent
@@ -123,9 +124,19 @@ def run_hide(*, run_id: int, user: User, reason: str) -> Run:
         raise VisibilityError("staff_only", f"only staff with the permission {CHANGE_RUN!r} can hide a run", status=403)
     run = _lock(run_id)  # an unknown run is a 404 whatever the reason says
     reason = public_reason(reason, says="why the run is hidden", error=VisibilityError)
+    previous = run.hidden_reason if run.hidden_at is not None else None
     run.hidden_at = run.hidden_at or timezone.now()
     run.hidden_reason = reason
-    return _save(run, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
+    _save(run, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
+    # Its carried copies rest on the same submission: hidden with it, for the same reason (a copy
+    # hidden on its own, for another reason, keeps that one).
+    for copy_id in run_carried_copy_ids(run_id=run.pk):
+        copy = _lock(copy_id)
+        if copy.hidden_at is None or copy.hidden_reason == previous:
+            copy.hidden_at = copy.hidden_at or run.hidden_at
+            copy.hidden_reason = reason
+            _save(copy, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
+    return run
 
 
 @transaction.atomic
@@ -137,9 +148,18 @@ def run_unhide(*, run_id: int, user: User) -> Run:
     run = _lock(run_id)
     if run.hidden_at is None:
         raise VisibilityError("not_hidden", f"run {run.pk} is not hidden", status=409)
+    reason = run.hidden_reason
     run.hidden_at = None
     run.hidden_reason = ""
-    return _save(run, action=RunVisibilityEvent.Action.UNHIDDEN, actor=user)
+    _save(run, action=RunVisibilityEvent.Action.UNHIDDEN, actor=user)
+    # The copies hidden with it (same reason) come back with it; one hidden for its own reason stays.
+    for copy_id in run_carried_copy_ids(run_id=run.pk):
+        copy = _lock(copy_id)
+        if copy.hidden_at is not None and copy.hidden_reason == reason:
+            copy.hidden_at = None
+            copy.hidden_reason = ""
+            _save(copy, action=RunVisibilityEvent.Action.UNHIDDEN, actor=user)
+    return run
 
 
 COPY_HIDDEN_REASON = (

@@ -424,3 +424,51 @@ class TestWhatAnAttestedRunCarries:
         note = VerificationEvent.objects.get(run=carried).note
         assert "not attested on release 0.6: judge judge/1 signed" in note
         assert "under rubric 'rubric/1', not the rubric release 0.6 calibrated" in note
+
+
+@pytest.fixture
+def carried(run, staff, demo_release, corrected, django_capture_on_commit_callbacks) -> Run:
+    rescore = propose(demo_release, staff, django_capture_on_commit_callbacks, corrected)
+    with django_capture_on_commit_callbacks(execute=True):
+        rescore_apply(rescore_id=rescore.pk, user=staff)
+    copy = Run.objects.get(release=corrected, carried_from=run)
+    assert Standing.objects.filter(run=copy).exists()
+    return copy
+
+
+@pytest.mark.django_db
+def test_revoking_a_run_revokes_its_carried_copy_and_takes_both_off_every_board(run, carried, staff) -> None:
+    from submissions.services.reruns import run_level_change
+
+    run_level_change(run=run, actor=staff, level="revoked", reason="fabricated results")
+    carried.refresh_from_db()
+    assert carried.level == "revoked"
+    event = VerificationEvent.objects.filter(run=carried).latest("pk")
+    assert (event.level, event.note) == ("revoked", "fabricated results")
+    assert f"on run {run.pk}, which it was carried from" in event.method
+    assert not Standing.objects.filter(run__in=[run, carried]).exists()
+
+
+@pytest.mark.django_db
+def test_hiding_a_run_hides_its_carried_copy_and_unhiding_brings_both_back(run, carried, staff) -> None:
+    from submissions.services.visibility import run_hide, run_unhide
+
+    run_hide(run_id=run.pk, user=staff, reason="under review")
+    carried.refresh_from_db()
+    assert (carried.hidden_reason, carried.is_private) == ("under review", True)
+    assert not Standing.objects.filter(run__in=[run, carried]).exists()
+    run_unhide(run_id=run.pk, user=staff)
+    carried.refresh_from_db()
+    assert (carried.hidden_at, carried.is_private) == (None, False)
+    assert Standing.objects.filter(run=carried).exists()
+
+
+@pytest.mark.django_db
+def test_a_copy_hidden_for_its_own_reason_stays_hidden_when_its_source_is_unhidden(run, carried, staff) -> None:
+    from submissions.services.visibility import run_hide, run_unhide
+
+    run_hide(run_id=carried.pk, user=staff, reason="its own problem")
+    run_hide(run_id=run.pk, user=staff, reason="under review")
+    run_unhide(run_id=run.pk, user=staff)
+    carried.refresh_from_db()
+    assert carried.hidden_reason == "its own problem"
