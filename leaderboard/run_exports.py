@@ -48,9 +48,10 @@ def task_record(result: Any, *, disclosure: Disclosure, staff: bool, release_pub
     interval = wilson_interval(result.pass_rate, result.episodes)
     return {
         "task": slug,
-        "title": release_task.task.title,
+        # The release's own snapshot, as every page shows it: the shared Task row is the newest release's.
+        "title": release_task.title,
         "genre": release_task.genre,
-        "metric": release_task.task.metric_name,
+        "metric": release_task.metric_name,
         "metric_direction": release_task.metric_direction,
         "anchor": shown_anchor(release_task, release_published=release_published, staff=staff),
         "measured": None if "measured" in hidden else result.measured,

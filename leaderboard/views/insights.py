@@ -89,7 +89,7 @@ def task_results_json(request: HttpRequest, benchmark: str, version: str, task: 
         "release": release.version,
         "task": release_task.task.slug,
         "genre": release_task.genre,
-        "metric": release_task.task.metric_name,
+        "metric": release_task.metric_name,  # the release's snapshot, as the page shows it
         "metric_direction": release_task.metric_direction,
         "anchor": release_task.public_paper_value if release.published else None,
         "notes": {

@@ -204,7 +204,7 @@ def run_compare(*, a_id: int, b_id: int, user: Viewer | None) -> Comparison:
         tasks.append(
             CompareRow(
                 key=slug,
-                label=reference.release_task.task.title,
+                label=reference.release_task.title,  # the release's snapshot, as the run page shows it
                 genre=reference.release_task.genre,
                 a=final_a,
                 b=final_b,

@@ -183,3 +183,19 @@ def test_the_comparison_names_the_pass_rate_as_every_other_page_does(client, rel
     body = _compare(client, a.pk, b.pk, kind="page").content.decode()
     assert "Pass rate intervals" in body
     assert "Pass-rate" not in body
+
+
+def test_a_runs_downloads_name_each_task_as_its_release_did_not_as_a_newer_one_renamed_it(client, release):
+    from leaderboard.models import ReleaseTask, Task
+
+    run = make_run(release, agent_name="Alpha")
+    first = ReleaseTask.objects.filter(release=release).order_by("position").first()
+    snapshot = (first.title, first.metric_name)
+    # What syncing a newer release does to the shared row: its text is now the newer release's.
+    Task.objects.filter(pk=first.task_id).update(title="Renamed later", metric_name="renamed_metric")
+    rows = client.get(reverse("run_results_json", args=[run.pk])).json()["tasks"]
+    row = next(r for r in rows if r["task"] == first.task.slug)
+    assert (row["title"], row["metric"]) == snapshot
+    other = make_run(release, agent_name="Bravo")
+    compared = client.get(reverse("run_compare") + f"?a={run.pk}&b={other.pk}").content.decode()
+    assert "Renamed later" not in compared and html.escape(snapshot[0]) in compared
