@@ -9,6 +9,7 @@ no stack trace, exception text or setting ever reaches a client.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -178,18 +179,27 @@ def request_limit_error(exc: Exception) -> ApiError | None:
     return None
 
 
+# An authentication scheme's name (RFC 9110 token, e.g. Bearer, Basic), short enough to echo.
+_SCHEME_WORD = re.compile(r"[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]{0,19}")
+
+
 def _other_scheme_named(exc: Exception, request: Any) -> Exception:
     """A request refused as unauthenticated that sent an Authorization header of another scheme
     ("Bearer <key>") is told the scheme this API reads: DRF's "credentials were not provided" left
     a client sure it had sent them. Same code and WWW-Authenticate; only the sentence differs."""
     if not isinstance(exc, exceptions.NotAuthenticated) or request is None:
         return exc
-    scheme = str(request.META.get("HTTP_AUTHORIZATION", "")).strip().split(" ", 1)[0]
+    header = str(request.META.get("HTTP_AUTHORIZATION", "")).strip()
+    scheme = header.split(" ", 1)[0]
     if not scheme or scheme.lower() == "api-key":
         return exc
-    named = exceptions.NotAuthenticated(
-        f"Authorization: this API reads 'Api-Key <key>' (or a signed-in session), not {scheme[:20]!r} credentials."
-    )
+    reads = "Authorization: this API reads 'Api-Key <key>' (or a signed-in session)"
+    if " " not in header or not _SCHEME_WORD.fullmatch(scheme):
+        # A bare value is most likely the key itself: never echo any of it (its secret follows its prefix).
+        message = f"{reads}; this header names no scheme: send 'Api-Key ' before the key."
+    else:
+        message = f"{reads}, not {scheme!r} credentials."
+    named = exceptions.NotAuthenticated(message)
     named.auth_header = getattr(exc, "auth_header", None)  # type: ignore[attr-defined]
     return named
 

@@ -23,7 +23,9 @@ import datetime as dt
 import hashlib
 import hmac
 import logging
+import math
 import secrets
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -197,14 +199,26 @@ def failed_attempts(ident: str) -> int:
     return int(cache.get(_failure_cache_key(ident), 0))
 
 
+def failure_wait(ident: str) -> int:
+    """Seconds until ``ident``'s failure window ends (its Retry-After): the window runs from its
+    first failure, so a client told the whole window again 30 s into it waited twice as long."""
+    window = settings.PODIUM_API_KEY_FAILURE_WINDOW
+    ends = cache.get(_failure_cache_key(ident) + ":ends")
+    if not isinstance(ends, (int, float)):
+        return window
+    return max(1, min(window, math.ceil(ends - time.time())))
+
+
 def record_failed_attempt(ident: str) -> int:
     key = _failure_cache_key(ident)
     window = settings.PODIUM_API_KEY_FAILURE_WINDOW
-    cache.add(key, 0, timeout=window)
+    if cache.add(key, 0, timeout=window):
+        cache.set(key + ":ends", time.time() + window, timeout=window)
     try:
         return int(cache.incr(key))
     except ValueError:  # expired between add and incr: start a new window
-        cache.add(key, 1, timeout=window)
+        if cache.add(key, 1, timeout=window):
+            cache.set(key + ":ends", time.time() + window, timeout=window)
         return 1
 
 
@@ -276,7 +290,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         raw = _api_key_raw(words)
         ident = failure_ident(request, raw)
         if _api_key_throttled(ident):
-            raise ApiKeyThrottled(wait=settings.PODIUM_API_KEY_FAILURE_WINDOW)
+            raise ApiKeyThrottled(wait=failure_wait(ident))
         if len(words) != 2:
             record_failed_attempt(ident)
             raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Api-Key <key>'.")

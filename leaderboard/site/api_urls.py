@@ -46,6 +46,10 @@ class DocsView(JsonErrorsView, SpectacularSwaggerSplitView):
 class SchemaView(JsonErrorsView, SpectacularAPIView):
     __doc__ = SpectacularAPIView.__doc__  # type: ignore[assignment]  # a lazy translation, typed as such
 
+    # Public, and the same for everyone: reading no account, a signed-in POST is the 405 the docs
+    # promise, not the session's CSRF refusal (as DocsView).
+    authentication_classes: list[type] = []
+
 
 urlpatterns: list[URLPattern | URLResolver] = [
     # First: the play loop's action is the API's most frequent request, and Django tries

@@ -59,6 +59,17 @@ def test_a_key_sent_under_another_scheme_is_told_the_scheme_this_api_reads(
     assert api.get("/api/v1/benchmarks/", HTTP_AUTHORIZATION=f"Bearer {owner_key}").status_code == 200
 
 
+def test_a_key_sent_without_a_scheme_is_told_so_and_none_of_it_is_echoed(world: Any, api: Any, owner_key: str) -> None:
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=owner_key)
+    assert response.status_code == 401
+    message = response.json()["error"]["message"]
+    assert message == (
+        "Authorization: this API reads 'Api-Key <key>' (or a signed-in session); this header names no scheme: "
+        "send 'Api-Key ' before the key."
+    )
+    assert owner_key[:8] not in message
+
+
 def test_a_revoked_key_no_longer_authenticates(world: Any, api: Any, owner_key: str) -> None:
     api_key_revoke(user=world.owner, key_id=ApiKey.objects.get(user=world.owner).pk)
     response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
@@ -89,6 +100,23 @@ def test_failed_attempts_at_one_key_from_one_address_are_throttled(
     # Another address is unaffected.
     other = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}", REMOTE_ADDR="10.9.9.9")
     assert other.status_code == 200
+
+
+def test_a_locked_prefix_is_told_the_time_left_in_its_window_not_the_whole_window(
+    world: Any, api: Any, owner_key: str, settings: Any, monkeypatch: Any
+) -> None:
+    import time
+
+    settings.PODIUM_API_KEY_FAILURE_LIMIT = 3
+    settings.PODIUM_API_KEY_FAILURE_WINDOW = 60
+    prefix = owner_key.split("_")[1]
+    for _ in range(3):
+        api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key pdm_{prefix}_{'x' * 43}")
+    started = time.time()
+    monkeypatch.setattr(time, "time", lambda: started + 30)
+    response = api.get("/api/v1/submissions/", HTTP_AUTHORIZATION=f"Api-Key {owner_key}")
+    assert response.status_code == 429
+    assert 29 <= int(response["Retry-After"]) <= 31
 
 
 def test_one_client_behind_a_shared_proxy_cannot_lock_out_the_other_key_users(

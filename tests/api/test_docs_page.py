@@ -69,6 +69,14 @@ def test_a_signed_in_post_to_the_api_docs_is_not_a_500(accept: str, content_type
     assert response.status_code == (405 if accept != "application/json" else 406), response.status_code
 
 
+@pytest.mark.django_db
+def test_a_signed_in_post_to_the_schema_without_a_csrf_token_is_the_405_not_a_csrf_refusal() -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.create_user("heidi", password=PASSWORD))
+    response = client.post("/api/v1/schema/", "a=1", content_type="application/x-www-form-urlencoded")
+    assert (response.status_code, response.json()["error"]["code"]) == (405, "method_not_allowed")
+
+
 # What every other endpoint answers (tests/api/test_errors.py): the API's one error shape.
 NOT_ACCEPTABLE = {"error": {"code": "not_acceptable", "message": "Could not satisfy the request Accept header."}}
 
