@@ -674,19 +674,52 @@ def parse_race_run(value: object, *, where: str = "race_run.json", bound: bool =
     )
 
 
-def check_no_duplicate_keys(value: object, *, where: str, path: str = "the document") -> None:
+def check_no_duplicate_keys(value: object, *, where: str) -> None:
     """Raise invalid_json for any object anywhere in ``value`` with a repeated key.
 
     Walks only documents that :func:`parse_json` flagged (the common case costs nothing).
+    Iterative, and the path is spelled only for the object refused: built at every level, a
+    deep document under long keys held depth x size characters (gigabytes from 14 MB).
     """
-    if path == "the document" and not getattr(value, "nested_duplicates", False):
+    if not getattr(value, "nested_duplicates", False):
         return
-    if isinstance(value, dict):
-        duplicates = getattr(value, "duplicates", ())
-        if duplicates:
-            raise BundleError("invalid_json", f"{where}: {path} has the key {duplicates[0]!r} twice")
-        for key, item in value.items():
-            check_no_duplicate_keys(item, where=where, path=f"{path}.{key}" if path != "the document" else key)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            check_no_duplicate_keys(item, where=where, path=f"{path}[{index}]")
+    # (value, its link): a link is (key or index, the parent's link); None at the top.
+    stack: list[tuple[object, tuple[object, Any] | None]] = [(value, None)]
+    while stack:
+        item, link = stack.pop()
+        if isinstance(item, dict):
+            duplicates = getattr(item, "duplicates", ())
+            if duplicates:
+                raise BundleError(
+                    "invalid_json",
+                    f"{where}: {_spelled_path(link)} has the key {_shown_key(duplicates[0])} twice",
+                )
+            # Reversed: popped in document order, so the first repeated key is the one reported.
+            stack.extend((child, (key, link)) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, (index, link)) for index, child in reversed(list(enumerate(item))))
+
+
+# How much of a refused key or path a message quotes: enough to find it, never the document.
+_SHOWN_KEY_CHARS = 60
+_SHOWN_PATH_PARTS = 8
+
+
+def _shown_key(key: object) -> str:
+    text = str(key)
+    return repr(text if len(text) <= _SHOWN_KEY_CHARS else text[:_SHOWN_KEY_CHARS] + "...")
+
+
+def _spelled_path(link: tuple[object, Any] | None) -> str:
+    parts: list[str] = []
+    while link is not None:
+        part, link = link
+        parts.append(f"[{part}]" if isinstance(part, int) else "." + _shown_key(part)[1:-1])
+    if not parts:
+        return "the document"
+    parts.reverse()
+    if len(parts) > _SHOWN_PATH_PARTS:
+        parts = [*parts[:2], f".({len(parts) - 4} more)", *parts[-2:]]
+    spelled = "".join(parts)
+    # A path into a top-level list reads from the document ("the document[0]"), as it always did.
+    return spelled[1:] if spelled.startswith(".") else f"the document{spelled}"

@@ -37,6 +37,7 @@ Invariants:
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 import time
@@ -220,8 +221,16 @@ class _Heartbeat:
             connection.close()  # this thread's own connection
 
 
+# A verdict's message is shown on pages, in mails and webhooks; it may quote the bundle (a key,
+# a claimed value), which a submitter makes as long as the upload allows: its head is kept.
+MAX_VERDICT_MESSAGE_CHARS = 2000
+
+
 def _storable(text: str) -> str:
-    """Text any database column takes: a lone surrogate (from a bundle's bytes) is escaped, never a crash."""
+    """Text any database column takes: a lone surrogate (from a bundle's bytes) is escaped, never
+    a crash; at most MAX_VERDICT_MESSAGE_CHARS of it."""
+    if len(text) > MAX_VERDICT_MESSAGE_CHARS:
+        text = text[:MAX_VERDICT_MESSAGE_CHARS] + f"... (message cut at {MAX_VERDICT_MESSAGE_CHARS} characters)"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -289,7 +298,7 @@ def _mark_error(submission: Submission, message: str = RETRYING_MESSAGE, *, tran
     write, and the retry after it, open a fresh one instead of failing on the dead one.
     """
     now = timezone.now()
-    values: dict[str, Any] = {"error_message": message[:2000], "updated_at": now}
+    values: dict[str, Any] = {"error_message": message[:MAX_VERDICT_MESSAGE_CHARS], "updated_at": now}
     if transient:
         values["status"] = Submission.Status.ERROR
     else:
@@ -577,22 +586,33 @@ def bundle_release_ref(bundle: Bundle) -> tuple[str, str]:
     return str(bundle.manifest.benchmark), str(bundle.manifest.release)
 
 
+# A stored diff quotes the bundle's claims: bounded, since a claim may be any JSON a submitter
+# wrote (a 10 MB string was stored, and shown, whole). Enough rows for every field of a large
+# release; a claimed value whose JSON is longer than a number's is replaced by its head.
+MAX_DIFF_ROWS = 500
+MAX_DIFF_VALUE_CHARS = 200
+
+
 def _jsonable_diff(diff: Any) -> list[Any]:
-    """The field-by-field comparison as JSON (scoring.compare.FieldDiff or dicts)."""
+    """The field-by-field comparison as JSON (scoring.compare.FieldDiff or dicts), bounded."""
     rows = []
-    for entry in diff or []:
+    for entry in list(diff or [])[:MAX_DIFF_ROWS]:
         if isinstance(entry, dict):
-            rows.append(entry)
+            row = dict(entry)
         else:
-            rows.append(
-                {
-                    "path": entry.path,
-                    "claimed": entry.claimed,
-                    "recomputed": entry.recomputed,
-                    "status": entry.status,
-                }
-            )
+            row = {"path": entry.path, "claimed": entry.claimed, "recomputed": entry.recomputed, "status": entry.status}
+        rows.append({key: _bounded(value) for key, value in row.items()})
     return rows
+
+
+def _bounded(value: Any) -> Any:
+    """``value``, or the head of its JSON text when that is longer than MAX_DIFF_VALUE_CHARS."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if len(text) <= MAX_DIFF_VALUE_CHARS:
+        return value
+    return text[:MAX_DIFF_VALUE_CHARS] + f"... ({len(text)} characters)"
 
 
 def _locked(submission_id: uuid.UUID) -> Submission:

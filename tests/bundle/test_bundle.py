@@ -365,6 +365,32 @@ def test_it_rejects_a_duplicate_key_inside_a_claimed_task(demo_dir, site_identit
     )
 
 
+def test_a_repeated_key_deep_under_long_keys_is_refused_in_little_memory_naming_a_short_path():
+    import tracemalloc
+
+    from submissions.bundle.errors import BundleError
+    from submissions.bundle.schema import check_no_duplicate_keys
+    from submissions.bundle.strict_json import parse_json
+
+    # 200 levels under 12 kB keys (2.4 MB): the path spelled at every level held depth x size
+    # characters (gigabytes from 14 MB, a worker killed for memory).
+    depth = 200
+    text = "".join(f'{{"{("k%03d" % i) * 3000}":' for i in range(depth)) + '{"d":1,"d":2}' + "}" * depth
+    document = parse_json(text.encode(), member="score_breakdown.json")
+    tracemalloc.start()
+    try:
+        with pytest.raises(BundleError) as refused:
+            check_no_duplicate_keys(document, where="score_breakdown.json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 2**20
+    assert refused.value.code == "invalid_json"
+    message = refused.value.message
+    assert message.startswith("score_breakdown.json: k000k000") and "(196 more)" in message
+    assert message.endswith("has the key 'd' twice") and len(message) < 600
+
+
 def test_it_rejects_a_task_slug_with_spaces(seal_bytes, site_identity, tar_bytes, manifest_for):
     manifest = manifest_for({}, tasks={"bad slug": {"genre": "open"}})
     err = _error(seal_bytes(tar_bytes([("manifest.json", manifest)])), site_identity[0])

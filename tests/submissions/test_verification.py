@@ -257,3 +257,19 @@ def test_the_heartbeat_never_renews_a_lease_another_worker_took_over(garbage, se
         time.sleep(1.5)
         assert not heartbeat.thread.is_alive()  # it found the row was not its own and stopped
     assert Submission.objects.get(pk=garbage.pk).lease_expires_at == before
+
+
+def test_a_verdict_message_quoting_a_huge_bundle_value_is_stored_cut_to_its_head():
+    message = verification._storable("mismatch: claimed " + "x" * 10_000_000)
+    assert len(message) < verification.MAX_VERDICT_MESSAGE_CHARS + 60
+    assert message.startswith("mismatch: claimed xxx") and message.endswith("(message cut at 2000 characters)")
+    assert verification._storable("short") == "short"
+
+
+def test_a_stored_diff_keeps_numbers_whole_and_bounds_long_claimed_values_and_rows():
+    rows = [{"path": "tasks.a.note", "claimed": "y" * 10_000_000, "recomputed": None, "status": "unexpected"}]
+    rows += [{"path": f"p{i}", "claimed": 0.1 * i, "recomputed": 0.2, "status": "mismatch"} for i in range(1000)]
+    stored = verification._jsonable_diff(rows)
+    assert len(stored) == verification.MAX_DIFF_ROWS
+    assert stored[0]["claimed"].endswith("... (10000000 characters)") and len(stored[0]["claimed"]) < 250
+    assert stored[1] == {"path": "p0", "claimed": 0.0, "recomputed": 0.2, "status": "mismatch"}
