@@ -375,7 +375,7 @@ def test_a_repeated_key_deep_under_long_keys_is_refused_in_little_memory_naming_
     # 200 levels under 12 kB keys (2.4 MB): the path spelled at every level held depth x size
     # characters (gigabytes from 14 MB, a worker killed for memory).
     depth = 200
-    text = "".join(f'{{"{("k%03d" % i) * 3000}":' for i in range(depth)) + '{"d":1,"d":2}' + "}" * depth
+    text = "".join(f'{{"{f"k{i:03d}" * 3000}":' for i in range(depth)) + '{"d":1,"d":2}' + "}" * depth
     document = parse_json(text.encode(), member="score_breakdown.json")
     tracemalloc.start()
     try:
