@@ -102,29 +102,26 @@ def parse_yaml(raw: bytes, file: str, problems: list[Problem]) -> tuple[Any, Lin
     except UnicodeDecodeError as exc:
         problems.append(Problem(file, None, "", f"is not UTF-8 text (byte {exc.start}); expected UTF-8 YAML"))
         return None
-    loader = _NoAliasLoader(text)
+    try:
+        # Inside the try: the reader refuses a control character (a NUL, U+0003, even in a
+        # comment) as the loader is built, and that was a traceback.
+        loader = _NoAliasLoader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        problems.append(
+            Problem(
+                file, line, "",
+                f"is not valid YAML: holds the control character U+{code:04X}, which YAML allows nowhere "
+                "(not even in a comment); remove it",
+            )
+        )  # fmt: skip
+        return None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
-    except RecursionError:
-        problems.append(Problem(file, None, "", "is not valid YAML: nested too deeply to read"))
-        return None
-    except ValueError as exc:
-        # Raised while constructing a value, not parsing: an integer over Python's digit limit
-        # (4,300), a date that does not exist (2026-02-30). No line: the constructor has none.
-        problems.append(Problem(file, None, "", f"is not valid YAML: a value cannot be read ({exc})"))
-        return None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        detail = exc.problem or "malformed YAML"
-        if mark is not None:
-            detail += f" at column {mark.column + 1}"
-        if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
-            detail += f" ({exc.context} started at line {exc.context_mark.line + 1})"
-        problems.append(Problem(file, mark.line + 1 if mark else None, "", f"is not valid YAML: {detail}"))
-        return None
-    except yaml.YAMLError as exc:
-        problems.append(Problem(file, None, "", f"is not valid YAML: {exc}"))
+    except (RecursionError, ValueError, KeyError, AttributeError, TypeError, yaml.YAMLError) as exc:
+        problems.append(_yaml_problem(file, exc))
         return None
     finally:
         loader.dispose()
@@ -136,3 +133,26 @@ def parse_yaml(raw: bytes, file: str, problems: list[Problem]) -> tuple[Any, Lin
         problems.append(Problem(file, lines.line(path), field_path(path), reason))
     # Like a YAML error, the file is not parsed further: its fields would only repeat the problem.
     return None if bad else (data, lines)
+
+
+def _yaml_problem(file: str, exc: BaseException) -> Problem:
+    """The problem a YAML file that cannot be read is reported as (never a traceback)."""
+    if isinstance(exc, RecursionError):
+        return Problem(file, None, "", "is not valid YAML: nested too deeply to read")
+    if isinstance(exc, ValueError):
+        # Raised while constructing a value, not parsing: an integer over Python's digit limit
+        # (4,300), a date that does not exist (2026-02-30). No line: the constructor has none.
+        return Problem(file, None, "", f"is not valid YAML: a value cannot be read ({exc})")
+    if isinstance(exc, (KeyError, AttributeError, TypeError)):
+        # PyYAML's constructors of explicit tags raise these on a value they cannot read
+        # (`!!bool maybe`, `!!timestamp hello`); the message would name PyYAML's internals.
+        return Problem(file, None, "", "is not valid YAML: a tagged value (!!bool, !!timestamp ...) cannot be read")
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        detail = exc.problem or "malformed YAML"
+        if mark is not None:
+            detail += f" at column {mark.column + 1}"
+        if exc.context and exc.context_mark is not None and exc.context_mark is not mark:
+            detail += f" ({exc.context} started at line {exc.context_mark.line + 1})"
+        return Problem(file, mark.line + 1 if mark else None, "", f"is not valid YAML: {detail}")
+    return Problem(file, None, "", f"is not valid YAML: {exc}")

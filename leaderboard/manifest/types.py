@@ -28,6 +28,10 @@ MISSING_TASK_POLICIES = ("exclude", "zero")
 RELEASE_FILE = "release.yaml"
 
 
+# The longest task id a race run may report (its outcomes[].task_id, submissions.bundle.schema):
+# a longer qualifying id in release.yaml could never be reported, so every run would count it unpaid.
+RACE_TASK_ID_MAX = 100
+
 # Larger text files are refused: a paper rendering is a few hundred KiB at most.
 MAX_FILE_BYTES = 2 * 1024 * 1024
 

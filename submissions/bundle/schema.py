@@ -23,6 +23,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from leaderboard.manifest.types import RACE_TASK_ID_MAX
 from scoring.gap import GENRES
 from scoring.race import VERDICT_STATUSES, TaskOutcome
 from submissions.bundle.errors import BundleError
@@ -633,7 +634,7 @@ def parse_race_run(value: object, *, where: str = "race_run.json", bound: bool =
     for index, item in enumerate(_list(where, "outcomes", doc["outcomes"])):
         path = f"outcomes[{index}]"
         o = _obj(where, path, item, _OUTCOME_FIELDS)
-        task_id = _text(where, f"{path}.task_id", o["task_id"], max_len=100)
+        task_id = _text(where, f"{path}.task_id", o["task_id"], max_len=RACE_TASK_ID_MAX)
         if task_id in seen:
             raise BundleError("duplicate_task", f"{where}: {path}.task_id {task_id!r} is reported twice")
         seen.add(task_id)

@@ -513,9 +513,32 @@ def test_a_zip_member_whose_compressed_data_is_damaged_is_a_problem_not_a_500(co
         ("x: &a [*a]\n", "an alias (*name); a manifest writes every value out, with no anchors or aliases"),
         ("a: &a [1, 2]\nb: [*a, *a]\n", "an alias (*name); a manifest writes every value out, with no anchors"),
         ("x: " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply to read"),
+        # A control character anywhere (a comment too) failed as the loader was built: a traceback.
+        ("format: 1\n# a \x00 in a comment\n", "release.yaml:2: is not valid YAML: holds the control character U+0000"),
+        ("x: \x1f\n", "holds the control character U+001F"),
+        # Explicit tags PyYAML cannot construct raised KeyError / AttributeError.
+        ("x: !!bool maybe\n", "a tagged value (!!bool, !!timestamp ...) cannot be read"),
+        ("x: !!timestamp hello\n", "a tagged value (!!bool, !!timestamp ...) cannot be read"),
     ],
 )
 def test_yaml_a_manifest_cannot_need_is_a_problem_not_a_500(demo_dir: Path, text: str, expected: str) -> None:
     (demo_dir / "release.yaml").write_text(text)
     problems = problems_of(demo_dir)
     assert len(problems) == 1 and problems[0].startswith("release.yaml") and expected in problems[0]
+
+
+def test_a_qualifying_task_id_longer_than_a_race_run_may_report_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    from leaderboard.manifest.types import RACE_TASK_ID_MAX
+
+    race = tmp_path / "demo-race"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "demo-race", race)
+    text = (race / "release.yaml").read_text()
+    marker = "  task_ids: [public-00,"
+    assert marker in text
+    (race / "release.yaml").write_text(text.replace(marker, f"  task_ids: [{'q' * (RACE_TASK_ID_MAX + 1)}, public-00,", 1))
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(race, known_simulators=None)
+    problems = [str(problem) for problem in caught.value.problems]
+    assert any(f"expected a task id string of at most {RACE_TASK_ID_MAX} characters" in p for p in problems), problems
