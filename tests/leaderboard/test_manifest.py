@@ -537,7 +537,8 @@ def test_a_qualifying_task_id_longer_than_a_race_run_may_report_is_refused(tmp_p
     text = (race / "release.yaml").read_text()
     marker = "  task_ids: [public-00,"
     assert marker in text
-    (race / "release.yaml").write_text(text.replace(marker, f"  task_ids: [{'q' * (RACE_TASK_ID_MAX + 1)}, public-00,", 1))
+    too_long = "q" * (RACE_TASK_ID_MAX + 1)
+    (race / "release.yaml").write_text(text.replace(marker, f"  task_ids: [{too_long}, public-00,", 1))
     with pytest.raises(ManifestError) as caught:
         load_manifest(race, known_simulators=None)
     problems = [str(problem) for problem in caught.value.problems]
