@@ -15,12 +15,16 @@ strict parser uses (``submissions.bundle.strict_json``).
 
 from __future__ import annotations
 
+import codecs
+import json
 import math
 from collections.abc import Mapping
 from typing import IO, Any
 
+from django.conf import settings
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
+from rest_framework.utils.json import strict_constant
 
 from leaderboard.request_text import InvalidText
 from submissions.bundle.strict_json import unstorable_text_path
@@ -63,12 +67,27 @@ def strict_body_refusal(data: Any) -> APIException | None:
     return None
 
 
+class DuplicateKey(ValueError):
+    """A JSON object naming one key twice: Python keeps the last, so a client sending
+    ``{"benchmark": "a", "benchmark": "b"}`` had its body read as it never said it."""
+
+
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of every JSON body the API reads (here and the play fast lane)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise DuplicateKey(f"the key {repeated[:60]!r} appears twice in one object; send each field once")
+    return data
+
+
 class StrictJSONParser(JSONParser):
     def parse(
         self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
     ) -> Any:
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = self._load(stream, parser_context)
             # The walks recurse as deep as the body nests: within the same guard as the parse.
             refusal = strict_body_refusal(data)
         except RecursionError:
@@ -79,3 +98,12 @@ class StrictJSONParser(JSONParser):
         if refusal is not None:
             raise refusal
         return data
+
+    def _load(self, stream: IO[Any], parser_context: Mapping[str, Any] | None) -> Any:
+        """DRF's JSONParser.parse (its encoding, its strict constants), refusing repeated keys."""
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            decoded = codecs.getreader(encoding)(stream)
+            return json.load(decoded, parse_constant=strict_constant, object_pairs_hook=refuse_duplicate_keys)
+        except ValueError as exc:  # DuplicateKey too
+            raise ParseError(f"JSON parse error - {exc}") from None

@@ -49,7 +49,7 @@ from leaderboard.api_query import whole_number
 from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS
-from submissions.api.parsers import strict_body_refusal
+from submissions.api.parsers import refuse_duplicate_keys, strict_body_refusal
 from submissions.api_keys import api_key_claim, api_key_record_use, api_key_valid
 from submissions.models import ApiKey, Card, CardEpisode
 from submissions.services import cards as card_services
@@ -334,7 +334,11 @@ def _fast_action(request: HttpRequest, card_id: str, level_id: str) -> HttpRespo
         # DRF's JSON reading exactly (its strict constants: no NaN or Infinity), then the API
         # parser's own refusals (a NUL or lone surrogate, a number overflowing to infinity):
         # a body DRF's view refuses is left to it, never played here.
-        body = drf_json.loads(request.body.decode("utf-8"), parse_constant=drf_json.strict_constant)
+        body = drf_json.loads(
+            request.body.decode("utf-8"),
+            parse_constant=drf_json.strict_constant,
+            object_pairs_hook=refuse_duplicate_keys,
+        )
         if strict_body_refusal(body) is not None:
             return None
     except (ValueError, RecursionError):  # also UnicodeDecodeError

@@ -89,6 +89,17 @@ def test_a_body_nested_thousands_deep_is_malformed_request_and_writes_nothing(wo
     assert not SubmissionChallenge.objects.exists()
 
 
+def test_a_key_sent_twice_in_a_json_body_is_refused_not_read_as_the_last(world, client_for) -> None:
+    body = '{"benchmark": "ale-robotics", "benchmark": "other", "release": "v0.5"}'
+    response = client_for(world.owner).post("/api/v1/challenges/", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "malformed_request",
+        "message": "JSON parse error - the key 'benchmark' appears twice in one object; send each field once",
+    }
+    assert not SubmissionChallenge.objects.exists()
+
+
 def test_a_lone_surrogate_in_a_declaration_is_invalid_text_naming_the_field(world, client_for) -> None:
     version = world.public_run.agent_version
     response = client_for(world.owner).put(

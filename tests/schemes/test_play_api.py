@@ -846,3 +846,12 @@ def test_the_play_reads_share_the_general_rate_limit_and_the_moves_do_not(api, m
     moves = [act(api, card_id, level, "left").status_code for _ in range(4)]
     assert moves == [200, 200, 200, 200]
     assert CardEpisode.objects.get(card_id=card_id).steps == 4
+
+
+def test_an_action_body_naming_its_action_twice_is_refused_and_plays_nothing(api):
+    card_id = open_card(api).json()["id"]
+    assert reset(api, card_id, "corridor").status_code == 200
+    body = '{"action": "left", "action": "right"}'
+    response = api.post(f"/api/v1/scorecards/{card_id}/levels/corridor/actions", body, content_type="application/json")
+    assert error(response) == (400, "malformed_request")
+    assert CardEpisode.objects.get(card_id=card_id).steps == 0
