@@ -99,9 +99,10 @@ def log_unavailable(request: Any, exc: BaseException) -> None:
 
 
 def wants_json(request: HttpRequest) -> bool:
-    """Whether an error is answered as JSON: the API, and every ``.json`` download (a board's,
-    a chart's, a run's results), whose readers parse what comes back."""
-    return request.path.startswith("/api/") or request.path.endswith(".json")
+    """Whether an error is answered as JSON: the API, and every ``.json`` or ``.csv`` download (a
+    board's, a chart's, a run's results), whose readers are scripts: they get the API's error
+    shape (docs/api.md), not the site's HTML page."""
+    return request.path.startswith("/api/") or request.path.endswith((".json", ".csv"))
 
 
 def unavailable_response(request: HttpRequest, exc: BaseException) -> HttpResponse:

@@ -39,7 +39,7 @@ def board_csv(request: HttpRequest, benchmark: str, version: str) -> HttpRespons
     try:
         query = selectors.board_query_from_params(request.GET)
     except BoardQueryError as error:
-        return HttpResponse(f"{error}\n", status=400, content_type="text/plain; charset=utf-8")
+        return _json_error(str(error))  # a download's errors are the API's JSON (docs/api.md)
     release = selectors.release_get(benchmark_slug=benchmark, version=version, staff=viewer_is_staff(request.user))
     rows = selectors.board_rows_all(release=release, query=query).iterator(chunk_size=2000)
     response = StreamingHttpResponse(exports.csv_lines(rows), content_type="text/csv; charset=utf-8")

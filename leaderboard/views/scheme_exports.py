@@ -47,10 +47,9 @@ def _json(payload: dict[str, Any], filename: str) -> JsonResponse:
     return response
 
 
-def _embargoed(error: boards.RaceEmbargoed, *, as_json: bool) -> HttpResponse:
-    if as_json:
-        return JsonResponse({"error": {"code": "race_embargoed", "message": str(error)}}, status=403)
-    return HttpResponse(f"{error}\n", status=403, content_type="text/plain; charset=utf-8")
+def _embargoed(error: boards.RaceEmbargoed) -> HttpResponse:
+    """The CSV download's refusal too: a download's errors are the API's JSON (docs/api.md)."""
+    return JsonResponse({"error": {"code": "race_embargoed", "message": str(error)}}, status=403)
 
 
 # --- scorecards ------------------------------------------------------------------------------
@@ -116,7 +115,7 @@ def race_results_csv(request: HttpRequest, benchmark: str, number: int) -> HttpR
     try:
         _, rows = _race(request, benchmark, number)
     except boards.RaceEmbargoed as error:
-        return _embargoed(error, as_json=False)
+        return _embargoed(error)
     return _csv(rows, boards.RACE_RESULT_COLUMNS, f"{benchmark}-race-{number}")
 
 
@@ -125,7 +124,7 @@ def race_results_json(request: HttpRequest, benchmark: str, number: int) -> Http
     try:
         race, rows = _race(request, benchmark, number)
     except boards.RaceEmbargoed as error:
-        return _embargoed(error, as_json=True)
+        return _embargoed(error)
     payload = {"benchmark": benchmark, "race": boards.race_record(race), "notes": RACE_NOTES, "rows": rows}
     return _json(payload, f"{benchmark}-race-{number}")
 

@@ -411,3 +411,15 @@ def test_an_idle_closed_cards_board_row_shows_when_the_card_closed_not_when_the_
     assert rows[0]["closed_at"] == closed.isoformat()
     page = client.get(reverse("scorecard_detail", args=[alpha.card_id])).content.decode()
     assert f'datetime="{closed.isoformat()}">{closed:%Y-%m-%d %H:%M}</time> UTC after its idle time' in page
+
+
+def test_a_running_races_csv_download_is_refused_in_the_apis_json_shape(client, three_races):
+    response = client.get(reverse("race_results_csv", args=["shop-race", 3]))  # race 3 runs
+    assert (response.status_code, response["Content-Type"]) == (403, "application/json")
+    assert response.json()["error"]["code"] == "race_embargoed"
+
+
+def test_an_unknown_csv_download_is_a_json_404(client, db):
+    response = client.get("/scorecards/nothing-here/9.9/board.csv")
+    assert (response.status_code, response["Content-Type"]) == (404, "application/json")
+    assert response.json()["error"]["code"] == "not_found"
