@@ -211,7 +211,7 @@ def test_a_racing_agents_page_links_its_race_versions_instead_of_saying_it_has_n
     # The agent page listed paper-gap runs only: "No public runs yet" for an agent racing weekly.
     run_race(1, {("Alpha", "2026/05"): 0.8, ("Beta", "1"): 0.5}, is_launch=True)
     page = client.get(reverse("agent_detail", args=["alpha"])).content.decode()
-    assert "No public runs yet" not in page and "No paper-gap runs: this agent races (below)." in page
+    assert "No public runs yet" not in page and "No paper-gap runs: this agent's races are below." in page
     assert f'href="{reverse("race_agent_version", args=[race_benchmark.slug, "alpha", "2026/05"])}"' in page
     assert "Beta" not in page.split('id="races-heading"')[1]
 
