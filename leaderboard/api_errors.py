@@ -151,7 +151,8 @@ def refuse_unread_parameters(request: Request, reads: frozenset[str], *, what: s
     if unknown:
         raise ApiError(
             code="invalid_query",
-            message=f"{unknown[0][:40]}: not a parameter of this {what}; it reads {', '.join(sorted(reads))}.",
+            message=f"{unknown[0][:40]}: not a parameter of this {what}; "
+            + (f"it reads {', '.join(sorted(reads))}." if reads else "it reads none."),
         )
 
 

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.fields import StrictCharField, StrictModelSerializer, json_type
 from leaderboard.api.selectors import releases_visible
-from leaderboard.api_errors import ApiError, refuse_body_fields, refuse_unknown_fields
+from leaderboard.api_errors import ApiError, refuse_body_fields, refuse_unknown_fields, refuse_unread_parameters
 from leaderboard.declaration_forms import AgentVersionMetaForm
 from leaderboard.models import AgentVersion, AgentVersionMeta, Baseline, ReleasePrice
 from leaderboard.permissions import ADD_BASELINE, DELETE_BASELINE, staff_may
@@ -256,6 +256,8 @@ class ReleasePricesView(APIView):
         responses={200: ReleasePriceSerializer(many=True), **ERRORS},
     )
     def get(self, request: Request, release_id: int) -> Response:
+        # The whole table, never paginated: a ?limit= here was ignored as if it had applied.
+        refuse_unread_parameters(request, frozenset({"format"}), what="table")
         release = releases_visible(request.user).filter(pk=release_id).first()
         if release is None:
             raise ApiError(code="not_found", message="No such release.", status_code=404)

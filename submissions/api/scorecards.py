@@ -249,7 +249,7 @@ class LevelView(_PlayView):
         tags=["scorecards"],
     )
     def get(self, request: Request, card_id: int, level_id: str) -> Response:
-        refuse_unread_parameters(request, frozenset())
+        refuse_unread_parameters(request, frozenset({"format"}), what="level")
         try:
             view = card_services.card_episode_get(card_id=card_id, user=signed_in_user(request), level_id=level_id)
         except card_services.CardError as exc:

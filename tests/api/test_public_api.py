@@ -274,3 +274,12 @@ def test_a_limit_that_is_not_a_page_size_is_refused_naming_the_page_cap(world: A
     }
     offset = api.get("/api/v1/runs/", {"offset": "-1"}).json()["error"]["message"]
     assert offset == "offset: expected a whole number from 0 to 9223372036854775807, got '-1'."
+
+
+def test_a_parameter_the_price_table_does_not_read_is_refused_not_ignored(world: Any, api: Any) -> None:
+    response = api.get(f"/api/v1/releases/{world.release.pk}/prices/?limit=1")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid_query",
+        "message": "limit: not a parameter of this table; it reads format.",
+    }
