@@ -191,7 +191,12 @@ class AgentViewSet(PublicReadMixin, viewsets.ReadOnlyModelViewSet):
         parameters=[
             OpenApiParameter("release", {"type": "integer", "minimum": 1, "maximum": MAX_ID}, description="Release id"),
             OpenApiParameter("agent", OpenApiTypes.STR, description="Agent slug"),
-            OpenApiParameter("complete", OpenApiTypes.BOOL, description="Only runs with complete coverage"),
+            OpenApiParameter(
+                "complete",
+                OpenApiTypes.BOOL,
+                description="true: only runs covering every required task; false: only runs that do not "
+                "(a filter either way, unlike the leaderboard's complete toggle, where false shows every row)",
+            ),
         ],
         responses={200: RunSerializer(many=True), **ERRORS, **NOT_MODIFIED},
     ),
