@@ -135,6 +135,19 @@ def test_ensure_admin_creates_the_superuser_and_prints_the_password_once(monkeyp
     assert user.check_password(password)
 
 
+def test_ensure_admin_says_an_admin_account_that_lost_its_flags_cannot_sign_in_and_changes_nothing(
+    monkeypatch,
+) -> None:
+    get_user_model().objects.create_user("admin", password="a-long-test-password-1", is_active=False)
+    out = io.StringIO()
+    call_command("ensure_admin", stdout=out)
+    assert out.getvalue().startswith(
+        "The account 'admin' exists but is not active or staff or superuser: it cannot sign in to the admin."
+    )
+    user = get_user_model().objects.get(username="admin")
+    assert (user.is_active, user.is_staff, user.is_superuser) == (False, False, False)
+
+
 def test_ensure_admin_uses_the_password_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("PODIUM_ADMIN_PASSWORD", "correct-horse-battery")
     out = io.StringIO()

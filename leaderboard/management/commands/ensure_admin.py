@@ -28,8 +28,23 @@ class Command(BaseCommand):
         with transaction.atomic():
             # Two runs at once (two hosts starting): the second waits here, then finds the account.
             username_lock(USERNAME)
-            if users.objects.filter(username=USERNAME).exists():
-                self.stdout.write(f"Superuser '{USERNAME}' already exists; its password is unchanged.")
+            existing = users.objects.filter(username=USERNAME).first()
+            if existing is not None:
+                if existing.is_active and existing.is_staff and existing.is_superuser:
+                    self.stdout.write(f"Superuser '{USERNAME}' already exists; its password is unchanged.")
+                else:
+                    # Never re-empowered silently: someone took those flags away on purpose, maybe.
+                    lacks = [
+                        name
+                        for name, flag in (("active", existing.is_active), ("staff", existing.is_staff),
+                                           ("superuser", existing.is_superuser))
+                        if not flag
+                    ]  # fmt: skip
+                    self.stdout.write(
+                        f"The account '{USERNAME}' exists but is not {' or '.join(lacks)}: it cannot sign in to the "
+                        "admin. Nothing was changed: give it back its flags from another superuser's admin, or run "
+                        "`manage.py createsuperuser` under another name."
+                    )
                 return
             # Usernames are unique whatever their case (leaderboard/migrations/0004): the
             # insert below would fail with an IntegrityError, a traceback naming no account.

@@ -63,7 +63,10 @@ class Command(BaseCommand):
                             f"--onto: no release {options['onto']!r} of benchmark {options['benchmark']!r}"
                         )
                 rescore = rescore_propose(release=release, user=user, reason=options["reason"], target_release=target)
-                self.stdout.write(f"rescore {rescore.pk}: proposing for {rescore_summary(rescore)['pending']} run(s)")
+                # Every item, whatever its state: with no broker the items were computed in-process
+                # before this line, and counting the pending ones said "0 run(s)".
+                runs = sum(rescore_summary(rescore).values())
+                self.stdout.write(f"rescore {rescore.pk}: proposing for {runs} run(s)")
                 deadline = time.monotonic() + options["wait"]
                 while True:
                     rescore.refresh_from_db()
