@@ -26,6 +26,22 @@ class Lines:
 
     def __init__(self, root: yaml.Node | None) -> None:
         self.root = root
+        # Each mapping's keys, indexed once when first asked: scanning them for every path part
+        # of every problem made a file of many problems quadratic (16,000 took minutes).
+        self._keys: dict[int, dict[Any, tuple[yaml.Node, int]]] = {}
+
+    def _child(self, node: yaml.MappingNode, part: Any) -> tuple[yaml.Node, int] | None:
+        keys = self._keys.get(id(node))
+        if keys is None:
+            # The last occurrence of a key wins, as it did (a repeated key is its own problem).
+            keys = {
+                key.value: (value, key.start_mark.line) for key, value in node.value if isinstance(key, yaml.ScalarNode)
+            }
+            self._keys[id(node)] = keys
+        try:
+            return keys.get(part)
+        except TypeError:  # an unhashable path part names no key
+            return None
 
     def line(self, path: tuple[Any, ...]) -> int | None:
         """The line of the deepest node on ``path`` (a mapping field's key line, a list item's own line)."""
@@ -36,9 +52,9 @@ class Lines:
         for part in path:
             child = None
             if isinstance(node, yaml.MappingNode):
-                for key, value in node.value:
-                    if isinstance(key, yaml.ScalarNode) and key.value == part:
-                        child, line = value, key.start_mark.line
+                found = self._child(node, part)
+                if found is not None:
+                    child, line = found
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
                 child = node.value[part]
                 line = child.start_mark.line
