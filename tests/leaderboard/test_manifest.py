@@ -358,6 +358,23 @@ def test_a_level_bfs_cannot_settle_within_its_budget_is_refused(tmp_path: Path, 
     ]
 
 
+def test_a_hidden_set_is_searched_within_one_budget_for_the_whole_sync(tmp_path: Path, monkeypatch) -> None:
+    # The corridor takes 3 states to settle, the room more: a budget of 4 for the set leaves the
+    # room 1, and a third level none; the same text under another id is not searched again.
+    monkeypatch.setattr(episode_parser, "SET_SEARCH_MAX_NODES", 4)
+    room = "######\\n#    #\\n# $@ #\\n#   .#\\n######"
+    _levels_file(
+        tmp_path,
+        f'- {{id: l2, xsb: "{CORRIDOR}"}}\n- {{id: l3, xsb: "{room}"}}\n- {{id: l4, xsb: "#####\\n#@$.#\\n#####"}}\n',
+    )
+    assert problems_of(tmp_path) == [
+        "levels.yaml:3: [2].xsb: level 'l3': not solved within the search budget of 1 states (what the set's sync "
+        "budget had left); expected a smaller level",
+        "levels.yaml:4: [3].xsb: level 'l4': not searched: the set's levels used the whole sync search budget of 4 "
+        "states before it; expected fewer or smaller levels",
+    ]
+
+
 def test_a_scorecard_episode_set_size_must_match_its_levels(tmp_path: Path) -> None:
     (tmp_path / "release.yaml").write_text(
         "format: 1\nbenchmark: {slug: sokoban, name: Sokoban, scheme: scorecard}\nversion: '1'\npublished: false\n"
