@@ -86,6 +86,20 @@ def race_schedule(
         )
     if Race.objects.filter(benchmark=benchmark, number=number).exists():
         raise RaceTransitionError("race_exists", f"{benchmark.slug} already has a race number {number}")
+    started = (
+        Race.objects.filter(benchmark=benchmark, number__gt=number)
+        .exclude(status=Race.Status.SCHEDULED)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    if started is not None:
+        # Races are held in their numbers' order: this one could never start (race_out_of_order).
+        raise RaceTransitionError(
+            "race_out_of_order",
+            f"race {number} of {benchmark.slug} could never start: race {started} has started, and races are "
+            f"held in their numbers' order; give it a number after {started}",
+        )
     if release is not None and release.benchmark_id != benchmark.pk:
         # A race of one benchmark pinned to another's release takes no run (every receipt is
         # race_release_mismatch), and a scheduled race's fields cannot be changed afterwards.
@@ -140,7 +154,7 @@ def _check_started_in_order(race: Race) -> None:
     later = (
         Race.objects.filter(benchmark_id=race.benchmark_id, number__gt=race.number)
         .exclude(status=Race.Status.SCHEDULED)
-        .order_by("number")
+        .order_by("-number")  # the highest started: the number to schedule after
         .first()
     )
     if later is not None:

@@ -379,6 +379,18 @@ def test_the_next_race_is_scheduled_while_one_runs_and_starts_once_that_one_is_c
     ]
 
 
+def test_a_race_numbered_below_one_that_started_cannot_be_scheduled(race_benchmark, race_release):
+    race_close(race=race_start(race=race_schedule(benchmark=race_benchmark, number=5, task_ids=RACE_TASKS)))
+    with pytest.raises(RaceTransitionError) as error:
+        race_schedule(benchmark=race_benchmark, number=0, task_ids=RACE_TASKS)
+    assert error.value.code == "race_out_of_order"
+    assert str(error.value) == (
+        "race 0 of shop-race could never start: race 5 has started, and races are held in their numbers' order; "
+        "give it a number after 5"
+    )
+    assert list(Race.objects.values_list("number", flat=True)) == [5]
+
+
 def test_a_race_cannot_start_after_a_later_numbered_race_of_its_benchmark_has_started(race_benchmark, race_release):
     earlier = race_schedule(benchmark=race_benchmark, number=1, task_ids=RACE_TASKS, is_launch=True)
     later = race_close(race=race_start(race=race_schedule(benchmark=race_benchmark, number=2, task_ids=RACE_TASKS)))
