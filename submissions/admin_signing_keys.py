@@ -173,7 +173,9 @@ class SigningKeyAdmin(admin.ModelAdmin):
                 evaluator=form.cleaned_data.get("evaluator"),
                 validator=form.cleaned_data.get("validator"),
                 judge_name=form.cleaned_data.get("judge_name") or "",
-                benchmark=form.cleaned_data.get("benchmark") if form.cleaned_data.get("validator") else None,
+                # Passed whatever the kind: the service refuses a scope the key's kind does not take
+                # (a benchmark on an evaluator key was dropped without a word).
+                benchmark=form.cleaned_data.get("benchmark"),
                 tasks=dict.fromkeys(form.cleaned_data.get("tasks") or [], rubric) or None,
                 public_key_b64=form.cleaned_data["public_key_b64"],
                 user=signed_in_user(request),

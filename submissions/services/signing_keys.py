@@ -84,6 +84,14 @@ def _check_owner_and_scope(
         raise SigningKeyError(
             "benchmark: a validator key signs race runs of one benchmark; name it", code="benchmark_missing"
         )
+    if validator is not None and tasks:
+        # Stored, it would read as a scope; a validator key's only scope is its benchmark.
+        raise SigningKeyError("tasks: a validator key signs race runs of its benchmark; it takes no task scope")
+    if validator is None and benchmark is not None:
+        raise SigningKeyError(
+            "benchmark: only a validator key is scoped to a benchmark; an evaluator key is scoped by its "
+            "simulator (and tasks), a judge key by its tasks"
+        )
     if judge_name and not tasks:
         raise SigningKeyError("tasks: a judge key signs verdicts only of the tasks it is calibrated for; list them")
     if len(judge_name) > 100:

@@ -90,6 +90,26 @@ def test_a_key_needs_exactly_one_owner(owner):
 
 
 @pytest.mark.django_db
+def test_a_scope_the_keys_kind_does_not_take_is_refused_and_nothing_is_stored(evaluator, owner):
+    from leaderboard.models import Benchmark, Task
+
+    benchmark = Benchmark.objects.create(slug="shop-race", name="Shop", scheme="race")
+    validator = Validator.objects.create(slug="val", name="Val")
+    task = Task.objects.create(
+        benchmark=benchmark, slug="t", title="T", platform="manipulation", direction="learning",
+        simulator=evaluator, genre="open", mode="batch", metric_name="m", metric_direction="higher_is_better",
+        paper_md="-", brief_md="-",
+    )  # fmt: skip
+    with pytest.raises(SigningKeyError, match="a validator key signs race runs of its benchmark; it takes no task"):
+        signing_key_register(
+            validator=validator, benchmark=benchmark, tasks={task: ""}, public_key_b64=new_public_key()[1], user=None
+        )
+    with pytest.raises(SigningKeyError, match="only a validator key is scoped to a benchmark"):
+        signing_key_register(evaluator=evaluator, benchmark=benchmark, public_key_b64=new_public_key()[1], user=None)
+    assert not SigningKey.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_revoked_key_no_longer_attests_and_cannot_come_back(evaluator, owner):
     b64 = new_public_key()[1]
     key = signing_key_register(evaluator=evaluator, public_key_b64=b64, user=None)
