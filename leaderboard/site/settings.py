@@ -477,6 +477,8 @@ SPECTACULAR_SETTINGS = {
     # Request bodies get components of their own: a file field is then `format: binary` (an upload),
     # where one shared component typed it as a URL string and a generated client sent text.
     "COMPONENT_SPLIT_REQUEST": True,
+    # A card's status (open, closed) beside the other "status" enums: named, not numbered.
+    "ENUM_NAME_OVERRIDES": {"CardStatusEnum": ["open", "closed"]},
 }
 
 # Security headers. Production adds HTTPS-only cookies and HSTS.

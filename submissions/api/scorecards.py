@@ -26,8 +26,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -50,6 +49,7 @@ from leaderboard.users import signed_in_user
 from scoring import scorecard as scorecard_scoring
 from scoring.sokoban import ACTIONS
 from submissions.api.parsers import refuse_duplicate_keys, strict_body_refusal
+from submissions.api.scorecard_schema import CARD, CARD_LIST, EPISODE
 from submissions.api_keys import api_key_claim, api_key_record_use, api_key_valid
 from submissions.models import ApiKey, Card, CardEpisode
 from submissions.services import cards as card_services
@@ -79,7 +79,6 @@ class ActionSerializer(serializers.Serializer):
     action = StrictChoiceField(choices=list(ACTIONS))
 
 
-_ANY = OpenApiResponse(OpenApiTypes.OBJECT)
 _ERROR = OpenApiResponse(ErrorSerializer)
 _COMMON = {401: _ERROR, 403: _ERROR, 404: _ERROR, 409: _ERROR}
 
@@ -166,7 +165,12 @@ class CardOpenView(_PlayView):
     @extend_schema(
         operation_id="scorecards_list",
         summary="Your scorecards, newest first (?status=open or closed)",
-        responses={200: _ANY, 400: _ERROR, **_COMMON},
+        parameters=[
+            OpenApiParameter("status", str, enum=list(Card.Status.values), description="only open or closed cards"),
+            OpenApiParameter("limit", int, description="page size (default 50, at most 500)"),
+            OpenApiParameter("offset", int),
+        ],
+        responses={200: CARD_LIST, 400: _ERROR, **_COMMON},
         tags=["scorecards"],
     )
     def get(self, request: Request) -> Response:
@@ -195,8 +199,9 @@ class CardOpenView(_PlayView):
 
     @extend_schema(
         summary="Open a scorecard on a benchmark's current release",
-        request=CardOpenSerializer,
-        responses={201: _ANY, 400: _ERROR, 429: _ERROR, **_COMMON},
+        # JSON only: the nested agent cannot be sent as a form (it was advertised as multipart).
+        request={"application/json": CardOpenSerializer},
+        responses={201: CARD, 400: _ERROR, 429: _ERROR, **_COMMON},
         tags=["scorecards"],
     )
     def post(self, request: Request) -> Response:
@@ -217,7 +222,7 @@ class CardOpenView(_PlayView):
 
 
 class CardDetailView(_PlayView):
-    @extend_schema(summary="A scorecard so far", responses={200: _ANY, **_COMMON}, tags=["scorecards"])
+    @extend_schema(summary="A scorecard so far", responses={200: CARD, **_COMMON}, tags=["scorecards"])
     def get(self, request: Request, card_id: int) -> Response:
         try:
             card = card_services.card_for_player(card_id=card_id, user=signed_in_user(request))
@@ -230,7 +235,7 @@ class CardCloseView(_PlayView):
     @extend_schema(
         summary="Close a scorecard: pad it and compute its metrics",
         request=None,
-        responses={200: _ANY, **_COMMON},
+        responses={200: CARD, **_COMMON},
         tags=["scorecards"],
     )
     def post(self, request: Request, card_id: int) -> Response:
@@ -245,7 +250,7 @@ class CardCloseView(_PlayView):
 class LevelView(_PlayView):
     @extend_schema(
         summary="A started level's episode as it stands (to resume after a lost answer)",
-        responses={200: _ANY, **_COMMON},
+        responses={200: EPISODE, **_COMMON},
         tags=["scorecards"],
     )
     def get(self, request: Request, card_id: int, level_id: str) -> Response:
@@ -261,7 +266,7 @@ class LevelResetView(_PlayView):
     @extend_schema(
         summary="Start or restart a level's episode",
         request=None,
-        responses={200: _ANY, **_COMMON},
+        responses={200: EPISODE, **_COMMON},
         tags=["scorecards"],
     )
     def post(self, request: Request, card_id: int, level_id: str) -> Response:
@@ -285,7 +290,7 @@ class LevelActionView(_PlayView):
     @extend_schema(
         summary="Apply one move to a level's episode",
         request=ActionSerializer,
-        responses={200: _ANY, 400: _ERROR, **_COMMON},
+        responses={200: EPISODE, 400: _ERROR, **_COMMON},
         tags=["scorecards"],
     )
     def post(self, request: Request, card_id: int, level_id: str) -> Response:

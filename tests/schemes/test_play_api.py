@@ -855,3 +855,31 @@ def test_an_action_body_naming_its_action_twice_is_refused_and_plays_nothing(api
     response = api.post(f"/api/v1/scorecards/{card_id}/levels/corridor/actions", body, content_type="application/json")
     assert error(response) == (400, "malformed_request")
     assert CardEpisode.objects.get(card_id=card_id).steps == 0
+
+
+def test_every_play_answer_conforms_to_its_published_schema(api):
+    import jsonschema
+
+    from tests.api.test_submission_schema import _json_schema
+
+    schema = api.get("/api/v1/schema/", {"format": "json"}).json()
+    components = schema["components"]["schemas"]
+
+    def problems(component: str, body: dict) -> list[str]:
+        validator = jsonschema.Draft7Validator(_json_schema(components[component], components))
+        return [f"{component}: {error.message}" for error in validator.iter_errors(body)]
+
+    opened = open_card(api).json()
+    card_id = opened["id"]
+    answers = [
+        ("CardSchema", opened),
+        ("EpisodeSchema", reset(api, card_id, "corridor").json()),
+        ("EpisodeSchema", act(api, card_id, "corridor", "right").json()),
+        ("EpisodeSchema", api.get(f"{OPEN}{card_id}/levels/corridor").json()),
+        ("CardSchema", api.get(f"{OPEN}{card_id}/").json()),
+        ("CardSchema", api.post(f"{OPEN}{card_id}/close").json()),
+        ("ScorecardList", api.get(OPEN).json()),
+    ]
+    assert [problem for component, body in answers for problem in problems(component, body)] == []
+    assert answers[2][1]["last"] == {"action": "right", "result": "moved"}
+    assert answers[5][1]["success_rate"] == 0.0
