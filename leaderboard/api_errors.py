@@ -16,6 +16,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, JsonResponse
+from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.renderers import JSONRenderer
@@ -279,5 +280,18 @@ class JsonErrorsView(APIView):
 
 @csrf_exempt  # nothing to protect, and a CSRF failure here would answer HTML instead of JSON
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Catch-all for unknown paths under /api/: JSON, not the HTML 404 page."""
-    return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}."), status=404)
+    """Catch-all for unknown paths under /api/: JSON, not the HTML 404 page. A path that is an
+    endpoint with a trailing slash says so (every endpoint ends in one; a client that dropped it
+    was told only that nothing was there)."""
+    message = f"No API endpoint at {request.path}."
+    if not request.path.endswith("/") and _resolves(request.path + "/"):
+        message += f" Did you mean {request.path}/ (every endpoint ends with a slash)?"
+    return JsonResponse(error_body("not_found", message), status=404)
+
+
+def _resolves(path: str) -> bool:
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return False
+    return match.func is not api_not_found

@@ -21,6 +21,16 @@ def test_an_unknown_api_path_is_a_json_404(api: Any) -> None:
     assert response.json() == {"error": {"code": "not_found", "message": "No API endpoint at /api/v1/no-such-thing/."}}
 
 
+def test_an_endpoints_path_without_its_trailing_slash_is_told_so(api: Any) -> None:
+    response = api.get("/api/v1/benchmarks")
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == (
+        "No API endpoint at /api/v1/benchmarks. Did you mean /api/v1/benchmarks/ (every endpoint ends with a slash)?"
+    )
+    # No hint where the slash would not help either.
+    assert "Did you mean" not in api.get("/api/v1/no-such-thing").json()["error"]["message"]
+
+
 def test_an_unknown_api_path_holding_a_newline_is_the_same_json_404_even_in_debug(api: Any) -> None:
     # The catch-all's "." did not match a newline: such a path fell through to Django's 404, an
     # HTML page listing the URL patterns under DEBUG (make run's default).
