@@ -131,6 +131,18 @@ def refuse_unknown_fields(data: Any, allowed: Sequence[str], *, where: str = "")
             message=f"{unknown[0]}: unknown field; {expected}.",
             extra={"fields": {unknown[0]: ["Unknown field."]}},
         )
+    # A form (multipart or urlencoded) may name a field twice, which is read as the last:
+    # "-F release=0.4 -F release=0.5" asked for 0.5 without a word (a JSON body's repeated key is
+    # refused by its parser).
+    if hasattr(data, "getlist"):
+        for key in data:
+            given = len(data.getlist(key))
+            if given > 1:
+                raise ApiError(
+                    code="invalid",
+                    message=f"{where}{str(key)[:40]}: given {given} times; send it once.",
+                    extra={"fields": {str(key)[:40]: ["Given more than once."]}},
+                )
 
 
 def refuse_body_fields(request: Request) -> None:

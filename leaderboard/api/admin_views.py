@@ -16,7 +16,7 @@ from leaderboard.admin import UPLOAD_LIMITS
 from leaderboard.api.errors import ErrorSerializer
 from leaderboard.api.permissions import StaffPermission
 from leaderboard.api.serializers import ManifestSyncResultSerializer, ManifestUploadSerializer, RaceStatusSerializer
-from leaderboard.api_errors import ApiError, refuse_body_fields
+from leaderboard.api_errors import ApiError, refuse_body_fields, refuse_unknown_fields
 from leaderboard.manifest import ManifestError, read_manifest_zip
 from leaderboard.models import Race
 from leaderboard.permissions import CHANGE_RACE, PUBLISH_RELEASE
@@ -70,6 +70,9 @@ class ManifestSyncView(APIView):
         upload = request.FILES.get("manifest")
         if guard is not None and guard.too_large:
             raise too_large
+        # Its one field, once: an unknown field was read past, and a second manifest part was
+        # the one synced (request.data holds the form's files too).
+        refuse_unknown_fields(request.data, ("manifest",))
         if upload is None:
             raise ApiError(code="manifest_missing", message="manifest: expected a zip file field named 'manifest'.")
         stream = upload.file

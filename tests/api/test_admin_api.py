@@ -300,3 +300,24 @@ def test_an_oversized_manifest_zip_is_a_413(world: Any, client_for: Any, monkeyp
         "code": "too_large",
         "message": "The manifest zip is larger than the limit of 1024 bytes.",
     }
+
+
+def test_a_sync_with_a_field_it_does_not_read_or_two_manifests_is_refused_and_nothing_syncs(
+    world: Any, client_for: Any
+) -> None:
+    client = client_for(world.staff)
+    data = _zip_dir(DEMO) if DEMO.is_dir() else b"PK"
+    before = Release.objects.count()
+    extra = client.post(
+        "/api/v1/admin/releases/sync/",
+        {"manifest": SimpleUploadedFile("m.zip", data), "dry_run": "1"},
+        format="multipart",
+    )
+    assert (extra.status_code, extra.json()["error"]["message"]) == (400, "dry_run: unknown field; expected manifest.")
+    twice = client.post(
+        "/api/v1/admin/releases/sync/",
+        {"manifest": [SimpleUploadedFile("a.zip", data), SimpleUploadedFile("b.zip", data)]},
+        format="multipart",
+    )
+    assert (twice.status_code, twice.json()["error"]["message"]) == (400, "manifest: given 2 times; send it once.")
+    assert Release.objects.count() == before

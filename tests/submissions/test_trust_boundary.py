@@ -96,6 +96,17 @@ def test_a_challenge_is_issued_over_the_api_bound_to_the_account_release_and_age
     assert Agent.objects.get(slug="alice-agent").owner == owner
 
 
+def test_a_challenge_form_naming_a_field_twice_is_refused_and_issues_nothing(api, owner, demo_release):
+    response = api(owner).post(
+        "/api/v1/challenges/",
+        {"benchmark": "ale-robotics", "release": ["0.4", "0.5"], "agent_name": "A", "agent_version": "1"},
+        format="multipart",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "release: given 2 times; send it once."
+    assert not SubmissionChallenge.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("extra", "code", "message"),
     [
