@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -116,7 +116,9 @@ def _framework_error(exc: exceptions.APIException) -> Response:
     return Response(body, status=exc.status_code, headers=headers)
 
 
-def refuse_unknown_fields(data: Any, allowed: Sequence[str], *, where: str = "") -> None:
+def refuse_unknown_fields(
+    data: Any, allowed: Sequence[str], *, where: str = "", repeatable: Collection[str] = ()
+) -> None:
     """Refuse an API body's field that is not one of ``allowed`` (``invalid``, naming it): read
     past, a misspelt field ("is_private") was silently ignored and its intent lost (a run meant
     to stay private published). Call it before the body's own validation, which refuses a body
@@ -136,6 +138,8 @@ def refuse_unknown_fields(data: Any, allowed: Sequence[str], *, where: str = "")
     # refused by its parser).
     if hasattr(data, "getlist"):
         for key in data:
+            if key in repeatable:
+                continue  # a list field, which a form sends as the name repeated
             given = len(data.getlist(key))
             if given > 1:
                 raise ApiError(
@@ -174,7 +178,12 @@ def refuse_fields_not_read(data: Any, serializer_class: type[serializers.Seriali
     nested serializer's fields inside that object. A serializer ignores any other key, so a
     staff "dry_run" lowered a run's level for good and a card opened with "private" was public."""
     fields = serializer_class().fields
-    refuse_unknown_fields(data, tuple(fields))
+    lists = {
+        name
+        for name, field in fields.items()
+        if isinstance(field, (serializers.ListField, serializers.MultipleChoiceField, serializers.ManyRelatedField))
+    }
+    refuse_unknown_fields(data, tuple(fields), repeatable=lists)
     for name, field in fields.items():
         if isinstance(field, serializers.Serializer) and hasattr(data, "keys") and name in data:
             refuse_unknown_fields(data[name], tuple(field.fields), where=f"{name}.")

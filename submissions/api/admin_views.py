@@ -60,6 +60,14 @@ def _scope_benchmark(kind: str, slug: str, items: list[str]) -> Benchmark | None
                 "(e.g. 'ale-robotics'), or leave tasks out for a key that signs every task of its simulator.",
             )
         return None
+    if kind == SigningKey.Owner.EVALUATOR and not items:
+        # Here a benchmark only names where the tasks are: alone it would be dropped, and the key
+        # would sign every task of its simulator on every benchmark, wider than staff asked.
+        raise ApiError(
+            code="invalid",
+            message="benchmark: an evaluator key is scoped by its simulator; to narrow it to one benchmark, list "
+            "that benchmark's tasks too (or leave the benchmark out for every task of the simulator).",
+        )
     benchmark = Benchmark.objects.filter(slug=slug).first()
     if benchmark is None:
         raise ApiError(code="owner_unknown", message=f"benchmark: no benchmark {slug!r}.")

@@ -283,6 +283,8 @@ def _usual_action(body: Any) -> str | None:
     other body, one with another field too, is the serializer's to accept or refuse). It needs
     no serializer to tell it is valid (that cost about a tenth of an action)."""
     action = body.get("action") if isinstance(body, dict) and len(body) == 1 else None
+    if hasattr(body, "getlist") and len(body.getlist("action")) != 1:
+        return None  # a form naming it twice: the serializer's path refuses it (read as the last, it played)
     return action if type(action) is str and action in ACTIONS else None
 
 

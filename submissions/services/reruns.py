@@ -87,7 +87,13 @@ def _staff(actor: User | None) -> Any:
 
 
 def _locked(run: Run) -> Run:
-    locked = Run.objects.select_for_update().select_related("release__benchmark", "agent_version__agent").get(pk=run.pk)
+    # The run's own row only (of=self): locking the joined release, benchmark and agent rows too
+    # made a level change and a change of its carried copy at once a deadlock on PostgreSQL.
+    locked = (
+        Run.objects.select_for_update(of=("self",))
+        .select_related("release__benchmark", "agent_version__agent")
+        .get(pk=run.pk)
+    )
     if locked.level == Run.Level.REVOKED:
         raise RerunError("run_revoked", f"run {locked.pk} is revoked; a revoked run is not re-run or re-levelled")
     return locked

@@ -22,7 +22,16 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Evaluator, SigningKey, SigningKeyEvent, SigningKeyTask, Task, Validator
+from leaderboard.models import (
+    Benchmark,
+    Evaluator,
+    ReleaseTask,
+    SigningKey,
+    SigningKeyEvent,
+    SigningKeyTask,
+    Task,
+    Validator,
+)
 from leaderboard.permissions import ADD_SIGNING_KEY, CHANGE_SIGNING_KEY, staff_write_actor
 from submissions.bundle.signatures import small_order_public_key
 
@@ -97,10 +106,18 @@ def _check_owner_and_scope(
     if len(judge_name) > 100:
         raise SigningKeyError("judge: at most 100 characters")
     for task, rubric in (tasks or {}).items():
-        if evaluator is not None and task.simulator_id != evaluator.pk:
+        if evaluator is not None and not _runs_on(task, evaluator):
             raise SigningKeyError(f"tasks: {task.slug!r} runs on {task.simulator}, not on {evaluator}")
         if judge_name and not (rubric or "").strip():
             raise SigningKeyError(f"tasks: {task.slug!r} needs the rubric version the judge was calibrated with")
+
+
+def _runs_on(task: Task, evaluator: Evaluator) -> bool:
+    """Whether ``task`` runs on ``evaluator``'s simulator in some release: its shared row names the
+    newest release's, and verification reads each release's own snapshot
+    (leaderboard.selectors.releases.release_task_simulator), so a key for an older release's
+    simulator may be narrowed to the task too."""
+    return task.simulator_id == evaluator.pk or ReleaseTask.objects.filter(task=task, simulator=evaluator).exists()
 
 
 @transaction.atomic

@@ -16,6 +16,8 @@ appends a RunVisibilityEvent (the audit log); nothing is deleted.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -124,19 +126,26 @@ def run_hide(*, run_id: int, user: User, reason: str) -> Run:
         raise VisibilityError("staff_only", f"only staff with the permission {CHANGE_RUN!r} can hide a run", status=403)
     run = _lock(run_id)  # an unknown run is a 404 whatever the reason says
     reason = public_reason(reason, says="why the run is hidden", error=VisibilityError)
-    previous = run.hidden_reason if run.hidden_at is not None else None
+    was_hidden = (run.hidden_at, run.hidden_reason)
     run.hidden_at = run.hidden_at or timezone.now()
     run.hidden_reason = reason
     _save(run, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
-    # Its carried copies rest on the same submission: hidden with it, for the same reason (a copy
-    # hidden on its own, for another reason, keeps that one).
+    # Its carried copies rest on the same submission: hidden with it, for the same reason. A copy
+    # hidden with it carries the source's very hidden_at (and reason): one hidden on its own,
+    # whatever its reason says, keeps its own.
     for copy_id in run_carried_copy_ids(run_id=run.pk):
         copy = _lock(copy_id)
-        if copy.hidden_at is None or copy.hidden_reason == previous:
-            copy.hidden_at = copy.hidden_at or run.hidden_at
+        if copy.hidden_at is None or _hidden_with(copy, was_hidden):
+            copy.hidden_at = run.hidden_at
             copy.hidden_reason = reason
             _save(copy, action=RunVisibilityEvent.Action.HIDDEN, actor=user, reason=reason)
     return run
+
+
+def _hidden_with(copy: Run, source_hidden: tuple[dt.datetime | None, str]) -> bool:
+    """Whether ``copy`` was hidden by its source's hide (same time and reason), not on its own."""
+    hidden_at, reason = source_hidden
+    return hidden_at is not None and (copy.hidden_at, copy.hidden_reason) == (hidden_at, reason)
 
 
 @transaction.atomic
@@ -148,14 +157,14 @@ def run_unhide(*, run_id: int, user: User) -> Run:
     run = _lock(run_id)
     if run.hidden_at is None:
         raise VisibilityError("not_hidden", f"run {run.pk} is not hidden", status=409)
-    reason = run.hidden_reason
+    was_hidden = (run.hidden_at, run.hidden_reason)
     run.hidden_at = None
     run.hidden_reason = ""
     _save(run, action=RunVisibilityEvent.Action.UNHIDDEN, actor=user)
-    # The copies hidden with it (same reason) come back with it; one hidden for its own reason stays.
+    # The copies hidden with it come back with it; one hidden on its own stays hidden.
     for copy_id in run_carried_copy_ids(run_id=run.pk):
         copy = _lock(copy_id)
-        if copy.hidden_at is not None and copy.hidden_reason == reason:
+        if _hidden_with(copy, was_hidden):
             copy.hidden_at = None
             copy.hidden_reason = ""
             _save(copy, action=RunVisibilityEvent.Action.UNHIDDEN, actor=user)

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from leaderboard.models import Evaluator, Release, SigningKey
+from leaderboard.models import Evaluator, Release, SigningKey, Task
 from tests.staff import staff_grant
 
 pytestmark = pytest.mark.django_db
@@ -321,3 +321,30 @@ def test_a_sync_with_a_field_it_does_not_read_or_two_manifests_is_refused_and_no
     )
     assert (twice.status_code, twice.json()["error"]["message"]) == (400, "manifest: given 2 times; send it once.")
     assert Release.objects.count() == before
+
+
+def test_a_benchmark_on_an_evaluator_key_without_tasks_is_refused_not_dropped(world: Any, client_for: Any) -> None:
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "evaluator", "owner": world.evaluator.simulator, "benchmark": world.benchmark.slug,
+         "public_key": _key()},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("benchmark: an evaluator key is scoped by its simulator")
+    assert not SigningKey.objects.exists()
+
+
+def test_a_judge_key_listing_its_tasks_as_a_form_repeats_the_field_and_is_registered(
+    world: Any, client_for: Any
+) -> None:
+    slugs = list(Task.objects.filter(benchmark=world.benchmark).values_list("slug", flat=True)[:2])
+    assert len(slugs) == 2
+    response = client_for(world.staff).post(
+        "/api/v1/admin/signing-keys/",
+        {"owner_kind": "judge", "owner": "judge-one", "benchmark": world.benchmark.slug,
+         "tasks": [f"{slug}@r1" for slug in slugs], "public_key": _key()},
+        format="multipart",
+    )  # fmt: skip
+    assert response.status_code == 201, response.json()
+    assert SigningKey.objects.get().task_scopes.count() == 2

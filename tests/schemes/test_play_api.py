@@ -883,3 +883,14 @@ def test_every_play_answer_conforms_to_its_published_schema(api):
     assert [problem for component, body in answers for problem in problems(component, body)] == []
     assert answers[2][1]["last"] == {"action": "right", "result": "moved"}
     assert answers[5][1]["success_rate"] == 0.0
+
+
+def test_an_action_form_naming_its_action_twice_is_refused_and_plays_nothing(api):
+    card_id = open_card(api).json()["id"]
+    assert reset(api, card_id, "corridor").status_code == 200
+    response = api.post(
+        f"/api/v1/scorecards/{card_id}/levels/corridor/actions", {"action": ["left", "right"]}, format="multipart"
+    )
+    assert error(response) == (400, "invalid")
+    assert response.json()["error"]["message"] == "action: given 2 times; send it once."
+    assert CardEpisode.objects.get(card_id=card_id).steps == 0

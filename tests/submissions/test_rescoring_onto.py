@@ -472,3 +472,17 @@ def test_a_copy_hidden_for_its_own_reason_stays_hidden_when_its_source_is_unhidd
     run_unhide(run_id=run.pk, user=staff)
     carried.refresh_from_db()
     assert carried.hidden_reason == "its own problem"
+
+
+@pytest.mark.django_db
+def test_a_copy_hidden_on_its_own_in_the_same_words_stays_hidden_when_its_source_is_unhidden(
+    run, carried, staff
+) -> None:
+    from submissions.services.visibility import run_hide, run_unhide
+
+    run_hide(run_id=carried.pk, user=staff, reason="under review")
+    run_hide(run_id=run.pk, user=staff, reason="under review")
+    run_hide(run_id=run.pk, user=staff, reason="still under review")  # a new reason for the source only
+    run_unhide(run_id=run.pk, user=staff)
+    carried.refresh_from_db()
+    assert (carried.hidden_reason, carried.is_private) == ("under review", True)

@@ -226,3 +226,16 @@ def test_it_refuses_a_small_order_key_under_which_anyone_forges_a_signature(eval
         assert refused.value.code == "signing_key_invalid"
         assert str(refused.value).startswith("public key: a small-order point (such as all zero bytes)")
     assert SigningKey.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_key_may_be_narrowed_to_a_task_its_simulator_ran_in_an_older_release(demo_release):
+    from leaderboard.models import ReleaseTask, Task
+
+    moved = ReleaseTask.objects.filter(release=demo_release).order_by("task__slug").first()
+    old = moved.simulator
+    # A newer release moved the task to another simulator: the shared row names the newer one.
+    Task.objects.filter(pk=moved.task_id).update(simulator=Evaluator.objects.create(simulator="sim-next"))
+    task = Task.objects.get(pk=moved.task_id)
+    key = signing_key_register(evaluator=old, tasks={task: ""}, public_key_b64=new_public_key()[1], user=None)
+    assert list(key.task_scopes.values_list("task_id", flat=True)) == [task.pk]
