@@ -146,10 +146,13 @@ def test_a_race_run_excluded_after_a_key_compromise_is_marked_with_its_reason_on
 ) -> None:
     from leaderboard.models import RaceRun
     from leaderboard.services.race_exclusions import race_runs_exclude
+    from submissions.services.signing_keys import signing_key_revoke
 
     load_race_demo(stdout=io.StringIO())
     run = RaceRun.objects.filter(race__number=1, signing_key__isnull=False).order_by("pk").first()
     reason = "Validator key compromised on 2026-12-01; its runs no longer count."
+    # Found out, the key is revoked first: only a revoked key's runs are excluded by key.
+    signing_key_revoke(signing_key=run.signing_key, user=None)
     excluded = race_runs_exclude(user=None, reason=reason, signed_by=run.signing_key.key_id)
     assert run.pk in excluded
     base = f"{live_server.url}/races/shopping-race"
