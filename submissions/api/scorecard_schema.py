@@ -9,16 +9,18 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
+from leaderboard.api.fields import StrictCharField, StrictChoiceField, StrictURLField
+
 __all__ = ["CARD", "CARD_LIST", "EPISODE"]
 
 
 class _Agent(serializers.Serializer):
-    name = serializers.CharField()
-    version = serializers.CharField()
+    name = StrictCharField()
+    version = StrictCharField()
 
 
 class _Played(serializers.Serializer):
-    level = serializers.CharField()
+    level = StrictCharField()
     steps = serializers.IntegerField()
     solved = serializers.BooleanField()
     deadlocked = serializers.BooleanField()
@@ -28,9 +30,9 @@ class _Played(serializers.Serializer):
 
 class CardSummarySchema(serializers.Serializer):
     id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=["open", "closed"])
-    benchmark = serializers.CharField()
-    release = serializers.CharField()
+    status = StrictChoiceField(choices=["open", "closed"])
+    benchmark = StrictCharField()
+    release = StrictCharField()
     agent = _Agent()
     opened_at = serializers.DateTimeField()
     last_activity_at = serializers.DateTimeField()
@@ -39,9 +41,9 @@ class CardSummarySchema(serializers.Serializer):
 
 
 class CardSchema(CardSummarySchema):
-    levels = serializers.ListField(child=serializers.CharField(), help_text="the hidden set's level ids")
+    levels = serializers.ListField(child=StrictCharField(), help_text="the hidden set's level ids")
     budget = serializers.DictField(child=serializers.IntegerField(), help_text="level id -> max(30, 3 x optimal)")
-    closed_by = serializers.ChoiceField(choices=["player", "expiry"], allow_null=True)
+    closed_by = StrictChoiceField(choices=["player", "expiry"], allow_null=True)
     played = _Played(many=True)
     # Seed 001's scorecard, null until the card is closed.
     episodes = serializers.IntegerField(allow_null=True)
@@ -54,7 +56,7 @@ class CardSchema(CardSummarySchema):
 
 
 class _State(serializers.Serializer):
-    xsb = serializers.CharField()
+    xsb = StrictCharField()
     player = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2)
     crates = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
     goals = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
@@ -63,7 +65,7 @@ class _State(serializers.Serializer):
 
 
 class EpisodeSchema(serializers.Serializer):
-    level = serializers.CharField()
+    level = StrictCharField()
     state = _State()
     steps = serializers.IntegerField()
     max_steps = serializers.IntegerField()
@@ -72,7 +74,7 @@ class EpisodeSchema(serializers.Serializer):
     done = serializers.BooleanField()
     restarts = serializers.IntegerField()
     last = serializers.DictField(
-        child=serializers.CharField(), required=False, help_text="an action's answer: the move and its result"
+        child=StrictCharField(), required=False, help_text="an action's answer: the move and its result"
     )
 
 
@@ -83,8 +85,8 @@ CARD_LIST = OpenApiResponse(
         "ScorecardList",
         fields={
             "count": serializers.IntegerField(),
-            "next": serializers.URLField(allow_null=True),
-            "previous": serializers.URLField(allow_null=True),
+            "next": StrictURLField(allow_null=True),
+            "previous": StrictURLField(allow_null=True),
             "results": CardSummarySchema(many=True),
         },
     )

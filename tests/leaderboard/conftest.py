@@ -69,7 +69,7 @@ def visitor(db):
     return get_user_model().objects.create_user("visitor", password="pw-visitor-1")
 
 
-def account_created_meanwhile(username: str) -> contextlib.AbstractContextManager[None]:
+def account_created_meanwhile(username: str, *, superuser: bool = False) -> contextlib.AbstractContextManager[None]:
     """While the block runs, another connection is creating the account ``username`` as a
     concurrent admin (or ensure_admin) does: under the username lock, committed only a second
     after the block starts, so the request under test looks the name up (and, without the lock,
@@ -77,6 +77,7 @@ def account_created_meanwhile(username: str) -> contextlib.AbstractContextManage
 
     def create() -> None:
         username_lock(username)
-        get_user_model().objects.create_user(username, password="a-long-test-password-1")
+        create = get_user_model().objects.create_superuser if superuser else get_user_model().objects.create_user
+        create(username, password="a-long-test-password-1")
 
     return committed_meanwhile(create, hold_seconds=1.0)

@@ -172,11 +172,13 @@ def test_ensure_admin_names_an_account_holding_admin_in_another_case_and_creates
 def test_ensure_admin_while_another_run_creates_the_superuser_says_it_exists(monkeypatch) -> None:
     monkeypatch.setenv("PODIUM_ADMIN_PASSWORD", "correct-horse-battery")
     out = io.StringIO()
-    with account_created_meanwhile("admin"):
+    with account_created_meanwhile("admin", superuser=True):  # as the other ensure_admin does
         # Without the lock it saw no account yet and its INSERT failed on the unique index.
         call_command("ensure_admin", stdout=out)
     assert out.getvalue() == "Superuser 'admin' already exists; its password is unchanged.\n"
-    assert list(get_user_model().objects.values_list("username", "is_superuser")) == [("admin", False)]
+    # The other run's account, not this one's (whose password came from the environment).
+    admin = get_user_model().objects.get()
+    assert (admin.username, admin.is_superuser, admin.check_password("correct-horse-battery")) == ("admin", True, False)
 
 
 # -------------------------------------------------------------------- upload
