@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_safe
@@ -221,14 +221,9 @@ def _scheme_page(benchmark: str, *, staff: bool, version: str = "") -> HttpRespo
     scheme = benchmarks_visible(staff=staff).filter(slug=benchmark).values_list("scheme", flat=True).first()
     if scheme is None or scheme == Benchmark.Scheme.PAPER_GAP:
         return None
-    names = [(f"{scheme}_board", {"benchmark": benchmark, "version": version})] if version else []
-    names += [(f"{scheme}_benchmark", {"benchmark": benchmark})]
-    for name, kwargs in names:
-        try:
-            return redirect(reverse(name, kwargs=kwargs))
-        except NoReverseMatch:
-            continue
-    return None
+    if scheme == Benchmark.Scheme.SCORECARD and version:
+        return redirect("scorecard_board", benchmark=benchmark, version=version)  # a board per release
+    return redirect(f"{scheme}_benchmark", benchmark=benchmark)  # scorecard_benchmark, race_benchmark
 
 
 @require_safe

@@ -64,15 +64,11 @@ class _State(serializers.Serializer):
     height = serializers.IntegerField()
 
 
-class EpisodeSchema(serializers.Serializer):
-    level = StrictCharField()
+class EpisodeSchema(_Played):
+    """What reset, action and a level read answer: the played episode, with its state and budget."""
+
     state = _State()
-    steps = serializers.IntegerField()
     max_steps = serializers.IntegerField()
-    solved = serializers.BooleanField()
-    deadlocked = serializers.BooleanField()
-    done = serializers.BooleanField()
-    restarts = serializers.IntegerField()
     last = serializers.DictField(
         child=StrictCharField(), required=False, help_text="an action's answer: the move and its result"
     )
