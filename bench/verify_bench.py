@@ -17,6 +17,8 @@ Run: .venv/bin/python bench/verify_bench.py [--bundles 60] [--sizes 50,200] [--d
    PostgreSQL database (tables built from the models). Target: >= 50 bundles/s.
    Also printed: verification plus intervals together (what one worker process
    does per run; target >= 50 runs/s by CPU).
+   Also printed: the same work with no database at all (open, evaluate, intervals, the pure
+   functions the services call), the ceiling of that rate on the machine at hand.
 3. A full release (--preload, default 10000,100000): the same release is
    loaded with that many runs (one agent version each, bulk-inserted, the
    board rebuilt once), then bundles are verified again, both as re-runs of
@@ -197,8 +199,60 @@ def throughput(count: int, work: Path, database_url: str, rounds: int) -> None:
         "  (CPU figures are this process only: the honest per-worker rate on a shared, noisy machine; "
         "they exclude the database server's own time, which wall clock includes)"
     )
+    parts = _pure_floor(ids)
+    floor = sum(parts)
+    print(
+        f"  the same work with no database at all (the pure functions the services call, on {len(ids)} of these "
+        f"bundles: open {parts[0] * 1000:.1f} + evaluate {parts[1] * 1000:.1f} + intervals {parts[2] * 1000:.1f} ms): "
+        f"{floor * 1000:.1f} ms CPU per run = {1 / floor:.1f} runs/s, the "
+        f"ceiling of verification + intervals on this machine; the database side (ORM, queries, commits) is "
+        f"{(combined - floor) * 1000:.1f} ms per run, {(combined - floor) / combined:.0%} of the whole"
+    )
     # The empty release's verification + intervals rates (by CPU, by wall clock), for part 3.
     return 1 / combined, n / (verify.wall + follow_up.wall)
+
+
+def _pure_floor(submission_ids: list[Any]) -> tuple[float, ...]:
+    """CPU seconds per run (open, evaluate, intervals) of what verification + intervals compute
+    with no database: open the stored bundle, evaluate it, bootstrap its intervals (the very
+    functions the services call, with the release's context read once, outside the timer).
+    What the pipeline can never beat."""
+    from django.conf import settings
+
+    from scoring.uncertainty import run_intervals_from_columns, unpack_run_columns
+    from submissions.models import Submission
+    from submissions.services.runs import CONFIDENCE_SEED, paper_gap_evaluate, paper_gap_load
+    from submissions.services.stored_bundles import bundle_local_path, open_stored_bundle
+
+    submissions = list(Submission.objects.filter(pk__in=submission_ids))
+    copies = []
+    for submission in submissions:
+        # The local scratch copy is storage I/O, made before the timer, as the context's reads are.
+        with bundle_local_path(submission.file.name) as path:
+            copies.append(path.read_bytes())
+    with tempfile.TemporaryDirectory() as scratch:
+        paths = []
+        for index, data in enumerate(copies):
+            paths.append(Path(scratch) / f"{index}.age")
+            paths[-1].write_bytes(data)
+        context = paper_gap_load(submission=submissions[0], bundle=open_stored_bundle(paths[0]))
+        resamples = settings.PODIUM_BOOTSTRAP_RESAMPLES
+        spent = [0.0, 0.0, 0.0]  # open, evaluate, intervals
+        for path in paths:
+            began = time.process_time()
+            bundle = open_stored_bundle(path)
+            opened = time.process_time()
+            outcome = paper_gap_evaluate(bundle, context)
+            evaluated = time.process_time()
+            assert outcome.verdict == "validated", outcome.verdict
+            columns = unpack_run_columns(outcome.episode_columns)
+            assert columns is not None
+            run_intervals_from_columns(context.spec, columns, resamples=resamples, seed=CONFIDENCE_SEED)
+            for position, (start, end) in enumerate(
+                ((began, opened), (opened, evaluated), (evaluated, time.process_time()))
+            ):
+                spent[position] += end - start
+        return tuple(part / len(paths) for part in spent)
 
 
 _seeds = itertools.count(1)
