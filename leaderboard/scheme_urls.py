@@ -13,9 +13,14 @@ from leaderboard.views import scorecard as scorecard_views
 urlpatterns: list[URLPattern | URLResolver] = [
     path("scorecards/<slug:benchmark>/", scorecard_views.scorecard_benchmark, name="scorecard_benchmark"),
     path("scorecards/<slug:benchmark>/<str:version>/", scorecard_views.scorecard_board, name="scorecard_board"),
-    path("races/runs/<int:pk>/", race_views.race_run_detail, name="race_run_detail"),
-    path("races/runs/<int:pk>/exclude/", race_exclusion_views.race_run_exclude_view, name="race_run_exclude"),
-    path("races/runs/<int:pk>/reinstate/", race_exclusion_views.race_run_reinstate_view, name="race_run_reinstate"),
+    # A race run is addressed by its opaque public id, not its row number (RaceRun.public_id).
+    path("races/runs/<slug:public_id>/", race_views.race_run_detail, name="race_run_detail"),
+    path("races/runs/<slug:public_id>/exclude/", race_exclusion_views.race_run_exclude_view, name="race_run_exclude"),
+    path(
+        "races/runs/<slug:public_id>/reinstate/",
+        race_exclusion_views.race_run_reinstate_view,
+        name="race_run_reinstate",
+    ),
     path("races/<slug:benchmark>/", race_views.race_benchmark, name="race_benchmark"),
     path("races/<slug:benchmark>/overall/", race_views.race_overall, name="race_overall"),
     path("races/<slug:benchmark>/qualifying/", race_views.race_qualifying, name="race_qualifying"),

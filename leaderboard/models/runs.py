@@ -4,6 +4,7 @@ runs enter leaderboards; rejected submissions write no run rows."""
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 
 from django.conf import settings
 from django.db import models
@@ -178,9 +179,25 @@ class ScorecardRun(models.Model):
         return closed if closed is not None else self.created_at
 
 
+# Characters of a race run's public id: 12 random bytes, URL-safe base64 (96 bits: unguessable).
+RACE_RUN_PUBLIC_ID_CHARS = 16
+
+
+def race_run_public_id() -> str:
+    """A fresh public id for a race run: its address on the site."""
+    return secrets.token_urlsafe(12)
+
+
 class RaceRun(models.Model):
     """One validator's run of one agent version, on qualifying (race null) or a race."""
 
+    # The run's address (/races/runs/<public_id>/), never its row number. Until a race is
+    # released a visitor sees only each validator's first run of a version (a re-run says the
+    # first was an infrastructure failure): with sequential addresses a hidden re-run was a gap
+    # between two ids a visitor could open, pointing at the run just before it.
+    public_id = models.CharField(
+        max_length=RACE_RUN_PUBLIC_ID_CHARS, unique=True, default=race_run_public_id, editable=False
+    )
     validator = models.ForeignKey("leaderboard.Validator", on_delete=models.PROTECT, related_name="runs")
     agent_version = models.ForeignKey("leaderboard.AgentVersion", on_delete=models.PROTECT, related_name="race_runs")
     release = models.ForeignKey("leaderboard.Release", on_delete=models.PROTECT, related_name="race_runs")

@@ -302,14 +302,15 @@ def qualifying_board(*, release: Release) -> list[QualifyingRow]:
     return rows
 
 
-def race_run_get(*, pk: int, user: Viewer | None = None) -> RaceRun:
-    """A validator run ``user`` may know of (race_runs_shown), else the 404 of a run that does not exist."""
+def race_run_get(*, public_id: str, user: Viewer | None = None) -> RaceRun:
+    """The validator run at address ``public_id``, if ``user`` may know of it (race_runs_shown),
+    else the 404 of a run that does not exist."""
     run = (
         RaceRun.objects.select_related(
             "race__benchmark", "release__benchmark", "agent_version__agent", "validator", "submission", "signing_key"
         )
         .prefetch_related(Prefetch("outcomes", queryset=RaceTaskOutcome.objects.order_by("task_id")))
-        .filter(pk=pk)
+        .filter(public_id=public_id)
         .first()
     )
     if run is None:
@@ -321,6 +322,12 @@ def race_run_get(*, pk: int, user: Viewer | None = None) -> RaceRun:
     ):
         raise Http404("No such run")
     return run
+
+
+def race_run_row_id(*, public_id: str) -> int | None:
+    """The row id of the race run at address ``public_id`` (None: no such run), for the staff
+    services that take row ids. Says nothing of visibility: a caller checks its own permission."""
+    return RaceRun.objects.filter(public_id=public_id).values_list("pk", flat=True).first()
 
 
 def race_categories_visible(race: Race | None) -> bool:

@@ -138,8 +138,8 @@ def race_agent_version(request: HttpRequest, benchmark: str, agent: str, version
 
 
 @require_safe
-def race_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = race_selectors.race_run_get(pk=pk, user=request.user)
+def race_run_detail(request: HttpRequest, public_id: str) -> HttpResponse:
+    run = race_selectors.race_run_get(public_id=public_id, user=request.user)
     benchmark = run.release.benchmark
     context = {
         "benchmark": benchmark,

@@ -67,7 +67,7 @@ def test_a_validator_key_revoked_since_is_marked_on_the_board_and_on_the_run_pag
         .first()
     )
     assert run is not None and run.submission.verdict == "attested"
-    page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    page = client.get(reverse("race_run_detail", args=[run.public_id])).content.decode()
     assert f"<code>{run.signing_key.key_id}</code>" in page and "key since revoked" not in page
     assert 'class="badge badge--attested"' in page
 
@@ -75,6 +75,6 @@ def test_a_validator_key_revoked_since_is_marked_on_the_board_and_on_the_run_pag
     stamp = f'datetime="{key.revoked_at.isoformat()}"'
     board = client.get(reverse("race_detail", args=["shopping-race", run.race.number])).content.decode()
     assert f"<code>{key.key_id}</code> <span" in board and f"key since revoked <time {stamp}" in board
-    page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    page = client.get(reverse("race_run_detail", args=[run.public_id])).content.decode()
     assert f"<code>{key.key_id}</code>" in page and stamp in page
     assert 'class="badge badge--attested"' in page  # it attested the run before: the run keeps its level

@@ -3,6 +3,8 @@ the race is released; qualifying episodes show theirs as soon as results are in.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 from schemes_race_helpers import QUALIFYING, RACE_TASKS, accepted, env_error, members, scoring_outcomes
@@ -84,7 +86,7 @@ def race_pages(run, qualifying_run) -> list[str]:
         reverse("race_leaderboard", args=["shop-race", 2]),
         reverse("race_detail", args=["shop-race", 2]),
         reverse("race_agent_version", args=["shop-race", "alpha", "1"]),
-        reverse("race_run_detail", args=[run.pk]),
+        reverse("race_run_detail", args=[run.public_id]),
         reverse("home"),
     ]
 
@@ -109,7 +111,7 @@ def test_no_page_shows_a_failure_category_during_the_reveal_embargo(client, race
 
 
 def test_the_embargoed_run_page_hides_the_hidden_task_ids_too(client, race_world):
-    body = client.get(reverse("race_run_detail", args=[race_world["run"].pk])).content.decode()
+    body = client.get(reverse("race_run_detail", args=[race_world["run"].public_id])).content.decode()
     assert not any(task in body for task in RACE_TASKS)
     assert "under embargo until the race result is released" in body
 
@@ -117,14 +119,14 @@ def test_the_embargoed_run_page_hides_the_hidden_task_ids_too(client, race_world
 def test_every_category_is_shown_once_the_race_is_released(client, race_world):
     lifecycle.race_close(race=race_world["race"])
     lifecycle.race_release(race=race_world["race"])
-    body = client.get(reverse("race_run_detail", args=[race_world["run"].pk])).content.decode()
+    body = client.get(reverse("race_run_detail", args=[race_world["run"].public_id])).content.decode()
     assert [category.code for category in FAILURE_CATEGORIES if category.code in body] == [
         category.code for category in FAILURE_CATEGORIES
     ]
 
 
 def test_a_qualifying_run_shows_its_categories_at_once(client, race_world):
-    body = client.get(reverse("race_run_detail", args=[race_world["qualifying_run"].pk])).content.decode()
+    body = client.get(reverse("race_run_detail", args=[race_world["qualifying_run"].public_id])).content.decode()
     assert "<code>rejected_order</code> — The verifier rejected the order, so it scores 0." in body
 
 
@@ -332,20 +334,20 @@ def test_an_embargoed_run_page_does_not_tell_how_many_episodes_the_run_reported(
         client.force_login(make_user("unrelated"))
     race_page = client.get(reverse("race_detail", args=["shop-race", 2])).content.decode()
     assert f"{len(RACE_TASKS)} tasks, pinned to this race" in race_page
-    short = client.get(reverse("race_run_detail", args=[short_run["run"].pk])).content.decode()
-    full = client.get(reverse("race_run_detail", args=[race_world["run"].pk])).content.decode()
+    short = client.get(reverse("race_run_detail", args=[short_run["run"].public_id])).content.decode()
+    full = client.get(reverse("race_run_detail", args=[race_world["run"].public_id])).content.decode()
     assert rows_shown(short) == rows_shown(full) == len(RACE_TASKS)
     assert len(race_outcomes_visible(short_run["run"])) == len(RACE_TASKS)
 
 
 def test_the_filer_and_everyone_after_the_release_see_the_episodes_the_run_reported(client, race_world, short_run):
     client.force_login(short_run["filer"])
-    body = client.get(reverse("race_run_detail", args=[short_run["run"].pk])).content.decode()
+    body = client.get(reverse("race_run_detail", args=[short_run["run"].public_id])).content.decode()
     assert rows_shown(body) == 3 and body.count(">1.000<") == 3
     client.logout()
     lifecycle.race_close(race=race_world["race"])
     lifecycle.race_release(race=race_world["race"])
-    body = client.get(reverse("race_run_detail", args=[short_run["run"].pk])).content.decode()
+    body = client.get(reverse("race_run_detail", args=[short_run["run"].public_id])).content.decode()
     assert [task for task in RACE_TASKS if f'<th scope="row">{task}</th>' in body] == RACE_TASKS[:3]
 
 
@@ -372,12 +374,12 @@ def test_a_visitor_is_not_told_during_the_embargo_that_a_run_was_an_infrastructu
     if phase == "embargoed":
         lifecycle.race_close(race=race_world["race"])
     race_page = client.get(reverse("race_detail", args=["shop-race", 2])).content.decode()
-    run_page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    run_page = client.get(reverse("race_run_detail", args=[run.public_id])).content.decode()
     for body in (race_page, run_page):
         assert "infrastructure failure" not in body
     assert race_page.count('<td><span class="withheld">embargoed</span></td>') == 2  # both runs alike
     client.force_login(submitter)
-    assert "infrastructure failure" in client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    assert "infrastructure failure" in client.get(reverse("race_run_detail", args=[run.public_id])).content.decode()
 
 
 @pytest.mark.parametrize("uploader", ["stranger", "other-validator"])
@@ -494,26 +496,41 @@ def test_a_visitor_is_not_told_during_the_embargo_that_a_run_was_re_run(client, 
 
 
 def test_a_re_run_filed_during_the_embargo_has_no_page_for_a_visitor(client, rerun_world, make_user):
-    """The re-run's page answers a visitor exactly as a run that does not exist (ids are
-    sequential: a page that appears during the embargo would say a re-run landed)."""
+    """The re-run's page answers a visitor exactly as a run that does not exist (a page that
+    appears during the embargo would say a re-run landed)."""
     rerun = rerun_world["rerun"]
-    missing = RaceRun.objects.order_by("-pk").first().pk + 1000
-    hidden = client.get(reverse("race_run_detail", args=[rerun.pk]))
-    absent = client.get(reverse("race_run_detail", args=[missing]))
+    hidden = client.get(reverse("race_run_detail", args=[rerun.public_id]))
+    absent = client.get(reverse("race_run_detail", args=["no-such-run-here"]))
     assert (hidden.status_code, absent.status_code) == (404, 404)
-    assert hidden.content.decode().replace(str(rerun.pk), "ID") == absent.content.decode().replace(str(missing), "ID")
+    assert hidden.content.decode().replace(rerun.public_id, "ID") == absent.content.decode().replace(
+        "no-such-run-here", "ID"
+    )
+
+
+def test_a_re_run_leaves_no_gap_a_visitor_can_count_between_the_run_addresses(client, rerun_world):
+    """Row ids are sequential: with runs addressed by them, the re-run's id was a 404 between two
+    pages a visitor could open, and pointed at the run just before it (the infrastructure
+    failure). A run is addressed by its opaque public id; no row number is an address."""
+    race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
+    linked = set(re.findall(r'href="/races/runs/([^/"]+)/"', race_page))
+    shown = set(RaceRun.objects.exclude(pk=rerun_world["rerun"].pk).values_list("public_id", flat=True))
+    assert linked and linked <= shown
+    assert not any(address.isdigit() for address in linked)
+    # Every row number answers as a run that does not exist, the visible runs' and the re-run's alike.
+    by_number = {client.get(f"/races/runs/{pk}/").status_code for pk in RaceRun.objects.values_list("pk", flat=True)}
+    assert by_number == {404}
 
 
 def test_the_filer_staff_and_after_the_release_everyone_see_the_re_run(client, rerun_world):
     rerun = rerun_world["rerun"]
     for user in (rerun_world["filer"], rerun_world["staff"]):
         client.force_login(user)
-        assert client.get(reverse("race_run_detail", args=[rerun.pk])).status_code == 200
+        assert client.get(reverse("race_run_detail", args=[rerun.public_id])).status_code == 200
         race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
         assert runs_listed(race_page, "Broken") == 2
     client.logout()
     lifecycle.race_release(race=rerun_world["race"])
-    assert client.get(reverse("race_run_detail", args=[rerun.pk])).status_code == 200
+    assert client.get(reverse("race_run_detail", args=[rerun.public_id])).status_code == 200
     race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
     assert runs_listed(race_page, "Broken") == 2
 

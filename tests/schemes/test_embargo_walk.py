@@ -216,7 +216,8 @@ def starts(world) -> list[str]:
             reverse("race_leaderboard", args=["shop-race", number]),
         ]
     pages += [reverse("race_agent_version", args=["shop-race", slug, "1"]) for slug in ("alpha", "beta")]
-    pages += [reverse("race_run_detail", args=[pk]) for pk in RaceRun.objects.values_list("pk", flat=True)]
+    addresses = RaceRun.objects.values_list("public_id", flat=True)
+    pages += [reverse("race_run_detail", args=[address]) for address in addresses]
     return pages
 
 
@@ -274,7 +275,7 @@ def test_a_validators_account_sees_its_own_runs_but_no_other_raw_value(client, w
     client.force_login(filer)
     assert_nothing_raw_leaks(client, world, viewer=filer)
     own = RaceRun.objects.filter(race=world["race"], submission__submitter=filer).first()
-    body = client.get(reverse("race_run_detail", args=[own.pk])).content.decode()
+    body = client.get(reverse("race_run_detail", args=[own.public_id])).content.decode()
     assert f"{own.score:.3f}" in body
 
 

@@ -90,7 +90,7 @@ def test_excluding_a_keys_runs_rescores_every_race_from_the_honest_runs_alone(tw
 def test_excluded_runs_stay_listed_with_their_reason_on_the_run_and_race_pages(client, two_validators):
     race_runs_exclude(user=None, reason=REASON, signed_by=two_validators.key_id)
     run = RaceRun.objects.filter(signing_key=two_validators).order_by("pk").first()
-    page = client.get(reverse("race_run_detail", args=[run.pk])).content.decode()
+    page = client.get(reverse("race_run_detail", args=[run.public_id])).content.decode()
     assert "excluded by staff" in page and REASON in page
     race_page = client.get(reverse("race_detail", args=["shop-race", 1])).content.decode()
     assert race_page.count("excluded by staff") >= 2  # B's two runs, in the run list (and the signal line)
@@ -212,6 +212,22 @@ def test_the_command_excludes_a_keys_runs_and_reinstates_them(two_validators, ca
     assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
 
 
+def test_the_command_names_a_run_by_the_id_in_its_address(two_validators, capsys):
+    run = _forged_run(two_validators)
+    call_command("exclude_race_runs", "--run", run.public_id, "--reason", REASON)
+    assert f"excluded 1 race run(s): {run.public_id}" in capsys.readouterr().out
+    assert list(RaceRun.objects.filter(excluded_at__isnull=False).values_list("pk", flat=True)) == [run.pk]
+
+
+def test_the_command_refuses_a_run_id_that_names_no_run_and_changes_nothing(two_validators):
+    run = _forged_run(two_validators)
+    with pytest.raises(CommandError, match="not_found: no race run with id nope"):
+        call_command("exclude_race_runs", "--run", run.public_id, "--run", "nope", "--reason", REASON)
+    with pytest.raises(CommandError, match="not_found"):  # a row number is not a run's id
+        call_command("exclude_race_runs", "--run", str(run.pk), "--reason", REASON)
+    assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
 def test_the_command_refuses_to_exclude_a_live_keys_runs(two_validators):
     SigningKey.objects.filter(pk=two_validators.pk).update(revoked_at=None)
     with pytest.raises(CommandError, match="key_not_revoked"):
@@ -271,7 +287,7 @@ def _forged_run(key: SigningKey) -> RaceRun:
 
 def test_the_exclusion_form_is_shown_to_staff_holding_change_run_only(client, two_validators, make_user):
     run = _forged_run(two_validators)
-    page, form = reverse("race_run_detail", args=[run.pk]), reverse("race_run_exclude", args=[run.pk])
+    page, form = reverse("race_run_detail", args=[run.public_id]), reverse("race_run_exclude", args=[run.public_id])
     assert form not in client.get(page).content.decode()  # anonymous
     for user in (make_user("another"), staff_with("viewer")):
         client.force_login(user)
@@ -283,11 +299,11 @@ def test_the_exclusion_form_is_shown_to_staff_holding_change_run_only(client, tw
 def test_staff_exclude_one_run_through_the_form_and_only_its_race_scores_move(client, two_validators):
     run, staff = _forged_run(two_validators), staff_with("maintainer", CHANGE_RUN)
     client.force_login(staff)
-    response = client.post(reverse("race_run_exclude", args=[run.pk]), {"reason": REASON}, follow=True)
-    assert response.redirect_chain == [(reverse("race_run_detail", args=[run.pk]), 302)]
+    response = client.post(reverse("race_run_exclude", args=[run.public_id]), {"reason": REASON}, follow=True)
+    assert response.redirect_chain == [(reverse("race_run_detail", args=[run.public_id]), 302)]
     body = response.content.decode()
     assert "Run excluded from every score" in body and REASON in body
-    assert reverse("race_run_reinstate", args=[run.pk]) in body  # the form turns into its undo
+    assert reverse("race_run_reinstate", args=[run.public_id]) in body  # the form turns into its undo
     run.refresh_from_db()
     assert (run.excluded_reason, run.excluded_by_id) == (REASON, staff.pk) and run.excluded_at is not None
     assert RaceRun.objects.filter(excluded_at__isnull=False).count() == 1
@@ -299,9 +315,9 @@ def test_staff_exclude_one_run_through_the_form_and_only_its_race_scores_move(cl
 def test_staff_reinstate_one_run_through_the_form_and_the_board_is_as_before(client, two_validators):
     run, before = _forged_run(two_validators), boards()
     client.force_login(staff_with("maintainer", CHANGE_RUN))
-    client.post(reverse("race_run_exclude", args=[run.pk]), {"reason": REASON})
+    client.post(reverse("race_run_exclude", args=[run.public_id]), {"reason": REASON})
     assert boards() != before
-    response = client.post(reverse("race_run_reinstate", args=[run.pk]), follow=True)
+    response = client.post(reverse("race_run_reinstate", args=[run.public_id]), follow=True)
     assert "Run reinstated" in response.content.decode()
     assert boards() == before
     run.refresh_from_db()
@@ -314,8 +330,8 @@ def test_a_refused_reason_through_the_form_is_said_on_the_run_page_and_changes_n
 ):
     run, before = _forged_run(two_validators), boards()
     client.force_login(staff_with("maintainer", CHANGE_RUN))
-    response = client.post(reverse("race_run_exclude", args=[run.pk]), {"reason": reason}, follow=True)
-    assert response.redirect_chain == [(reverse("race_run_detail", args=[run.pk]), 302)]
+    response = client.post(reverse("race_run_exclude", args=[run.public_id]), {"reason": reason}, follow=True)
+    assert response.redirect_chain == [(reverse("race_run_detail", args=[run.public_id]), 302)]
     assert said in response.content.decode()
     assert boards() == before
     assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
@@ -334,7 +350,7 @@ def test_only_staff_holding_change_run_may_use_the_forms_others_get_403(client, 
             "staff without the permission": lambda: staff_with("viewer"),
         }[who]()
     )
-    response = client.post(reverse(route, args=[run.pk]), {"reason": "mine now"})
+    response = client.post(reverse(route, args=[run.public_id]), {"reason": "mine now"})
     assert response.status_code == 403
     assert CHANGE_RUN in response.content.decode()
     assert boards() == before
@@ -345,14 +361,16 @@ def test_only_staff_holding_change_run_may_use_the_forms_others_get_403(client, 
 @pytest.mark.parametrize("route", ["race_run_exclude", "race_run_reinstate"])
 def test_anonymous_posting_the_forms_is_sent_to_sign_in_and_nothing_changes(client, two_validators, route):
     run = _forged_run(two_validators)
-    response = client.post(reverse(route, args=[run.pk]), {"reason": REASON})
+    response = client.post(reverse(route, args=[run.public_id]), {"reason": REASON})
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
 
 
 def test_the_forms_answer_404_for_a_run_that_does_not_exist_and_405_to_a_get(client, two_validators):
     client.force_login(staff_with("maintainer", CHANGE_RUN))
-    assert client.post(reverse("race_run_exclude", args=[999_999]), {"reason": REASON}).status_code == 404
+    assert client.post(reverse("race_run_exclude", args=["no-such-run"]), {"reason": REASON}).status_code == 404
     run = _forged_run(two_validators)
-    assert client.get(reverse("race_run_exclude", args=[run.pk])).status_code == 405
+    # A run's row number is not its address.
+    assert client.post(f"/races/runs/{run.pk}/exclude/", {"reason": REASON}).status_code == 404
+    assert client.get(reverse("race_run_exclude", args=[run.public_id])).status_code == 405
     assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()

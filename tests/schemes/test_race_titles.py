@@ -62,7 +62,7 @@ def test_a_validator_run_page_is_titled_by_the_race_it_ran_in(shopping_race, cli
 
     run = RaceRun.objects.filter(race__number=1).select_related("agent_version__agent").order_by("pk").first()
     version = run.agent_version
-    title = title_of(page(client, "race_run_detail", run.pk))
+    title = title_of(page(client, "race_run_detail", run.public_id))
     assert title == f"{version.agent.name} {version.version}: validator run in race 1 — Shopping race · Podium"
 
 

@@ -176,7 +176,7 @@ def test_staff_exclude_one_race_run_from_its_page_on_a_phone_and_count_it_again(
     run = RaceRun.objects.filter(race__number=1, excluded_at__isnull=True).order_by("pk").first()
     staff_with("maintainer", CHANGE_RUN)
     sign_in(page, live_server.url, "maintainer")
-    url = f"{live_server.url}/races/runs/{run.pk}/"
+    url = f"{live_server.url}/races/runs/{run.public_id}/"
     form = visit_at_both_sizes(page, url, "race-run-exclusion-form")
     assert "Exclude from every score" in form
     page.get_by_label("Public reason").fill("Its validator reported a sandbox misconfiguration for this run.")
