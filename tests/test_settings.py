@@ -82,3 +82,37 @@ def test_a_postgresql_connection_gives_up_on_a_silent_peer_in_seconds():
     assert options["keepalives"] == 1 and options["tcp_user_timeout"] <= 15_000
     assert options["keepalives_idle"] + options["keepalives_interval"] * options["keepalives_count"] <= 15
     assert options["connect_timeout"] == 5
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("REDIS_URL", "127.0.0.1:6379/15", "expected an absolute redis/rediss URL with a host"),
+        ("CELERY_BROKER_URL", "redis:/nohost", "expected an absolute redis/rediss URL with a host"),
+        ("SITE_URL", "podium.example.org", "expected an absolute http/https URL with a host"),
+    ],
+)
+def test_a_url_without_its_scheme_or_host_stops_start_up_naming_the_variable(name, value, said):
+    """A Redis URL without its scheme passed start-up, /readyz called the cache "not configured"
+    and every cached page answered 500 (an operator's walk through docs/deploy.md)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL", "SITE_URL")}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**env, name: value},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert f"{name}={value!r}: {said}" in done.stderr
+
+
+def test_env_redis_url_reads_a_redis_url(monkeypatch):
+    monkeypatch.setenv("PODIUM_REDIS", "rediss://cache.internal:6380/1")
+    assert podium_settings.env_redis_url("PODIUM_REDIS") == "rediss://cache.internal:6380/1"

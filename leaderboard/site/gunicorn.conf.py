@@ -11,7 +11,7 @@ FORWARDED_ALLOW_IPS    proxies whose X-Forwarded-* headers gunicorn believes (12
 Why these values: Podium's requests are short database reads and streamed uploads
 (256 MiB at most) that the proxy buffers before passing on, so sync workers suffice;
 ``max_requests`` recycles a worker now and then so a slow leak cannot grow forever;
-the access log goes to stderr in one line per request beside Django's own log.
+the access log goes to stdout in one line per request (Django's own log is on stderr).
 """
 
 from __future__ import annotations

@@ -78,6 +78,13 @@ def env_url(name: str, default: str = "", *, schemes: tuple[str, ...] = ("http",
     return raw
 
 
+def env_redis_url(name: str, default: str = "") -> str:
+    """A Redis URL (or empty): redis:// or rediss:// with a host. Anything else passed start-up
+    before: "127.0.0.1:6379/15" (no scheme) left /readyz calling the cache "not configured"
+    while every cached page answered 500 (redis-py refuses the URL at the first use)."""
+    return env_url(name, default, schemes=("redis", "rediss"))
+
+
 # DRF reads "<count>/<period>" and looks only at the period's first letter, so "lots" or
 # "10/fortnight" would pass start-up and then turn every throttled request into a 500.
 _RATE = re.compile(r"^([1-9][0-9]*)/(s|sec|second|seconds|m|min|minute|minutes|h|hour|hours|d|day|days)$")
@@ -120,7 +127,8 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,local
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 # A refused form gets the site's page saying what to do, not Django's page about its middleware.
 CSRF_FAILURE_VIEW = "leaderboard.error_pages.csrf_failure"
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+# Absolute, with its scheme: links in mail and the API are built on it.
+SITE_URL = env_url("SITE_URL", "http://127.0.0.1:8000")
 
 INSTALLED_APPS = [
     "leaderboard.admin_site.PodiumAdminConfig",  # django.contrib.admin, its site guarded
@@ -137,6 +145,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered whatever Host a load balancer's probe sends (leaderboard.probes).
+    "leaderboard.probes.HealthProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Django's bodiless 405s get a JSON error or a page saying what the address answers.
@@ -232,8 +242,8 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Cache: Redis when REDIS_URL (or the broker) is Redis, else process-local memory.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
-REDIS_URL = env_str("REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
+CELERY_BROKER_URL = env_redis_url("CELERY_BROKER_URL")
+REDIS_URL = env_redis_url("REDIS_URL", CELERY_BROKER_URL)
 if REDIS_URL:
     # Redis down is a cache miss, never an error (leaderboard.cache): pages fall back to the
     # database, and the short socket timeouts keep a Redis host that stopped answering from

@@ -2,10 +2,10 @@
 
 ``/healthz`` (leaderboard.views.paper_gap) stays trivial: the process answers. A load
 balancer or orchestrator takes a host out of rotation on ``/readyz`` instead:
-it checks the database, the cache's and the broker's Redis, and the bundle
-storage, each bounded by a short timeout, and answers 200 or 503 naming what
-failed. The answer never carries an error's text (it could name hosts or
-credentials); the reason is logged.
+it checks the database, the cache's and the broker's Redis, the bundle
+storage and (in production) the static files' manifest, each bounded by a short
+timeout, and answers 200 or 503 naming what failed. The answer never carries an
+error's text (it could name hosts or credentials); the reason is logged.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import redis
 from django.conf import settings
+from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
@@ -79,11 +80,27 @@ def check_storage() -> str:
     return OK
 
 
+# The stylesheet every page links: its hashed name is in collectstatic's manifest or nowhere.
+STYLESHEET = "podium.css"
+
+
+def check_static() -> str:
+    """In production every page links hashed static files named by collectstatic's manifest,
+    which this process read at start: without it every page answered 500 ("Missing staticfiles
+    manifest entry") while the other checks said ready (a host restored before collectstatic,
+    or started before it ran). The embedded default serves files as they are: nothing to check."""
+    if not isinstance(staticfiles_storage, ManifestFilesMixin):
+        return SKIPPED
+    staticfiles_storage.stored_name(STYLESHEET)  # ValueError: not in the manifest this process holds
+    return OK
+
+
 CHECKS: dict[str, Callable[[], str]] = {
     "database": check_database,
     "cache": check_cache,
     "broker": check_broker,
     "storage": check_storage,
+    "static": check_static,
 }
 
 

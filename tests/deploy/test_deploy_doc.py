@@ -62,9 +62,25 @@ def test_every_variable_the_deployment_doc_sets_is_read_by_the_settings_or_the_g
     assert [name for name in names if f'"{name}"' not in sources] == []
 
 
+def test_the_environment_block_as_written_stops_start_up_until_its_secret_key_is_replaced():
+    """A copied environment file started production with a published key (docs/deploy.md walk)."""
+    match = ENV_BLOCK.search(DOC.read_text())
+    assert match
+    written = dict(
+        line.split("=", 1) for line in match["body"].splitlines() if line and not line.startswith("#")
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in written and not k.startswith(("PODIUM_", "DJANGO_"))}
+    done = subprocess.run(
+        [str(BIN / "python"), "manage.py", "check"],
+        cwd=REPO_ROOT, env={**env, **written}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "SECRET_KEY must be set to a random string of at least 50 characters in production" in done.stderr
+
+
 def test_the_deployment_doc_has_every_step_the_restore_test_runs():
     assert set(doc_steps()) >= {
-        "prepare", "web", "worker", "beat", "probe", "backup", "backup-local-media", "restore-local-media", "restore",
+        "prepare", "web", "worker", "beat", "probe", "backup", "restore-local-media", "restore",
     }  # fmt: skip
 
 
@@ -287,15 +303,15 @@ def test_the_deployment_doc_run_backed_up_and_restored_into_an_empty_database_st
         "EMAIL_HOST_PASSWORD": "",
         "DEFAULT_FROM_EMAIL": "podium@example.org",
         "LOG_LEVEL": "INFO",
-        # Per host: DATABASE_URL, PODIUM_VAR_DIR, STATIC_ROOT, PODIUM_SITE_KEYS_FILE, PODIUM_BIND.
+        # Per host: DATABASE_URL, PODIUM_VAR_DIR, STATIC_ROOT, MEDIA_ROOT, PODIUM_SITE_KEYS_FILE, PODIUM_BIND.
     }
-    per_host = {"DATABASE_URL", "PODIUM_VAR_DIR", "STATIC_ROOT", "PODIUM_SITE_KEYS_FILE", "PODIUM_BIND"}
+    per_host = {"DATABASE_URL", "PODIUM_VAR_DIR", "STATIC_ROOT", "MEDIA_ROOT", "PODIUM_SITE_KEYS_FILE", "PODIUM_BIND"}
     assert set(document_env) | per_host == set(doc_env_names())  # the drill sets exactly what the doc lists
     base_env = {
         **inherited,
         **document_env,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "BACKUP_DIR": str(tmp_path / "backup" / "2026-11-30"),
+        "BACKUP_ROOT": str(tmp_path / "backup"),
         "OPERATOR_AGE_RECIPIENT": str(operator.to_public()),
         "OPERATOR_AGE_IDENTITY": str(identity_file),
     }
@@ -322,13 +338,26 @@ def test_the_deployment_doc_run_backed_up_and_restored_into_an_empty_database_st
         assert DJANGO_LOG_LINE.search(first.log("web")), first.log("web")[-2000:]
         assert re.search(r'access 203\.0\.113\.9 "POST /api/v1/submissions/ HTTP/1\.[01]" 201 ', first.log("web"))
 
-        first.run("backup")
-        if not s3:
-            first.run("backup-local-media")
+        # Run twice, as cron would (after a key rotation, say): each run has a directory of its
+        # own, readable by the service account alone (the dump holds sessions and secrets).
+        backups = []
+        for _ in range(2):
+            said = first.run("backup")
+            backups.append(Path(re.search(r"^backed up to (.+)$", said, re.MULTILINE)[1]))
+            time.sleep(1.1)  # the directories are named by the second
+        assert backups[0] != backups[1] and all(path.parent == tmp_path / "backup" for path in backups)
+        for path in backups:
+            assert oct(path.stat().st_mode & 0o777) == "0o700"
+            assert {p.name: oct(p.stat().st_mode & 0o777) for p in path.iterdir()} == {
+                "site-keys.age": "0o600",
+                "podium.dump": "0o600",
+                **({} if s3 else {"media.tar.gz": "0o600"}),
+            }
         first.stop()
         before = count_rows(first.env["DATABASE_URL"])
 
         # The site is lost. A new host, an empty database, no site keys; the bucket survives.
+        second.env["BACKUP_DIR"] = str(backups[-1])
         if not s3:
             second.run("restore-local-media")
         restored = second.run("restore")
@@ -339,6 +368,8 @@ def test_the_deployment_doc_run_backed_up_and_restored_into_an_empty_database_st
         second.wait_ready()
         old = second.https("GET", f"/api/v1/submissions/{verdict['id']}/", headers={"Authorization": f"Api-Key {key}"})
         assert (old[0], json.loads(old[2])["verdict"]) == (200, "validated")  # the restored database serves it
+        assert second.https("GET", "/")[0] == 200  # pages too: collectstatic ran in the restore
+        assert request("GET", f"{second.base}/readyz")[0] == 200
         after = upload_and_wait(second, key, agent="Drill After")
         assert (after["verdict"], after["key_id"]) == ("validated", verdict["key_id"])  # the same current key
     finally:

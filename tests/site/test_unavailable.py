@@ -139,7 +139,13 @@ def test_readyz_in_the_embedded_default_checks_the_database_and_storage_and_skip
     assert response.json() == {
         "ready": True,
         "failed": [],
-        "checks": {"database": "ok", "cache": "not configured", "broker": "not configured", "storage": "ok"},
+        "checks": {
+            "database": "ok",
+            "cache": "not configured",
+            "broker": "not configured",
+            "storage": "ok",
+            "static": "not configured",
+        },
     }
     assert "no-cache" in response["Cache-Control"]
 
@@ -203,6 +209,36 @@ def test_readyz_names_redis_when_the_cache_and_broker_do_not_answer(client, sett
     assert response.status_code == 503
     assert response.json()["failed"] == ["cache", "broker"]
     assert response.json()["checks"]["database"] == "ok"
+
+
+@pytest.mark.django_db
+def test_the_probes_answer_a_load_balancer_that_sends_the_hosts_own_address(client, media_root, settings):
+    """A probe names the web host by its address, which is not in ALLOWED_HOSTS: Django's host
+    check answered it 400, so liveness restarted a healthy host (docs/deploy.md walk)."""
+    settings.ALLOWED_HOSTS = ["podium.example.org"]
+    settings.REDIS_URL = ""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    probe = {"HTTP_HOST": "10.0.0.5:8000"}
+    assert (client.get("/healthz", **probe).status_code, client.get("/readyz", **probe).status_code) == (200, 200)
+    assert client.get("/", **probe).status_code == 400  # every other path still checks the host
+
+
+@pytest.mark.django_db
+def test_readyz_fails_the_static_check_while_collectstatics_manifest_is_missing(client, media_root, settings, tmp_path):
+    """A host restored (or started) before collectstatic answered every page 500 while /readyz said ready."""
+    settings.REDIS_URL = ""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.STATIC_ROOT = str(tmp_path)
+    manifest_storage = {"BACKEND": "django.contrib.staticfiles.storage.ManifestStaticFilesStorage"}
+    settings.STORAGES = {**settings.STORAGES, "staticfiles": manifest_storage}
+    missing = client.get("/readyz")
+    assert (missing.status_code, missing.json()["failed"]) == (503, ["static"])
+    (tmp_path / "staticfiles.json").write_text(
+        '{"paths": {"podium.css": "podium.0123456789ab.css"}, "version": "1.1", "hash": "0123456789ab"}'
+    )
+    settings.STORAGES = {**settings.STORAGES}  # a new process: the storage reads the manifest again
+    ready = client.get("/readyz")
+    assert (ready.status_code, ready.json()["checks"]["static"]) == (200, "ok")
 
 
 @pytest.mark.django_db
