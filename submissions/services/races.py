@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from leaderboard.models import (
@@ -232,6 +232,7 @@ def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: Ra
         owed_by_signer = RaceRun.objects.filter(validator=key.validator)
         if not _lands_as_owed_rerun(race, context.agent_version, owed_by_signer):
             raise _not_running(race)
+    _refuse_second_run(validator=key.validator, context=context)
     try:
         _charge_validator(submission=submission, key=key, benchmark=context.release.benchmark)
     except QuotaExceeded as exc:
@@ -284,6 +285,40 @@ def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: Ra
         ).exclude(pk=run.pk).update(needs_rerun=False)
     race_standings_update(race=context.race)
     return run
+
+
+def _refuse_second_run(*, validator: Validator, context: RaceContext) -> None:
+    """One run per validator, agent version and race (or qualifying release) counts. Seed 002:
+    "Multiple validators evaluate independently", and the raw score is the mean of their runs, so
+    a validator filing a version again would weight the mean with its own draws (five runs of one
+    validator outweighed another's one). A validator files again only after an infrastructure
+    failure (the run it then owes, seed 002: "the evaluation is run again"), or after staff
+    excluded its run (which counts nowhere, as if never filed).
+
+    In the verdict's transaction, under a lock of its own for the (validator, version, race), so
+    two uploads of runs of one version by one validator cannot both pass."""
+    race_id = context.race.pk if context.race is not None else None
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                [f"race-run:{validator.pk}:{context.agent_version.pk}:{context.release.pk}:{race_id}"],
+            )
+    filed = RaceRun.objects.filter(
+        validator=validator,
+        agent_version=context.agent_version,
+        release=context.release,
+        race=context.race,
+        infrastructure_failure=False,
+        excluded_at__isnull=True,
+    )
+    if filed.exists():
+        where = str(context.race) if context.race is not None else f"qualifying on release {context.release.version}"
+        raise BundleError(
+            "race_run_already_filed",
+            f"race run: validator {validator.slug!r} already filed a run of {context.agent_version} in {where}; "
+            "a validator runs a version once, and again only after an infrastructure failure",
+        )
 
 
 def _charge_validator(*, submission: Submission, key: SigningKey, benchmark: Benchmark) -> None:

@@ -22,6 +22,7 @@ from schemes_race_helpers import (
 
 from leaderboard.models import Agent, AgentVersion, Benchmark, QualifyingEntry, RaceEntry, RaceRun, Validator
 from leaderboard.permissions import CHANGE_RACE
+from leaderboard.services.race_exclusions import race_runs_exclude
 from leaderboard.services.races import race_close, race_schedule
 from submissions.bundle.signatures import generate_signing_key
 from submissions.demo_loaders import scheme_bundles
@@ -212,6 +213,69 @@ def test_a_podium_bundle_1_race_receipt_filed_twice_by_its_validators_account_co
     first = submit(submitter, receipt, name="a.age")
     again = submit(submitter, receipt, name="b.age")
     assert [(s.verdict, s.error_code) for s in (first, again)] == [("validated", ""), ("rejected", "duplicate_results")]
+    assert RaceRun.objects.count() == 1
+
+
+def _run_of(validator, key, score: float, *, race: int | None = 1) -> dict[str, bytes]:
+    """A signed podium-bundle/2 run of Shopper 1 by ``validator`` on race ``race`` (None: qualifying)."""
+    tasks = RACE_TASKS if race is not None else QUALIFYING
+    outcomes = scoring_outcomes(score, tasks)
+    return members(
+        validator=validator, key=key, agent="Shopper", version="1", outcomes=outcomes, race=race, tasks=tasks
+    )
+
+
+def test_a_validators_second_run_of_a_version_in_a_race_is_refused_and_writes_nothing(
+    running, submitter, submit, make_validator
+):
+    """Seed 002: validators evaluate independently and the raw score is the mean of their runs, so
+    one validator filing a version five times outweighed another's one run (outside review)."""
+    validator, key = make_validator("validator-a")
+    first = submit(submitter, _run_of(validator, key, 0.5), name="first")
+    again = submit(submitter, _run_of(validator, key, 0.0), name="again")
+    assert (first.verdict, again.verdict, again.error_code) == ("attested", "rejected", "race_run_already_filed")
+    assert "validator 'validator-a' already filed a run of" in again.error_message
+    assert list(RaceRun.objects.values_list("submission", flat=True)) == [first.pk]
+
+
+def test_another_validators_run_of_the_same_version_lands(running, submitter, submit, make_validator):
+    validator_a, key_a = make_validator("validator-a")
+    validator_b, key_b = make_validator("validator-b")  # the submitter account acts for both
+    assert submit(submitter, _run_of(validator_a, key_a, 0.5), name="a").verdict == "attested"
+    assert submit(submitter, _run_of(validator_b, key_b, 0.25), name="b").verdict == "attested"
+    assert RaceRun.objects.count() == 2
+
+
+def test_a_validator_runs_a_version_again_after_an_infrastructure_failure_and_then_no_more(
+    running, submitter, submit, make_validator
+):
+    validator, key = make_validator("validator-a")
+    broken = members(
+        validator=validator, key=key, agent="Shopper", version="1", outcomes=[env_error(t) for t in RACE_TASKS], race=1
+    )
+    assert submit(submitter, broken, name="broken").verdict == "attested"
+    assert submit(submitter, _run_of(validator, key, 0.5), name="rerun").verdict == "attested"
+    third = submit(submitter, _run_of(validator, key, 0.9), name="third")
+    assert (third.verdict, third.error_code) == ("rejected", "race_run_already_filed")
+    assert RaceRun.objects.count() == 2
+
+
+def test_a_validator_files_a_run_again_after_staff_excluded_its_run(running, submitter, submit, make_validator):
+    validator, key = make_validator("validator-a")
+    first = submit(submitter, _run_of(validator, key, 0.5), name="first")
+    race_runs_exclude(user=None, reason="signed by a compromised key", run_ids=[first.race_run_id])
+    assert submit(submitter, _run_of(validator, key, 0.25), name="again").verdict == "attested"
+    assert RaceRun.objects.filter(excluded_at__isnull=True).count() == 1
+
+
+def test_a_validators_second_qualifying_run_of_a_version_is_refused(
+    race_benchmark, race_release, submitter, submit, make_validator
+):
+    validator, key = make_validator("validator-a")
+    first = submit(submitter, _run_of(validator, key, 0.5, race=None), name="first")
+    again = submit(submitter, _run_of(validator, key, 0.5, race=None), name="again")
+    assert (first.verdict, again.verdict, again.error_code) == ("attested", "rejected", "race_run_already_filed")
+    assert "qualifying on release" in again.error_message
     assert RaceRun.objects.count() == 1
 
 
