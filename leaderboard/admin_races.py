@@ -20,7 +20,15 @@ from django.http import HttpRequest
 from leaderboard.admin_mixins import ReadOnlyFieldsMixin
 from leaderboard.models import Benchmark, Race, Release
 from leaderboard.permissions import ADD_RACE, staff_may
-from leaderboard.services.races import RaceTransitionError, race_close, race_release, race_schedule, race_start
+from leaderboard.services.races import (
+    RaceTransitionError,
+    race_close,
+    race_release,
+    race_schedule,
+    race_start,
+    race_task_set_public,
+    race_task_set_reused,
+)
 from leaderboard.storable_text import NAMES, unstorable_kind
 
 if TYPE_CHECKING:
@@ -58,6 +66,12 @@ class RaceScheduleForm(forms.ModelForm):
             self.add_error(
                 "release", f"release {release.version} belongs to {release.benchmark.slug}, not {benchmark.slug}"
             )
+        task_ids = cleaned.get("task_ids_text")
+        if benchmark is not None and task_ids:
+            # The service's rule (race_schedule refuses it too), said on the field.
+            public = race_task_set_public(benchmark=benchmark, task_ids=task_ids)
+            if public is not None:
+                self.add_error("task_ids_text", public)
         return cleaned
 
     def clean_challenge_margin(self) -> float:
@@ -132,6 +146,9 @@ class RaceAdmin(ReadOnlyFieldsMixin, admin.ModelAdmin):
         )
         obj.pk = created.pk
         obj.refresh_from_db()
+        reused = race_task_set_reused(benchmark=created.benchmark, task_ids=created.task_ids, race=created)
+        if reused is not None:
+            self.message_user(request, f"{created}: {reused}. Scheduled as asked.", messages.WARNING)
 
     def _apply(self, request: HttpRequest, queryset: QuerySet[Race], step: Callable[..., Race], done: str) -> None:
         for race in queryset.order_by("benchmark", "number"):

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.models import Benchmark, Race
+from leaderboard.models import Benchmark, Race, Release
 from leaderboard.permissions import ADD_RACE, CHANGE_RACE, staff_write_actor
 from leaderboard.services.race_standings import race_standings_update
 from leaderboard.users import Viewer
@@ -45,6 +45,54 @@ def _check_task_ids(task_ids: Any) -> list[str]:
             raise RaceTransitionError("race_task_set_invalid", f"task_ids[{index}] repeats task {task_id!r}")
         seen.add(task_id)
     return list(task_ids)
+
+
+# How many shared task ids a message names (the rest are counted).
+_SHARED_SHOWN = 3
+
+
+def _shared(shared: set[str], where: str) -> str:
+    names = ", ".join(repr(task) for task in sorted(shared)[:_SHARED_SHOWN])
+    more = f" and {len(shared) - _SHARED_SHOWN} more" if len(shared) > _SHARED_SHOWN else ""
+    return f"task {names}{more} {'is' if len(shared) == 1 else 'are'} in {where}"
+
+
+def race_task_set_public(*, benchmark: Benchmark, task_ids: list[str]) -> str | None:
+    """Why ``task_ids`` cannot be a race's hidden set on ``benchmark``, or None: a task of one of
+    its qualifying sets, public from the start (every qualifying run's page names it). Seed 002:
+    "A race uses a separate hidden task set pinned to that race"; the race page would call a
+    set "hidden" that every visitor can read."""
+    wanted = set(task_ids)
+    for release in Release.objects.filter(benchmark=benchmark).order_by("pk"):
+        public = release.qualifying_task_ids or list(
+            release.release_tasks.values_list("task__slug", flat=True)  # expected_task_ids' fallback
+        )
+        shared = wanted & {str(task) for task in public}
+        if shared:
+            return (
+                _shared(shared, f"the public qualifying set of release {release.version}")
+                + "; a race's hidden set shares no task with a qualifying set (seed 002)"
+            )
+    return None
+
+
+def race_task_set_reused(*, benchmark: Benchmark, task_ids: list[str], race: Race | None = None) -> str | None:
+    """A warning, or None: tasks of ``task_ids`` that another race of ``benchmark`` also holds,
+    public once that race is released. Not refused: re-holding a race on its own set (a race
+    voided by an incident, say) is a maintainer's call; the admin says it when scheduling."""
+    wanted = set(task_ids)
+    others = Race.objects.filter(benchmark=benchmark).order_by("number")
+    for other in others.exclude(pk=race.pk) if race is not None else others:
+        shared = wanted & {str(task) for task in other.task_ids}
+        if shared:
+            return _shared(shared, f"the task set of race {other.number} too (public once that race is released)")
+    return None
+
+
+def _refuse_public(benchmark: Benchmark, task_ids: list[str]) -> None:
+    reason = race_task_set_public(benchmark=benchmark, task_ids=task_ids)
+    if reason is not None:
+        raise RaceTransitionError("race_task_set_public", reason)
 
 
 def _locked(race: Race) -> Race:
@@ -107,12 +155,14 @@ def race_schedule(
             "race_release_mismatch",
             f"release {release.version!r} belongs to benchmark {release.benchmark.slug!r}, not {benchmark.slug!r}",
         )
+    task_ids = _check_task_ids(task_ids)
+    _refuse_public(benchmark, task_ids)
     return Race.objects.create(
         benchmark=benchmark,
         release=release,
         number=number,
         name=name,
-        task_ids=_check_task_ids(task_ids),
+        task_ids=task_ids,
         is_launch=is_launch,
         challenge_margin=challenge_margin,
     )
@@ -175,6 +225,8 @@ def race_start(*, race: Race, user: Viewer | None = None) -> Race:
     _check_no_race_running(current)
     _check_started_in_order(current)
     _check_task_ids(current.task_ids)
+    # Again at the start: a release synced since the schedule may have made a task public.
+    _refuse_public(current.benchmark, current.task_ids)
     current.starts_at = current.starts_at or timezone.now()
     current.save(update_fields=["status", "starts_at"])
     race_standings_update(race=current)

@@ -142,3 +142,53 @@ def test_a_race_pinned_to_another_race_benchmarks_release_is_refused_by_form_and
         race_schedule(benchmark=race_benchmark, number=7, task_ids=["t-1"], release=foreign)
     assert refused.value.code == "race_release_mismatch"
     assert not Race.objects.exists()
+
+
+def test_a_hidden_set_holding_a_public_qualifying_task_is_refused_by_form_and_service(
+    client, race_benchmark, race_release
+):
+    """Seed 002: a race's hidden set is separate; a qualifying task is public from the start
+    (outside review: a race page called a set "hidden" that qualifying run pages listed)."""
+    import pytest
+
+    from leaderboard.services.races import RaceTransitionError
+
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_add"),
+        {"benchmark": race_benchmark.pk, "number": 1, "challenge_margin": "0.02", "task_ids_text": "t-1\nq03\nq01"},
+    )
+    assert response.status_code == 200
+    assert "task &#x27;q01&#x27;, &#x27;q03&#x27; are in the public qualifying set of release q1" in (
+        response.content.decode()
+    )
+    with pytest.raises(RaceTransitionError) as refused:
+        race_schedule(benchmark=race_benchmark, number=1, task_ids=["t-1", "q03"])
+    assert refused.value.code == "race_task_set_public"
+    assert not Race.objects.exists()
+
+
+def test_a_race_whose_task_became_public_after_its_schedule_does_not_start(race_benchmark, race_release):
+    import pytest
+
+    from leaderboard.services.races import RaceTransitionError
+
+    race = race_schedule(benchmark=race_benchmark, number=1, task_ids=["t-1", "t-2"])
+    race_release.qualifying_task_ids = [*race_release.qualifying_task_ids, "t-2"]  # a later manifest sync
+    race_release.save(update_fields=["qualifying_task_ids"])
+    with pytest.raises(RaceTransitionError) as refused:
+        race_start(race=race)
+    assert refused.value.code == "race_task_set_public"
+    race.refresh_from_db()
+    assert race.status == "scheduled"
+
+
+def test_the_admin_schedules_a_race_reusing_another_races_tasks_and_warns(client, race_benchmark, race_release):
+    race_schedule(benchmark=race_benchmark, number=1, task_ids=["t-1", "t-2"])
+    response = staff_client(client).post(
+        reverse("admin:leaderboard_race_add"),
+        {"benchmark": race_benchmark.pk, "number": 2, "challenge_margin": "0.02", "task_ids_text": "t-2\nt-9"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "task &#x27;t-2&#x27; is in the task set of race 1 too" in response.content.decode()
+    assert Race.objects.get(number=2).task_ids == ["t-2", "t-9"]
