@@ -54,7 +54,7 @@ _SHARED_SHOWN = 3
 def _shared(shared: set[str], where: str) -> str:
     names = ", ".join(repr(task) for task in sorted(shared)[:_SHARED_SHOWN])
     more = f" and {len(shared) - _SHARED_SHOWN} more" if len(shared) > _SHARED_SHOWN else ""
-    return f"task {names}{more} {'is' if len(shared) == 1 else 'are'} in {where}"
+    return f"task {names} is in {where}" if len(shared) == 1 else f"tasks {names}{more} are in {where}"
 
 
 def race_task_set_public(*, benchmark: Benchmark, task_ids: list[str]) -> str | None:
