@@ -51,11 +51,17 @@ class SchemaView(JsonErrorsView, SpectacularAPIView):
     authentication_classes: list[type] = []
 
 
+# A card id in a path: digits, as many as a card id could ever need and some. Longer than a
+# bigint holds is a card that does not exist, answered card_not_found like any other (with
+# 18 digits at most, a 19-digit id matched no route: the generic not_found); bounded so
+# that int() of the segment stays cheap.
+CARD_ID = "[0-9]{1,30}"
+
 urlpatterns: list[URLPattern | URLResolver] = [
     # First: the play loop's action is the API's most frequent request, and Django tries
     # patterns in order (no two patterns here match one path, so order decides nothing else).
     re_path(
-        rf"^scorecards/(?P<card_id>[0-9]{{1,18}})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/actions/?$",
+        rf"^scorecards/(?P<card_id>{CARD_ID})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/actions/?$",
         play.level_action,
         name="api-scorecard-action",
     ),
@@ -93,15 +99,15 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Seed 001 scorecards played on the server; the issue fixes these paths (no trailing slash
     # on the level and close calls; one is accepted too).
     path("scorecards/", play.CardOpenView.as_view(), name="api-scorecard-open"),
-    re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/?$", play.CardDetailView.as_view(), name="api-scorecard"),
-    re_path(r"^scorecards/(?P<card_id>[0-9]{1,18})/close/?$", play.CardCloseView.as_view(), name="api-scorecard-close"),
+    re_path(rf"^scorecards/(?P<card_id>{CARD_ID})/?$", play.CardDetailView.as_view(), name="api-scorecard"),
+    re_path(rf"^scorecards/(?P<card_id>{CARD_ID})/close/?$", play.CardCloseView.as_view(), name="api-scorecard-close"),
     re_path(
-        rf"^scorecards/(?P<card_id>[0-9]{{1,18}})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/reset/?$",
+        rf"^scorecards/(?P<card_id>{CARD_ID})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/reset/?$",
         play.LevelResetView.as_view(),
         name="api-scorecard-reset",
     ),
     re_path(
-        rf"^scorecards/(?P<card_id>[0-9]{{1,18}})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/?$",
+        rf"^scorecards/(?P<card_id>{CARD_ID})/levels/(?P<level_id>{LEVEL_ID_PATTERN})/?$",
         play.LevelView.as_view(),
         name="api-scorecard-level",
     ),

@@ -49,6 +49,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from leaderboard.api_query import MAX_ID
 from leaderboard.models import Benchmark, Release, Run, ScorecardLevel, ScorecardRun
 from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
 from leaderboard.services.scorecard_standings import scorecard_standing_update
@@ -586,7 +587,9 @@ def card_play_read(*, key_prefix: str, card_id: int, level_id: str) -> PlayRead 
     ``card_id``, in one statement (prepared on PostgreSQL); None when there is none -- no such
     key, not its owner's card, no started episode -- or off PostgreSQL (the locked path decides)."""
     db = connections[DEFAULT_DB_ALIAS]  # one lookup; the ``connection`` proxy resolves on every use
-    if db.vendor != "postgresql":
+    if db.vendor != "postgresql" or card_id > MAX_ID:
+        # Beyond a bigint the prepared statement's parameter is a DataError: the locked path's
+        # ORM lookup answers it as the card that does not exist.
         return None
     with rows.cursor() as cursor:
         cursor.execute(_play_read_sql(db.vendor), [key_prefix, card_id, level_id])
@@ -750,6 +753,8 @@ def _locked_episode(card_id: int, level_id: str, user: User) -> CardEpisode | No
 
     Written out (submissions.rows) rather than built by the ORM: compiling this
     three-table select_for_update cost more than the whole /healthz request."""
+    if int(card_id) > MAX_ID:  # the URL's digits (the view passes them as they came)
+        return None  # no card has it, and as a parameter of this statement it is a DataError
     sql, episode_cols, card_cols, level_cols, release_cols = _locked_episode_sql(
         connection.vendor, connection.features.has_select_for_update_of
     )

@@ -639,10 +639,20 @@ def assert_each_action_counted_once(card_id: int, actions: int) -> None:
     assert list(steps) == list(range(1, actions + 1))
 
 
-def test_an_out_of_range_card_id_answers_a_json_404(api):
-    for path in ("/api/v1/scorecards/99999999999999999999999", "/api/v1/scorecards/99999999999999999999999/close"):
+@pytest.mark.parametrize("card_id", ["9223372036854775808", "99999999999999999999999"])
+def test_an_out_of_range_card_id_answers_card_not_found_like_any_other_missing_card(api, card_id):
+    """Beyond a bigint is still a card that does not exist (19 digits matched no route: not_found)."""
+    for path in (f"/api/v1/scorecards/{card_id}", f"/api/v1/scorecards/{card_id}/close"):
         response = api.post(path) if path.endswith("close") else api.get(path)
-        assert error(response) == (404, "not_found")
+        assert error(response) == (404, "card_not_found")
+    level = api.get(f"/api/v1/scorecards/{card_id}/levels/level-1")
+    assert error(level) == (404, "card_not_found")
+    action = api.post(f"/api/v1/scorecards/{card_id}/levels/level-1/actions", {"action": "up"}, format="json")
+    assert error(action) == (404, "card_not_found")
+
+
+def test_a_card_id_longer_than_any_card_id_is_the_generic_not_found(api):
+    assert error(api.get("/api/v1/scorecards/" + "9" * 31)) == (404, "not_found")
 
 
 def test_a_release_with_cards_cannot_change_its_hidden_levels(api, play_release, tmp_path):
