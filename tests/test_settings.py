@@ -116,3 +116,22 @@ def test_a_url_without_its_scheme_or_host_stops_start_up_naming_the_variable(nam
 def test_env_redis_url_reads_a_redis_url(monkeypatch):
     monkeypatch.setenv("PODIUM_REDIS", "rediss://cache.internal:6380/1")
     assert podium_settings.env_redis_url("PODIUM_REDIS") == "rediss://cache.internal:6380/1"
+
+
+@pytest.mark.parametrize(
+    ("value", "options"),
+    [
+        ("memory://", {"others": ("memory",)}),
+        ("redis+socket:///run/redis/redis.sock", {"sockets": ("redis+socket",)}),
+        ("unix:///run/redis/redis.sock?db=1", {"sockets": ("unix",)}),
+    ],
+)
+def test_env_redis_url_takes_the_other_forms_a_variable_allows(monkeypatch, value, options):
+    monkeypatch.setenv("PODIUM_REDIS", value)
+    assert podium_settings.env_redis_url("PODIUM_REDIS", **options) == value
+
+
+def test_env_redis_url_refuses_a_socket_scheme_without_a_path(monkeypatch):
+    monkeypatch.setenv("PODIUM_REDIS", "unix://")
+    with pytest.raises(ImproperlyConfigured, match=r"a unix:// socket path"):
+        podium_settings.env_redis_url("PODIUM_REDIS", sockets=("unix",))

@@ -25,6 +25,7 @@ from leaderboard.api_query import MAX_ID
 from leaderboard.models import Race, RaceRun, SigningKey
 from leaderboard.permissions import CHANGE_RUN, staff_write_actor
 from leaderboard.reasons import public_reason
+from leaderboard.services.race_run_slots import RaceRunSlot, race_run_slot_holder, race_run_slot_lock
 from leaderboard.services.race_standings import race_standings_update
 
 
@@ -105,11 +106,42 @@ def race_runs_exclude(
     return [run.pk for run in runs]
 
 
+def _refuse_taken_slots(runs: list[RaceRun]) -> None:
+    """A run comes back only to a free slot (leaderboard.services.race_run_slots): its validator
+    may have filed the version again once it was excluded, and two standing runs of one
+    validator would weight the mean. Nothing is reinstated when one of them has no slot."""
+    taken = []
+    for run in runs:
+        if run.infrastructure_failure:
+            continue  # counts nowhere: it never holds a slot
+        slot = RaceRunSlot.of(run)
+        race_run_slot_lock(slot)
+        holder = race_run_slot_holder(slot, other_than=run.pk)
+        if holder is not None or any(_same_slot(run, other) for other in runs if other.pk < run.pk):
+            taken.append(run)
+    if taken:
+        raise RaceExclusionError(
+            "slot_taken",
+            "its validator has a standing run of the same version there since (one run per validator, version and "
+            f"race): exclude that one first to reinstate race run {', '.join(run.public_id for run in taken)}",
+        )
+
+
+def _same_slot(one: RaceRun, other: RaceRun) -> bool:
+    return not other.infrastructure_failure and (
+        one.validator_id,
+        one.agent_version_id,
+        one.release_id,
+        one.race_id,
+    ) == (other.validator_id, other.agent_version_id, other.release_id, other.race_id)
+
+
 @transaction.atomic
 def race_runs_reinstate(*, user: Any, run_ids: list[int] | None = None, signed_by: str | None = None) -> list[int]:
     """Count excluded race runs again (a mistaken exclusion); returns the ids reinstated."""
     staff_write_actor(user, CHANGE_RUN, doing="reinstate excluded race runs")
     runs = [run for run in _locked(run_ids, signed_by) if run.excluded_at is not None]
+    _refuse_taken_slots(runs)
     for run in runs:
         run.excluded_at, run.excluded_reason, run.excluded_by = None, "", None
     RaceRun.objects.bulk_update(runs, ["excluded_at", "excluded_reason", "excluded_by"])

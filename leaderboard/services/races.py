@@ -70,7 +70,7 @@ def race_task_set_public(*, benchmark: Benchmark, task_ids: list[str]) -> str | 
         shared = wanted & {str(task) for task in public}
         if shared:
             return (
-                _shared(shared, f"the public qualifying set of release {release.version}")
+                _shared(shared, f"the qualifying set of release {release.version}")
                 + "; a race's hidden set shares no task with a qualifying set (seed 002)"
             )
     return None
@@ -86,6 +86,21 @@ def race_task_set_reused(*, benchmark: Benchmark, task_ids: list[str], race: Rac
         shared = wanted & {str(task) for task in other.task_ids}
         if shared:
             return _shared(shared, f"the task set of race {other.number} too (public once that race is released)")
+    return None
+
+
+def race_hidden_tasks_named(*, benchmark: Benchmark, task_ids: list[str]) -> str | None:
+    """Why ``task_ids`` cannot be a qualifying set of ``benchmark``, or None: one of them is in
+    the hidden set of a race not yet released, which the qualifying runs' pages would show
+    (the same rule as race_task_set_public, seen from a manifest sync)."""
+    wanted = set(task_ids)
+    for race in Race.objects.filter(benchmark=benchmark).exclude(status=Race.Status.RELEASED).order_by("number"):
+        shared = wanted & {str(task) for task in race.task_ids}
+        if shared:
+            return (
+                _shared(shared, f"the hidden set of race {race.number} ({race.status})")
+                + "; a qualifying set is public, so it holds no task of a race not yet released (seed 002)"
+            )
     return None
 
 

@@ -39,6 +39,7 @@ from leaderboard.manifest import (
 )
 from leaderboard.manifest.review import review_manifest
 from leaderboard.models import Benchmark, Evaluator, Release, ReleaseTask, ScorecardLevel, Task
+from leaderboard.services.races import race_hidden_tasks_named
 from leaderboard.services.release_gates import (
     BENCHMARK_TEXT_FIELDS,
     benchmark_text_changes,
@@ -158,6 +159,7 @@ def _sync(m: ReleaseManifest, actor: Any) -> SyncResult:
 
     if benchmark is not None:
         _refuse_played_levels(benchmark, release, m)
+        _refuse_hidden_race_tasks(benchmark, m)
     benchmark = _upsert_benchmark(benchmark, m, changes)
     evaluators = _upsert_evaluators(m, changes)
     tasks = _upsert_tasks(benchmark, m, evaluators, changes)
@@ -390,6 +392,15 @@ def _hashed_before_sandbox_files(release: Release) -> bool:
     (docs/manifest.md): one synced since must match them too, or its workspace could change."""
     tasks = (release.manifest or {}).get("tasks") or []
     return bool(tasks) and not any("sandbox_files" in task for task in tasks if isinstance(task, dict))
+
+
+def _refuse_hidden_race_tasks(benchmark: Benchmark, m: ReleaseManifest) -> None:
+    """Refuse a qualifying set that names a task of a race not yet released (its hidden set)."""
+    if not m.qualifying_task_ids:
+        return
+    named = race_hidden_tasks_named(benchmark=benchmark, task_ids=list(m.qualifying_task_ids))
+    if named:
+        raise ManifestError([Problem(RELEASE_FILE, m.lines.get("qualifying.task_ids"), "qualifying.task_ids", named)])
 
 
 def _refuse_played_levels(benchmark: Benchmark, release: Release | None, m: ReleaseManifest) -> None:

@@ -78,11 +78,22 @@ def env_url(name: str, default: str = "", *, schemes: tuple[str, ...] = ("http",
     return raw
 
 
-def env_redis_url(name: str, default: str = "") -> str:
-    """A Redis URL (or empty): redis:// or rediss:// with a host. Anything else passed start-up
-    before: "127.0.0.1:6379/15" (no scheme) left /readyz calling the cache "not configured"
-    while every cached page answered 500 (redis-py refuses the URL at the first use)."""
-    return env_url(name, default, schemes=("redis", "rediss"))
+def env_redis_url(name: str, default: str = "", *, sockets: tuple[str, ...] = (), others: tuple[str, ...] = ()) -> str:
+    """A Redis URL (or empty): redis:// or rediss:// with a host, a ``sockets`` scheme with a
+    path (a Unix socket), or one of ``others`` as it is. Anything else passed start-up before:
+    "127.0.0.1:6379/15" (no scheme) left /readyz calling the cache "not configured" while
+    every cached page answered 500 (redis-py refuses the URL at the first use)."""
+    raw = os.environ.get(name, default).strip()
+    parsed = urlsplit(raw)
+    if not raw or parsed.scheme in others or (parsed.scheme in sockets and parsed.path not in ("", "/")):
+        return raw
+    schemes = ("redis", "rediss")
+    if parsed.scheme not in schemes or not parsed.hostname:
+        accepted = "/".join(schemes) + " URL with a host" + "".join(f", a {s}:// socket path" for s in sockets)
+        raise ImproperlyConfigured(
+            f"{name}={raw!r}: expected an absolute {accepted}" + "".join(f", or {s}://" for s in others)
+        )
+    return raw
 
 
 # DRF reads "<count>/<period>" and looks only at the period's first letter, so "lots" or
@@ -242,8 +253,11 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Cache: Redis when REDIS_URL (or the broker) is Redis, else process-local memory.
-CELERY_BROKER_URL = env_redis_url("CELERY_BROKER_URL")
-REDIS_URL = env_redis_url("REDIS_URL", CELERY_BROKER_URL)
+# kombu's names: redis+socket:// for a Unix socket, memory:// (one process, no Redis: tests).
+CELERY_BROKER_URL = env_redis_url("CELERY_BROKER_URL", sockets=("redis+socket",), others=("memory",))
+# redis-py's names: unix:// for a Unix socket. The cache defaults to the broker's Redis server.
+_BROKER_IS_REDIS = urlsplit(CELERY_BROKER_URL).scheme in ("redis", "rediss")
+REDIS_URL = env_redis_url("REDIS_URL", CELERY_BROKER_URL if _BROKER_IS_REDIS else "", sockets=("unix",))
 if REDIS_URL:
     # Redis down is a cache miss, never an error (leaderboard.cache): pages fall back to the
     # database, and the short socket timeouts keep a Redis host that stopped answering from

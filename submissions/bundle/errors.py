@@ -83,8 +83,9 @@ ERROR_CODES: dict[str, str] = {
     "race_release_mismatch": "the race belongs to another release",
     "race_not_running": "the race is not running (results are accepted only while it runs)",
     "race_run_already_filed": (
-        "the signing validator already filed a counted run of this agent version in this race (or qualifying "
-        "release); a validator runs it again only after an infrastructure failure"
+        "the signing validator already filed a run of this agent version in this race (or qualifying release) "
+        "that stands (counted, or failed with no output); it runs it again only after an infrastructure failure "
+        "or a staff exclusion"
     ),
     "race_run_invalid": "the race run's outcomes are inconsistent with the expected task set",
     "race_run_mismatch": "a claimed paid reward, category or run score differs from the recomputation",

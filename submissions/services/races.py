@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 
 from leaderboard.models import (
@@ -40,6 +40,7 @@ from leaderboard.models import (
 from leaderboard.permissions import CHANGE_RACE, staff_may
 from leaderboard.selectors.releases import unknown_release_message
 from leaderboard.selectors.visibility import benchmarks_visible, viewer_is_staff
+from leaderboard.services.race_run_slots import RaceRunSlot, race_run_slot_holder, race_run_slot_lock
 from leaderboard.services.race_standings import race_standings_update
 from scoring import race as race_scoring
 from submissions.bundle.contract import ValidatorKey
@@ -288,35 +289,21 @@ def race_run_record(*, submission: Submission, outcome: RaceOutcome, context: Ra
 
 
 def _refuse_second_run(*, validator: Validator, context: RaceContext) -> None:
-    """One run per validator, agent version and race (or qualifying release) counts. Seed 002:
-    "Multiple validators evaluate independently", and the raw score is the mean of their runs, so
-    a validator filing a version again would weight the mean with its own draws (five runs of one
-    validator outweighed another's one). A validator files again only after an infrastructure
-    failure (the run it then owes, seed 002: "the evaluation is run again"), or after staff
-    excluded its run (which counts nowhere, as if never filed).
-
-    In the verdict's transaction, under a lock of its own for the (validator, version, race), so
-    two uploads of runs of one version by one validator cannot both pass."""
-    race_id = context.race.pk if context.race is not None else None
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                [f"race-run:{validator.pk}:{context.agent_version.pk}:{context.release.pk}:{race_id}"],
-            )
-    filed = RaceRun.objects.filter(
-        validator=validator,
-        agent_version=context.agent_version,
-        release=context.release,
-        race=context.race,
-        infrastructure_failure=False,
-        excluded_at__isnull=True,
+    """One standing run per validator, agent version and race (or qualifying release):
+    leaderboard.services.race_run_slots says which runs stand and why. Checked in the verdict's
+    transaction under the slot's lock, so two uploads of runs of one version by one validator
+    cannot both pass."""
+    slot = RaceRunSlot(
+        validator.pk, context.agent_version.pk, context.release.pk, context.race.pk if context.race else None
     )
-    if filed.exists():
+    race_run_slot_lock(slot)
+    standing = race_run_slot_holder(slot)
+    if standing is not None:
         where = str(context.race) if context.race is not None else f"qualifying on release {context.release.version}"
+        kind = "a failed run (no output; it is not run again)" if standing.failed else "a counted run"
         raise BundleError(
             "race_run_already_filed",
-            f"race run: validator {validator.slug!r} already filed a run of {context.agent_version} in {where}; "
+            f"race run: validator {validator.slug!r} already filed {kind} of {context.agent_version} in {where}; "
             "a validator runs a version once, and again only after an infrastructure failure",
         )
 

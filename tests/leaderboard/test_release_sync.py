@@ -464,6 +464,33 @@ def test_a_race_release_stores_its_qualifying_task_ids(tmp_path: Path, staff) ->
     assert release.qualifying_task_ids == ["shop-1", "shop-2"]
 
 
+def test_a_qualifying_set_naming_a_task_of_a_race_not_yet_released_is_refused(tmp_path: Path, staff) -> None:
+    """A qualifying set is public at once: synced while a race runs on one of its tasks, it would
+    publish that race's hidden task (outside review; race_schedule and race_start refuse the same)."""
+    from leaderboard.services.races import race_close, race_release, race_schedule, race_start
+
+    def manifest(version: str, tasks: str) -> Path:
+        directory = tmp_path / version
+        directory.mkdir()
+        (directory / "release.yaml").write_text(
+            f"format: 1\nbenchmark: {{slug: oro, name: ORO Bench, scheme: race}}\nversion: '{version}'\n"
+            f"published: false\ntasks: []\nqualifying:\n  task_ids: [{tasks}]\n"
+        )
+        return directory
+
+    release_sync(manifest=manifest("1", "shop-1, shop-2"), user=staff)
+    race = race_start(race=race_schedule(benchmark=Benchmark.objects.get(slug="oro"), number=1, task_ids=["h-1"]))
+    with pytest.raises(ManifestError) as refused:
+        release_sync(manifest=manifest("2", "shop-1, h-1"), user=staff)
+    assert "task 'h-1' is in the hidden set of race 1 (running)" in str(refused.value)
+    assert not Release.objects.filter(version="2").exists()
+    race_release(race=race_close(race=race))  # released: its tasks are public, a qualifying set may name them
+    assert release_sync(manifest=manifest("3", "shop-1, h-1"), user=staff).release.qualifying_task_ids == [
+        "shop-1",
+        "h-1",
+    ]
+
+
 def test_release_sync_needs_a_manifest() -> None:
     with pytest.raises(TypeError):
         release_sync_module.release_sync(user=None)

@@ -158,7 +158,7 @@ def test_a_hidden_set_holding_a_public_qualifying_task_is_refused_by_form_and_se
         {"benchmark": race_benchmark.pk, "number": 1, "challenge_margin": "0.02", "task_ids_text": "t-1\nq03\nq01"},
     )
     assert response.status_code == 200
-    assert "tasks &#x27;q01&#x27;, &#x27;q03&#x27; are in the public qualifying set of release q1" in (
+    assert "tasks &#x27;q01&#x27;, &#x27;q03&#x27; are in the qualifying set of release q1" in (
         response.content.decode()
     )
     with pytest.raises(RaceTransitionError) as refused:

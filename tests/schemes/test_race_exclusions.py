@@ -374,3 +374,20 @@ def test_the_forms_answer_404_for_a_run_that_does_not_exist_and_405_to_a_get(cli
     assert client.post(f"/races/runs/{run.pk}/exclude/", {"reason": REASON}).status_code == 404
     assert client.get(reverse("race_run_exclude", args=[run.public_id])).status_code == 405
     assert not RaceRun.objects.filter(excluded_at__isnull=False).exists()
+
+
+def test_a_run_is_not_reinstated_beside_the_run_its_validator_filed_since(two_validators):
+    """Excluded, the run freed its validator's slot; a run filed there since stands, and bringing
+    the first back would count two runs of one validator (outside review)."""
+    run = _forged_run(two_validators)
+    race_runs_exclude(user=None, reason=REASON, run_ids=[run.pk])
+    since = RaceRun.objects.create(
+        validator=run.validator, agent_version=run.agent_version, release=run.release, race=run.race, score=0.5
+    )
+    with pytest.raises(RaceExclusionError) as refused:
+        race_runs_reinstate(user=None, run_ids=[run.pk])
+    assert refused.value.code == "slot_taken" and run.public_id in refused.value.message
+    run.refresh_from_db()
+    assert run.excluded_at is not None
+    race_runs_exclude(user=None, reason=REASON, run_ids=[since.pk])  # the newer one leaves: the slot is free
+    assert race_runs_reinstate(user=None, run_ids=[run.pk]) == [run.pk]

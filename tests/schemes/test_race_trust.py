@@ -234,8 +234,19 @@ def test_a_validators_second_run_of_a_version_in_a_race_is_refused_and_writes_no
     first = submit(submitter, _run_of(validator, key, 0.5), name="first")
     again = submit(submitter, _run_of(validator, key, 0.0), name="again")
     assert (first.verdict, again.verdict, again.error_code) == ("attested", "rejected", "race_run_already_filed")
-    assert "validator 'validator-a' already filed a run of" in again.error_message
+    assert "validator 'validator-a' already filed a counted run of" in again.error_message
     assert list(RaceRun.objects.values_list("submission", flat=True)) == [first.pk]
+
+
+def test_a_failed_run_is_final_for_its_validator(running, submitter, submit, make_validator):
+    """A run with no output "fails and adds nothing" (seed 002) and is not run again: it stands."""
+    validator, key = make_validator("validator-a")
+    failed = submit(submitter, members(validator=validator, key=key, agent="Shopper", version="1", outcomes=[], race=1))
+    assert (failed.verdict, failed.race_run.failed) == ("attested", True)
+    again = submit(submitter, _run_of(validator, key, 0.5), name="again")
+    assert (again.verdict, again.error_code) == ("rejected", "race_run_already_filed")
+    assert "already filed a failed run (no output; it is not run again)" in again.error_message
+    assert RaceRun.objects.count() == 1
 
 
 def test_another_validators_run_of_the_same_version_lands(running, submitter, submit, make_validator):
