@@ -47,3 +47,43 @@ def committed_meanwhile(write: Callable[[], Any], *, hold_seconds: float = 0.6) 
     finally:
         thread.join()
     assert not failure, failure
+
+
+def second_waits_for_first(first: Callable[[], Any], second: Callable[[], Any]) -> Any:
+    """Run ``first`` in a transaction on its own connection and hold it open; meanwhile run
+    ``second`` in a transaction on another. Asserts that ``second`` waits (a lock it shares with
+    ``first``), then commits ``first`` and returns what ``second`` returned, or the exception it
+    raised (a refusal is usually the point)."""
+    held, release = threading.Event(), threading.Event()
+    outcome: list[Any] = []
+
+    def run_first() -> None:
+        try:
+            with transaction.atomic():
+                first()
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def run_second() -> None:
+        try:
+            with transaction.atomic():
+                outcome.append(second())
+        except Exception as exc:  # returned to the test, which asserts on it
+            outcome.append(exc)
+        finally:
+            connection.close()
+
+    one = threading.Thread(target=run_first)
+    one.start()
+    assert held.wait(10), "the first transaction did not get going"
+    two = threading.Thread(target=run_second)
+    two.start()
+    two.join(1.0)
+    waited = two.is_alive()
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert waited, "the second transaction did not wait for the first"
+    return outcome[0]

@@ -31,6 +31,7 @@ from submissions.services.agents import agent_slug
 from submissions.services.submissions import submission_create
 from submissions.services.verification import submission_verify
 from tests.api_clients import api_for
+from tests.concurrency import on_postgresql_committing
 from tests.staff import staff_grant
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_daily_counters")]
@@ -577,60 +578,28 @@ def test_a_race_run_naming_the_wrong_release_does_not_tell_the_version_of_a_draf
 
 
 @pytest.mark.services
+@on_postgresql_committing
 @pytest.mark.django_db(transaction=True)
 def test_two_runs_of_one_version_by_one_validator_recorded_at_once_are_serialized_and_the_second_is_refused(
     running, make_validator
 ):
     """The one-run check holds a lock per validator, version and race until the verdict commits:
     while the first run is uncommitted the second check waits, then sees it (PostgreSQL)."""
-    import threading
     from types import SimpleNamespace
-
-    from django.db import connection, transaction
 
     from submissions.bundle.errors import BundleError
     from submissions.services.races import _refuse_second_run
+    from tests.concurrency import second_waits_for_first
 
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite serializes writers itself")
     validator, _ = make_validator("validator-a")
     enter("Shopper", "1", 1)
     version = AgentVersion.objects.get(agent__slug="shopper", version="1")
     context = SimpleNamespace(race=running, release=running.release, agent_version=version)
-    recorded, release = threading.Event(), threading.Event()
-    outcome: dict[str, object] = {}
 
     def first() -> None:
-        try:
-            with transaction.atomic():
-                _refuse_second_run(validator=validator, context=context)
-                RaceRun.objects.create(
-                    validator=validator, agent_version=version, release=running.release, race=running, score=0.5
-                )
-                recorded.set()
-                release.wait(10)
-        finally:
-            connection.close()
+        _refuse_second_run(validator=validator, context=context)
+        RaceRun.objects.create(validator=validator, agent_version=version, release=running.release, race=running)
 
-    def second() -> None:
-        try:
-            with transaction.atomic():
-                _refuse_second_run(validator=validator, context=context)
-            outcome["second"] = "accepted"
-        except BundleError as exc:
-            outcome["second"] = exc.code
-        finally:
-            connection.close()
-
-    one = threading.Thread(target=first)
-    one.start()
-    assert recorded.wait(10)
-    two = threading.Thread(target=second)
-    two.start()
-    two.join(1.0)
-    assert two.is_alive(), "the second check did not wait for the first run's transaction"
-    release.set()
-    one.join(10)
-    two.join(10)
-    assert outcome["second"] == "race_run_already_filed"
+    refused = second_waits_for_first(first, lambda: _refuse_second_run(validator=validator, context=context))
+    assert isinstance(refused, BundleError) and refused.code == "race_run_already_filed"
     assert RaceRun.objects.count() == 1
