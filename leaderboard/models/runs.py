@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import string
 
 from django.conf import settings
 from django.db import models
@@ -179,13 +180,16 @@ class ScorecardRun(models.Model):
         return closed if closed is not None else self.created_at
 
 
-# Characters of a race run's public id: 12 random bytes, URL-safe base64 (96 bits: unguessable).
+# A race run's public id: 16 random letters and digits (95 bits: unguessable). Not URL-safe
+# base64, whose "-" first (1 id in 64) reads as an option on a command line
+# (`exclude_race_runs --run -x...`).
 RACE_RUN_PUBLIC_ID_CHARS = 16
+_PUBLIC_ID_ALPHABET = string.ascii_letters + string.digits
 
 
 def race_run_public_id() -> str:
     """A fresh public id for a race run: its address on the site."""
-    return secrets.token_urlsafe(12)
+    return "".join(secrets.choice(_PUBLIC_ID_ALPHABET) for _ in range(RACE_RUN_PUBLIC_ID_CHARS))
 
 
 class RaceRun(models.Model):

@@ -391,3 +391,12 @@ def test_a_run_is_not_reinstated_beside_the_run_its_validator_filed_since(two_va
     assert run.excluded_at is not None
     race_runs_exclude(user=None, reason=REASON, run_ids=[since.pk])  # the newer one leaves: the slot is free
     assert race_runs_reinstate(user=None, run_ids=[run.pk]) == [run.pk]
+
+
+def test_a_race_runs_public_id_is_letters_and_digits_so_a_command_line_never_reads_it_as_an_option():
+    """URL-safe base64 put a "-" first in 1 id of 64: `exclude_race_runs --run -x...` then failed."""
+    from leaderboard.models.runs import RACE_RUN_PUBLIC_ID_CHARS, race_run_public_id
+
+    ids = {race_run_public_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    assert all(len(public_id) == RACE_RUN_PUBLIC_ID_CHARS and public_id.isalnum() for public_id in ids)
