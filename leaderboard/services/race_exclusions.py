@@ -110,30 +110,21 @@ def _refuse_taken_slots(runs: list[RaceRun]) -> None:
     """A run comes back only to a free slot (leaderboard.services.race_run_slots): its validator
     may have filed the version again once it was excluded, and two standing runs of one
     validator would weight the mean. Nothing is reinstated when one of them has no slot."""
-    taken = []
-    for run in runs:
+    taken, seen = [], set()
+    for run in runs:  # in id order (_locked)
         if run.infrastructure_failure:
             continue  # counts nowhere: it never holds a slot
         slot = RaceRunSlot.of(run)
         race_run_slot_lock(slot)
-        holder = race_run_slot_holder(slot, other_than=run.pk)
-        if holder is not None or any(_same_slot(run, other) for other in runs if other.pk < run.pk):
+        if slot in seen or race_run_slot_holder(slot, other_than=run.pk) is not None:
             taken.append(run)
+        seen.add(slot)
     if taken:
         raise RaceExclusionError(
             "slot_taken",
             "its validator has a standing run of the same version there since (one run per validator, version and "
             f"race): exclude that one first to reinstate race run {', '.join(run.public_id for run in taken)}",
         )
-
-
-def _same_slot(one: RaceRun, other: RaceRun) -> bool:
-    return not other.infrastructure_failure and (
-        one.validator_id,
-        one.agent_version_id,
-        one.release_id,
-        one.race_id,
-    ) == (other.validator_id, other.agent_version_id, other.release_id, other.race_id)
 
 
 @transaction.atomic
